@@ -1,0 +1,59 @@
+# rdma_dev: an RDMA device model with a loopback bypass, simulated under cocotb.
+#   make sim     the demonstration (Icarus), prints a report and the waveform path
+#   make test    the whole regression in parallel (SIM=icarus|verilator)
+#   make lint    verilator --lint-only -Wall on the RTL
+#   make waves   open the last waveform in GTKWave
+#   make bench   clock-cycle benchmarks, table + sim/out/bench.json
+#   make clean   remove build and output folders
+# Set-up is automatic: a .venv from requirements.txt, and Icarus from Debian when missing.
+
+SIM ?= icarus
+export SIM
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JOBS ?= auto
+
+.PHONY: all sim test lint waves bench clean deps simulator
+
+all: test
+
+deps: $(STAMP) simulator
+
+$(STAMP): requirements.txt
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	  sh sim/apt-install.sh python3-venv
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+simulator:
+	@if [ "$(SIM)" = icarus ]; then \
+	  command -v iverilog >/dev/null 2>&1 || sh sim/apt-install.sh iverilog; \
+	fi
+	@if [ "$(SIM)" = verilator ]; then \
+	  command -v g++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1 || sh sim/apt-install.sh g++ make; \
+	fi
+
+sim: $(STAMP)
+	@$(MAKE) --no-print-directory simulator SIM=icarus
+	SIM=icarus $(PY) tb/run_demo.py
+
+test: deps
+	$(PY) -m pytest -n $(JOBS) tests
+
+lint:
+	@command -v verilator >/dev/null 2>&1 || sh sim/apt-install.sh verilator
+	verilator --lint-only -Wall -Irtl --top-module rdma_dev rtl/*.v
+
+waves:
+	@command -v gtkwave >/dev/null 2>&1 || sh sim/apt-install.sh gtkwave
+	@test -f sim/out/last_waves || { echo "no waveform yet: run 'make sim' or a test with WAVES=1"; exit 1; }
+	gtkwave "$$(cat sim/out/last_waves)" sim/rdma_dev.gtkw
+
+bench: deps
+	$(PY) tb/run_bench.py
+
+clean:
+	rm -rf sim/build sim/out .pytest_cache

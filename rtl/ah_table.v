@@ -1,0 +1,112 @@
+// Address handles: the address vectors UD work requests name by number (CREATE/DESTROY_AH).
+`default_nettype none
+
+module ah_table #(
+    parameter NUM_AH = 16,         // address handles
+    parameter NUM_PORTS = 2        // ports, to check port numbers
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     cmd_valid,
+    input  wire [7:0]               cmd_op,
+    input  wire [15:0]              cmd_index,
+    input  wire [511:0]             cmd_data,
+    output reg                      cmd_done,
+    output reg  [7:0]               cmd_result,
+
+    input  wire [31:0]              ah,           // AH number from the WQE
+    output wire                     ah_valid,     // in range and created
+    output wire [15:0]              ah_pd,
+    output wire [PORT_BITS-1:0]     ah_port,
+    output wire [15:0]              ah_dlid,
+    output wire [3:0]               ah_sl,
+    output wire [6:0]               ah_src_path_bits,
+    output wire                     ah_is_global,
+    output wire [7:0]               ah_hop_limit,
+    output wire [7:0]               ah_tclass,
+    output wire [19:0]              ah_flow_label,
+    output wire [127:0]             ah_dgid
+);
+
+`include "rdma_defs.vh"
+
+localparam AH_BITS   = $clog2(NUM_AH);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+
+reg                  h_valid  [0:NUM_AH-1];
+reg [15:0]           h_pd     [0:NUM_AH-1];
+reg [PORT_BITS-1:0]  h_port   [0:NUM_AH-1];
+reg [15:0]           h_dlid   [0:NUM_AH-1];
+reg [3:0]            h_sl     [0:NUM_AH-1];
+reg [6:0]            h_spb    [0:NUM_AH-1];
+reg                  h_global [0:NUM_AH-1];
+reg [7:0]            h_hop    [0:NUM_AH-1];
+reg [7:0]            h_tclass [0:NUM_AH-1];
+reg [19:0]           h_flow   [0:NUM_AH-1];
+reg [127:0]          h_dgid   [0:NUM_AH-1];
+
+wire [AH_BITS-1:0] ri = ah[AH_BITS-1:0];
+assign ah_valid         = ah < NUM_AH && h_valid[ri];
+assign ah_pd            = h_pd[ri];
+assign ah_port          = h_port[ri];
+assign ah_dlid          = h_dlid[ri];
+assign ah_sl            = h_sl[ri];
+assign ah_src_path_bits = h_spb[ri];
+assign ah_is_global     = h_global[ri];
+assign ah_hop_limit     = h_hop[ri];
+assign ah_tclass        = h_tclass[ri];
+assign ah_flow_label    = h_flow[ri];
+assign ah_dgid          = h_dgid[ri];
+
+wire [AH_BITS-1:0] ci = cmd_index[AH_BITS-1:0];
+wire [7:0] c_port = cmd_data[6*8 +: 8];
+
+// 0x04 static rate belongs to the packet path; the rest of the block is reserved
+wire unused_cmd = ^{cmd_data[511:256], cmd_data[111:104], cmd_data[47:41], cmd_data[95:84],
+                    cmd_data[39:32], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS]};
+
+integer i;
+always @(posedge clk) begin
+    cmd_done <= 1'b0;
+    if (cmd_valid && (cmd_op == CMD_CREATE_AH || cmd_op == CMD_DESTROY_AH)) begin
+        cmd_done   <= 1'b1;
+        cmd_result <= CR_OK;
+        if (cmd_index >= NUM_AH) begin
+            cmd_result <= CR_BAD_INDEX;
+        end else if (cmd_op == CMD_DESTROY_AH) begin
+            if (!h_valid[ci])
+                cmd_result <= CR_BUSY;
+            h_valid[ci] <= 1'b0;
+        end else if (h_valid[ci]) begin
+            cmd_result <= CR_BUSY;
+        end else if (c_port < 8'd1 || c_port > NUM_PORTS) begin
+            cmd_result <= CR_BAD_PARAM;
+        end else begin
+            h_valid[ci]  <= 1'b1;
+            h_dlid[ci]   <= cmd_data[0*8 +: 16];
+            h_sl[ci]     <= cmd_data[2*8 +: 4];
+            h_spb[ci]    <= cmd_data[3*8 +: 7];
+            h_global[ci] <= cmd_data[5*8];
+            h_port[ci]   <= c_port[PORT_BITS-1:0] - 1'b1;
+            h_hop[ci]    <= cmd_data[7*8 +: 8];
+            h_flow[ci]   <= cmd_data[8*8 +: 20];
+            h_tclass[ci] <= cmd_data[12*8 +: 8];
+            h_pd[ci]     <= cmd_data[14*8 +: 16];
+            h_dgid[ci]   <= {cmd_data[16*8 +: 8], cmd_data[17*8 +: 8], cmd_data[18*8 +: 8], cmd_data[19*8 +: 8],
+                             cmd_data[20*8 +: 8], cmd_data[21*8 +: 8], cmd_data[22*8 +: 8], cmd_data[23*8 +: 8],
+                             cmd_data[24*8 +: 8], cmd_data[25*8 +: 8], cmd_data[26*8 +: 8], cmd_data[27*8 +: 8],
+                             cmd_data[28*8 +: 8], cmd_data[29*8 +: 8], cmd_data[30*8 +: 8], cmd_data[31*8 +: 8]};
+        end
+    end
+    if (rst) begin
+        cmd_done   <= 1'b0;
+        cmd_result <= CR_OK;
+        for (i = 0; i < NUM_AH; i = i + 1)
+            h_valid[i] <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

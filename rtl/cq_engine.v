@@ -1,0 +1,172 @@
+// Completion queues: their contexts (CREATE/DESTROY_CQ, consumer-index and arm doorbells), the
+// one CQE writer both paths use, and completion events. A CQE is written through the DMA mover
+// with its owner bit set from the pass over the ring; a full or destroyed CQ drops the CQE
+// and counts an overflow rather than overwrite an entry software has not consumed.
+`default_nettype none
+
+module cq_engine #(
+    parameter NUM_CQ = 16,         // completion queues
+    parameter ADDR_WIDTH = 32      // host address width
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     cmd_valid,
+    input  wire [7:0]               cmd_op,
+    input  wire [15:0]              cmd_index,
+    input  wire [511:0]             cmd_data,
+    output reg                      cmd_done,
+    output reg  [7:0]               cmd_result,
+
+    input  wire                     db_valid,
+    input  wire [1:0]               db_type,
+    input  wire [15:0]              db_index,
+    input  wire [15:0]              db_value,
+
+    // CQE requests: {raise_solicited, cqn[15:0], cqe[255:0] without its owner bit}
+    input  wire                     s_req_valid,
+    output wire                     s_req_ready,
+    input  wire [272:0]             s_req_data,
+    output reg                      m_rsp_valid,
+
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    output reg                      m_dma_valid,
+    input  wire                     m_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire                     s_dma_done,
+
+    output reg  [NUM_CQ-1:0]        cq_event,
+    input  wire [NUM_CQ-1:0]        cq_event_clear,
+    output reg  [31:0]              overflows
+);
+
+`include "rdma_defs.vh"
+
+localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+localparam CQN_BITS = $clog2(NUM_CQ);
+
+reg                   c_valid [0:NUM_CQ-1];
+reg [ADDR_WIDTH-1:0]  c_base  [0:NUM_CQ-1];
+reg [3:0]             c_log   [0:NUM_CQ-1];
+reg [15:0]            c_pi    [0:NUM_CQ-1];
+reg [15:0]            c_ci    [0:NUM_CQ-1];
+reg [1:0]             c_arm   [0:NUM_CQ-1];
+
+localparam [1:0] S_IDLE = 2'd0, S_CHECK = 2'd1, S_WRITE = 2'd2;
+reg [1:0]   state;
+reg [15:0]  r_cqn;
+reg         r_sol;
+reg [255:0] r_cqe;
+
+wire [CQN_BITS-1:0] q = r_cqn[CQN_BITS-1:0];
+wire [15:0] used  = c_pi[q] - c_ci[q];
+wire [16:0] depth = 17'd1 << c_log[q];
+wire        full  = {1'b0, used} >= depth;
+wire [ADDR_WIDTH-1:0] slot = {{(ADDR_WIDTH-16){1'b0}}, c_pi[q] & (depth[15:0] - 16'd1)};
+wire        owner = ~|(c_pi[q] & depth[15:0]);
+
+assign s_req_ready = state == S_IDLE;
+assign m_dma_data  = {{256'd0, r_cqe[255:249], owner, r_cqe[247:0]}, 32'd32, c_base[q] + (slot << 5),
+                      {ADDR_WIDTH{1'b0}}, DMA_STORE};
+
+wire [CQN_BITS-1:0] ci = cmd_index[CQN_BITS-1:0];
+wire [CQN_BITS-1:0] di = db_index[CQN_BITS-1:0];
+wire [63:0] c_ring = cmd_data[0*8 +: 64];
+wire [7:0]  c_lg   = cmd_data[8*8 +: 8];
+
+wire unused = ^{cmd_data[511:72], db_index[15:CQN_BITS], r_cqe[248]};
+
+function [31:0] sat_inc32(input [31:0] v);
+    sat_inc32 = (&v) ? v : v + 32'd1;
+endfunction
+
+integer i;
+always @(posedge clk) begin
+    m_rsp_valid <= 1'b0;
+    cq_event    <= cq_event & ~cq_event_clear;
+
+    case (state)
+        S_IDLE: if (s_req_valid) begin
+            {r_sol, r_cqn, r_cqe} <= s_req_data;
+            state <= S_CHECK;
+        end
+        S_CHECK: begin
+            if (r_cqn >= NUM_CQ || !c_valid[q] || full) begin
+                overflows   <= sat_inc32(overflows);
+                m_rsp_valid <= 1'b1;
+                state       <= S_IDLE;
+            end else begin
+                m_dma_valid <= 1'b1;
+                state       <= S_WRITE;
+            end
+        end
+        default: begin
+            if (m_dma_valid && m_dma_ready)
+                m_dma_valid <= 1'b0;
+            if (s_dma_done) begin
+                c_pi[q] <= c_pi[q] + 16'd1;
+                if (c_arm[q] == 2'd1 || (c_arm[q] == 2'd2 && r_sol)) begin
+                    cq_event[q] <= 1'b1;
+                    c_arm[q]    <= 2'd0;
+                end
+                m_rsp_valid <= 1'b1;
+                state       <= S_IDLE;
+            end
+        end
+    endcase
+
+    if (db_valid && db_type == 2'd2)
+        c_ci[di] <= db_value;
+    if (db_valid && db_type == 2'd3)
+        c_arm[di] <= db_value[1:0];
+
+    cmd_done <= 1'b0;
+    if (cmd_valid && (cmd_op == CMD_CREATE_CQ || cmd_op == CMD_DESTROY_CQ)) begin
+        cmd_done   <= 1'b1;
+        cmd_result <= CR_OK;
+        if (cmd_index >= NUM_CQ) begin
+            cmd_result <= CR_BAD_INDEX;
+        end else if (cmd_op == CMD_DESTROY_CQ) begin
+            if (!c_valid[ci])
+                cmd_result <= CR_BUSY;
+            c_valid[ci] <= 1'b0;
+        end else if (c_valid[ci]) begin
+            cmd_result <= CR_BUSY;
+        end else if (c_lg < 8'd1 || c_lg > 8'd15 || c_ring[4:0] != 5'd0 || c_ring[63:ADDR_WIDTH] != 0) begin
+            cmd_result <= CR_BAD_PARAM;
+        end else begin
+            c_valid[ci] <= 1'b1;
+            c_base[ci]  <= c_ring[ADDR_WIDTH-1:0];
+            c_log[ci]   <= c_lg[3:0];
+            c_pi[ci]    <= 16'd0;
+            c_ci[ci]    <= 16'd0;
+            c_arm[ci]   <= 2'd0;
+            cq_event[ci] <= 1'b0;
+        end
+    end
+
+    if (rst) begin
+        state       <= S_IDLE;
+        m_rsp_valid <= 1'b0;
+        m_dma_valid <= 1'b0;
+        cmd_done    <= 1'b0;
+        cmd_result  <= CR_OK;
+        cq_event    <= {NUM_CQ{1'b0}};
+        overflows   <= 32'd0;
+        r_cqn       <= 16'd0;
+        r_sol       <= 1'b0;
+        r_cqe       <= 256'd0;
+        for (i = 0; i < NUM_CQ; i = i + 1) begin
+            c_valid[i] <= 1'b0;
+            c_arm[i]   <= 2'd0;
+            c_pi[i]    <= 16'd0;
+            c_ci[i]    <= 16'd0;
+            c_log[i]   <= 4'd1;
+            c_base[i]  <= {ADDR_WIDTH{1'b0}};
+        end
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,322 @@
+// QP contexts: attributes set by the CREATE/MODIFY/QUERY/DESTROY_QP commands, ring indices moved
+// by doorbells and by the engine, and the set of QPs that have work for the scheduler.
+// Port A serves the requester (the sending QP), port B the responder (the destination QP).
+`default_nettype none
+
+module qp_table #(
+    parameter NUM_QP = 64,         // queue pairs; QPN 0 and 1 are reserved
+    parameter NUM_CQ = 16,         // completion queues, to check CQ numbers
+    parameter NUM_PORTS = 2,       // ports, to check port numbers
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter RNR_DELAY = 1024     // cycles between retries of a QP that met receiver-not-ready
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     cmd_valid,
+    input  wire [7:0]               cmd_op,
+    input  wire [15:0]              cmd_index,
+    input  wire [511:0]             cmd_data,
+    output reg                      cmd_done,
+    output reg  [7:0]               cmd_result,
+    output reg                      cmd_rdata_valid,
+    output reg  [511:0]             cmd_rdata,
+
+    input  wire                     db_valid,
+    input  wire [1:0]               db_type,
+    input  wire [15:0]              db_index,
+    input  wire [15:0]              db_value,
+
+    // QPs with work: a send WQE to process or flush, or a receive WQE to flush
+    output reg  [NUM_QP-1:0]        work,
+
+    // port A: the requester's QP
+    input  wire [QPN_BITS-1:0]      a_qpn,
+    output wire                     a_valid,
+    output wire [2:0]               a_type,
+    output wire [2:0]               a_state,
+    output wire [15:0]              a_pd,
+    output wire [CQN_BITS-1:0]      a_scq,
+    output wire [PORT_BITS-1:0]     a_port,
+    output wire [31:0]              a_qkey,
+    output wire [23:0]              a_dest_qpn,
+    output wire [15:0]              a_dlid,
+    output wire [3:0]               a_sl,
+    output wire [6:0]               a_src_path_bits,
+    output wire                     a_is_global,
+    output wire [7:0]               a_hop_limit,
+    output wire [7:0]               a_tclass,
+    output wire [19:0]              a_flow_label,
+    output wire [127:0]             a_dgid,
+    output wire [ADDR_WIDTH-1:0]    a_sq_base,
+    output wire [3:0]               a_sq_log,
+    output wire [15:0]              a_sq_pi,
+    output wire [15:0]              a_sq_ci,
+    output wire [2:0]               a_rnr_left,
+    output wire [2:0]               a_rnr_retry,
+    input  wire                     a_sq_advance,   // the current send WQE is done
+    input  wire                     a_set_err,      // move the QP to ERR
+    input  wire                     a_rnr_wait,     // receiver not ready: count a retry, back off
+    input  wire                     a_rnr_clear,    // a message got through: reload the retry count
+
+    // port B: the responder's QP
+    input  wire [QPN_BITS-1:0]      b_qpn,
+    output wire                     b_valid,
+    output wire [2:0]               b_type,
+    output wire [2:0]               b_state,
+    output wire [15:0]              b_pd,
+    output wire [CQN_BITS-1:0]      b_rcq,
+    output wire [PORT_BITS-1:0]     b_port,
+    output wire [3:0]               b_access,
+    output wire [31:0]              b_qkey,
+    output wire [ADDR_WIDTH-1:0]    b_rq_base,
+    output wire [3:0]               b_rq_log,
+    output wire [15:0]              b_rq_pi,
+    output wire [15:0]              b_rq_ci,
+    input  wire                     b_rq_advance,   // a receive WQE was consumed
+    input  wire                     b_set_err       // move the QP to ERR
+);
+
+`include "rdma_defs.vh"
+
+localparam QPN_BITS  = $clog2(NUM_QP);
+localparam CQN_BITS  = $clog2(NUM_CQ);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam RNR_BITS  = $clog2(RNR_DELAY);
+
+reg                   q_valid     [0:NUM_QP-1];
+reg [2:0]             q_type      [0:NUM_QP-1];
+reg [2:0]             q_state     [0:NUM_QP-1];
+reg [15:0]            q_pd        [0:NUM_QP-1];
+reg [CQN_BITS-1:0]    q_scq       [0:NUM_QP-1];
+reg [CQN_BITS-1:0]    q_rcq       [0:NUM_QP-1];
+reg [3:0]             q_sq_log    [0:NUM_QP-1];
+reg [3:0]             q_rq_log    [0:NUM_QP-1];
+reg [ADDR_WIDTH-1:0]  q_sq_base   [0:NUM_QP-1];
+reg [ADDR_WIDTH-1:0]  q_rq_base   [0:NUM_QP-1];
+reg [PORT_BITS-1:0]   q_port      [0:NUM_QP-1];
+reg [3:0]             q_access    [0:NUM_QP-1];
+reg [31:0]            q_qkey      [0:NUM_QP-1];
+reg [23:0]            q_dest_qpn  [0:NUM_QP-1];
+reg [2:0]             q_rnr_retry [0:NUM_QP-1];
+reg [2:0]             q_rnr_left  [0:NUM_QP-1];
+reg                   q_rnr_wait  [0:NUM_QP-1];
+reg [15:0]            q_dlid      [0:NUM_QP-1];
+reg [3:0]             q_sl        [0:NUM_QP-1];
+reg [6:0]             q_spb       [0:NUM_QP-1];
+reg                   q_global    [0:NUM_QP-1];
+reg [7:0]             q_hop       [0:NUM_QP-1];
+reg [7:0]             q_tclass    [0:NUM_QP-1];
+reg [19:0]            q_flow      [0:NUM_QP-1];
+reg [127:0]           q_dgid      [0:NUM_QP-1];
+reg [15:0]            q_sq_pi     [0:NUM_QP-1];
+reg [15:0]            q_sq_ci     [0:NUM_QP-1];
+reg [15:0]            q_rq_pi     [0:NUM_QP-1];
+reg [15:0]            q_rq_ci     [0:NUM_QP-1];
+
+assign a_valid         = q_valid[a_qpn];
+assign a_type          = q_type[a_qpn];
+assign a_state         = q_state[a_qpn];
+assign a_pd            = q_pd[a_qpn];
+assign a_scq           = q_scq[a_qpn];
+assign a_port          = q_port[a_qpn];
+assign a_qkey          = q_qkey[a_qpn];
+assign a_dest_qpn      = q_dest_qpn[a_qpn];
+assign a_dlid          = q_dlid[a_qpn];
+assign a_sl            = q_sl[a_qpn];
+assign a_src_path_bits = q_spb[a_qpn];
+assign a_is_global     = q_global[a_qpn];
+assign a_hop_limit     = q_hop[a_qpn];
+assign a_tclass        = q_tclass[a_qpn];
+assign a_flow_label    = q_flow[a_qpn];
+assign a_dgid          = q_dgid[a_qpn];
+assign a_sq_base       = q_sq_base[a_qpn];
+assign a_sq_log        = q_sq_log[a_qpn];
+assign a_sq_pi         = q_sq_pi[a_qpn];
+assign a_sq_ci         = q_sq_ci[a_qpn];
+assign a_rnr_left      = q_rnr_left[a_qpn];
+assign a_rnr_retry     = q_rnr_retry[a_qpn];
+
+assign b_valid         = q_valid[b_qpn];
+assign b_type          = q_type[b_qpn];
+assign b_state         = q_state[b_qpn];
+assign b_pd            = q_pd[b_qpn];
+assign b_rcq           = q_rcq[b_qpn];
+assign b_port          = q_port[b_qpn];
+assign b_access        = q_access[b_qpn];
+assign b_qkey          = q_qkey[b_qpn];
+assign b_rq_base       = q_rq_base[b_qpn];
+assign b_rq_log        = q_rq_log[b_qpn];
+assign b_rq_pi         = q_rq_pi[b_qpn];
+assign b_rq_ci         = q_rq_ci[b_qpn];
+
+integer q;
+always @* begin
+    for (q = 0; q < NUM_QP; q = q + 1)
+        work[q] = q_valid[q] && (
+            (q_sq_pi[q] != q_sq_ci[q] && !q_rnr_wait[q] && (q_state[q] == QPS_RTS || q_state[q] == QPS_ERR)) ||
+            (q_rq_pi[q] != q_rq_ci[q] && q_state[q] == QPS_ERR));
+end
+
+// ---- commands ----
+wire [QPN_BITS-1:0] ci = cmd_index[QPN_BITS-1:0];
+wire idx_ok = cmd_index < NUM_QP && cmd_index >= 2;
+
+// create block
+wire [7:0]  c_type   = cmd_data[0*8 +: 8];
+wire [15:0] c_pd     = cmd_data[2*8 +: 16];
+wire [15:0] c_scq    = cmd_data[4*8 +: 16];
+wire [15:0] c_rcq    = cmd_data[6*8 +: 16];
+wire [7:0]  c_sq_log = cmd_data[8*8 +: 8];
+wire [7:0]  c_rq_log = cmd_data[9*8 +: 8];
+wire [63:0] c_sq_base = cmd_data[16*8 +: 64];
+wire [63:0] c_rq_base = cmd_data[24*8 +: 64];
+wire create_ok = (c_type == {5'd0, QPT_RC} || c_type == {5'd0, QPT_UC} || c_type == {5'd0, QPT_UD}) &&
+                 c_scq < NUM_CQ && c_rcq < NUM_CQ &&
+                 c_sq_log >= 8'd1 && c_sq_log <= 8'd15 && c_rq_log >= 8'd1 && c_rq_log <= 8'd15 &&
+                 c_sq_base[63:ADDR_WIDTH] == 0 && c_rq_base[63:ADDR_WIDTH] == 0 &&
+                 c_sq_base[5:0] == 6'd0 && c_rq_base[5:0] == 6'd0;
+
+// modify block
+wire [2:0]  m_state  = cmd_data[0*8 +: 3];
+wire [7:0]  m_port   = cmd_data[1*8 +: 8];
+wire [2:0]  cur      = q_state[ci];
+wire legal = m_state == QPS_RESET || m_state == QPS_ERR ||
+             (m_state == QPS_INIT && (cur == QPS_RESET || cur == QPS_INIT)) ||
+             (m_state == QPS_RTR  && cur == QPS_INIT) ||
+             (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS));
+wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
+
+// 0x02 path MTU, 0x14 static rate and 0x30/0x34 PSNs belong to the packet path
+wire unused_cmd = ^{cmd_data[511:384], cmd_data[383:312], cmd_data[255:224], cmd_data[167:160],
+                    cmd_data[23:16], cmd_data[103:99], cmd_data[95:88], cmd_data[87:80], cmd_data[79:72],
+                    cmd_data[7:3], c_sq_log[7:4], c_rq_log[7:4], c_scq[15:CQN_BITS], c_rcq[15:CQN_BITS],
+                    cmd_data[127:80], m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
+
+// ---- RNR back-off: a periodic tick releases every waiting QP ----
+reg [RNR_BITS-1:0] rnr_timer;
+wire rnr_tick = rnr_timer == {RNR_BITS{1'b0}};
+
+integer i;
+always @(posedge clk) begin
+    cmd_done        <= 1'b0;
+    cmd_rdata_valid <= 1'b0;
+    rnr_timer       <= rnr_timer + 1'b1;
+
+    if (rnr_tick)
+        for (i = 0; i < NUM_QP; i = i + 1)
+            q_rnr_wait[i] <= 1'b0;
+
+    // engine updates
+    if (a_sq_advance)
+        q_sq_ci[a_qpn] <= q_sq_ci[a_qpn] + 16'd1;
+    if (a_set_err)
+        q_state[a_qpn] <= QPS_ERR;
+    if (a_rnr_wait) begin
+        q_rnr_wait[a_qpn] <= 1'b1;
+        if (q_rnr_retry[a_qpn] != 3'd7)
+            q_rnr_left[a_qpn] <= q_rnr_left[a_qpn] - 3'd1;
+    end
+    if (a_rnr_clear)
+        q_rnr_left[a_qpn] <= q_rnr_retry[a_qpn];
+    if (b_rq_advance)
+        q_rq_ci[b_qpn] <= q_rq_ci[b_qpn] + 16'd1;
+    if (b_set_err)
+        q_state[b_qpn] <= QPS_ERR;
+
+    // doorbells
+    if (db_valid && db_type == 2'd0)
+        q_sq_pi[db_index[QPN_BITS-1:0]] <= db_value;
+    if (db_valid && db_type == 2'd1)
+        q_rq_pi[db_index[QPN_BITS-1:0]] <= db_value;
+
+    // commands (after the engine updates: software has the last word)
+    if (cmd_valid && (cmd_op == CMD_CREATE_QP || cmd_op == CMD_MODIFY_QP ||
+                      cmd_op == CMD_QUERY_QP || cmd_op == CMD_DESTROY_QP)) begin
+        cmd_done   <= 1'b1;
+        cmd_result <= CR_OK;
+        if (!idx_ok) begin
+            cmd_result <= CR_BAD_INDEX;
+        end else if (cmd_op == CMD_CREATE_QP) begin
+            if (q_valid[ci]) begin
+                cmd_result <= CR_BUSY;
+            end else if (!create_ok) begin
+                cmd_result <= CR_BAD_PARAM;
+            end else begin
+                q_valid[ci]     <= 1'b1;
+                q_type[ci]      <= c_type[2:0];
+                q_state[ci]     <= QPS_RESET;
+                q_pd[ci]        <= c_pd;
+                q_scq[ci]       <= c_scq[CQN_BITS-1:0];
+                q_rcq[ci]       <= c_rcq[CQN_BITS-1:0];
+                q_sq_log[ci]    <= c_sq_log[3:0];
+                q_rq_log[ci]    <= c_rq_log[3:0];
+                q_sq_base[ci]   <= c_sq_base[ADDR_WIDTH-1:0];
+                q_rq_base[ci]   <= c_rq_base[ADDR_WIDTH-1:0];
+                q_sq_pi[ci]     <= 16'd0;
+                q_sq_ci[ci]     <= 16'd0;
+                q_rq_pi[ci]     <= 16'd0;
+                q_rq_ci[ci]     <= 16'd0;
+                q_rnr_wait[ci]  <= 1'b0;
+            end
+        end else if (!q_valid[ci]) begin
+            cmd_result <= CR_BUSY;
+        end else if (cmd_op == CMD_DESTROY_QP) begin
+            q_valid[ci] <= 1'b0;
+        end else if (cmd_op == CMD_QUERY_QP) begin
+            cmd_rdata_valid <= 1'b1;
+            cmd_rdata <= {416'd0, q_rq_pi[ci], q_sq_pi[ci], q_rq_ci[ci], q_sq_ci[ci], 29'd0, q_state[ci]};
+        end else if (!legal) begin
+            cmd_result <= CR_BAD_STATE;
+        end else if (!port_ok && m_state != QPS_RESET && m_state != QPS_ERR) begin
+            cmd_result <= CR_BAD_PARAM;
+        end else begin
+            q_state[ci]     <= m_state;
+            q_port[ci]      <= m_port[PORT_BITS-1:0] - 1'b1;
+            q_access[ci]    <= cmd_data[3*8 +: 4];
+            q_qkey[ci]      <= cmd_data[4*8 +: 32];
+            q_dest_qpn[ci]  <= cmd_data[8*8 +: 24];
+            q_rnr_retry[ci] <= cmd_data[12*8 +: 3];
+            q_rnr_left[ci]  <= cmd_data[12*8 +: 3];
+            q_rnr_wait[ci]  <= 1'b0;
+            q_dlid[ci]      <= cmd_data[16*8 +: 16];
+            q_sl[ci]        <= cmd_data[18*8 +: 4];
+            q_spb[ci]       <= cmd_data[19*8 +: 7];
+            q_global[ci]    <= cmd_data[21*8];
+            q_hop[ci]       <= cmd_data[22*8 +: 8];
+            q_tclass[ci]    <= cmd_data[23*8 +: 8];
+            q_flow[ci]      <= cmd_data[24*8 +: 20];
+            q_dgid[ci]      <= {cmd_data[32*8 +: 8], cmd_data[33*8 +: 8], cmd_data[34*8 +: 8], cmd_data[35*8 +: 8],
+                                cmd_data[36*8 +: 8], cmd_data[37*8 +: 8], cmd_data[38*8 +: 8], cmd_data[39*8 +: 8],
+                                cmd_data[40*8 +: 8], cmd_data[41*8 +: 8], cmd_data[42*8 +: 8], cmd_data[43*8 +: 8],
+                                cmd_data[44*8 +: 8], cmd_data[45*8 +: 8], cmd_data[46*8 +: 8], cmd_data[47*8 +: 8]};
+            if (m_state == QPS_RESET) begin
+                q_sq_pi[ci] <= 16'd0;
+                q_sq_ci[ci] <= 16'd0;
+                q_rq_pi[ci] <= 16'd0;
+                q_rq_ci[ci] <= 16'd0;
+            end
+        end
+    end
+
+    if (rst) begin
+        cmd_done        <= 1'b0;
+        cmd_result      <= CR_OK;
+        cmd_rdata_valid <= 1'b0;
+        cmd_rdata       <= 512'd0;
+        rnr_timer       <= {RNR_BITS{1'b0}};
+        for (i = 0; i < NUM_QP; i = i + 1) begin
+            q_valid[i]    <= 1'b0;
+            q_state[i]    <= QPS_RESET;
+            q_sq_pi[i]    <= 16'd0;
+            q_sq_ci[i]    <= 16'd0;
+            q_rq_pi[i]    <= 16'd0;
+            q_rq_ci[i]    <= 16'd0;
+            q_rnr_wait[i] <= 1'b0;
+        end
+    end
+end
+
+endmodule
+
+`resetall

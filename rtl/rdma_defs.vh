@@ -1,0 +1,41 @@
+// Encodings shared by the rdma_dev blocks: verbs values (rdma-core) and command opcodes.
+/* verilator lint_off UNUSEDPARAM */
+// Included inside modules; every name is a localparam so nothing leaks between files.
+
+// QP states (enum ibv_qp_state)
+localparam [2:0] QPS_RESET = 3'd0, QPS_INIT = 3'd1, QPS_RTR = 3'd2, QPS_RTS = 3'd3, QPS_ERR = 3'd6;
+
+// QP types (enum ibv_qp_type)
+localparam [2:0] QPT_RC = 3'd2, QPT_UC = 3'd3, QPT_UD = 3'd4;
+
+// send WQE opcodes (enum ibv_wr_opcode)
+localparam [7:0] WR_RDMA_WRITE = 8'd0, WR_RDMA_WRITE_IMM = 8'd1, WR_SEND = 8'd2,
+                 WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4;
+
+// send flags (enum ibv_send_flags)
+localparam integer SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
+
+// completion status (enum ibv_wc_status)
+localparam [7:0] WC_SUCCESS = 8'd0, WC_LOC_LEN_ERR = 8'd1, WC_LOC_QP_OP_ERR = 8'd2,
+                 WC_LOC_PROT_ERR = 8'd4, WC_WR_FLUSH_ERR = 8'd5, WC_REM_INV_REQ_ERR = 8'd9,
+                 WC_REM_ACCESS_ERR = 8'd10, WC_REM_OP_ERR = 8'd11, WC_RETRY_EXC_ERR = 8'd12,
+                 WC_RNR_RETRY_EXC_ERR = 8'd13, WC_GENERAL_ERR = 8'd21;
+
+// completion opcodes (enum ibv_wc_opcode)
+localparam [7:0] WCO_SEND = 8'd0, WCO_RDMA_WRITE = 8'd1, WCO_RDMA_READ = 8'd2,
+                 WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
+
+// access flags (enum ibv_access_flags), bit positions
+localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 2;
+
+// command opcodes and results (docs/host-interface.md)
+localparam [7:0] CMD_CREATE_CQ = 8'h01, CMD_DESTROY_CQ = 8'h02, CMD_REG_MR = 8'h03,
+                 CMD_DEREG_MR = 8'h04, CMD_CREATE_AH = 8'h05, CMD_DESTROY_AH = 8'h06,
+                 CMD_CREATE_QP = 8'h07, CMD_MODIFY_QP = 8'h08, CMD_QUERY_QP = 8'h09,
+                 CMD_DESTROY_QP = 8'h0A;
+localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_PARAM = 8'd3,
+                 CR_BUSY = 8'd4;
+
+// DMA mover modes
+localparam [1:0] DMA_COPY = 2'd0, DMA_STORE = 2'd1, DMA_LOAD = 2'd2;
+/* verilator lint_on UNUSEDPARAM */

@@ -1,0 +1,437 @@
+// rdma_dev: an RDMA device with a loopback bypass. Host software drives it through the AXI-Lite
+// registers (docs/host-interface.md); queues, data and completions live in host memory behind
+// the AXI4 DMA master. Messages addressed to the sending port itself take the loopback bypass
+// through the DMA mover; the per-port link streams carry everything else (the packet path is
+// not built yet, so TX stays idle and RX is accepted and dropped).
+`default_nettype none
+
+module rdma_dev #(
+    parameter DATA_WIDTH = 256,      // DMA and link data width in bits: 64, 128, 256 or 512
+    parameter ADDR_WIDTH = 32,       // host address width
+    parameter AXI_ID_WIDTH = 4,      // AXI ID width of the DMA master
+    parameter AXIL_ADDR_WIDTH = 16,  // register space address width
+    parameter NUM_PORTS = 2,         // ports
+    parameter NUM_QP = 64,           // queue pairs, a power of two (QPN 0 and 1 reserved)
+    parameter NUM_CQ = 16,           // completion queues, a power of two, at most 32
+    parameter NUM_MR = 64,           // memory regions, a power of two
+    parameter NUM_AH = 16            // address handles, a power of two
+) (
+    input  wire                             clk,
+    input  wire                             rst,
+
+    input  wire [AXIL_ADDR_WIDTH-1:0]       s_axil_awaddr,
+    input  wire [2:0]                       s_axil_awprot,
+    input  wire                             s_axil_awvalid,
+    output wire                             s_axil_awready,
+    input  wire [31:0]                      s_axil_wdata,
+    input  wire [3:0]                       s_axil_wstrb,
+    input  wire                             s_axil_wvalid,
+    output wire                             s_axil_wready,
+    output wire [1:0]                       s_axil_bresp,
+    output wire                             s_axil_bvalid,
+    input  wire                             s_axil_bready,
+    input  wire [AXIL_ADDR_WIDTH-1:0]       s_axil_araddr,
+    input  wire [2:0]                       s_axil_arprot,
+    input  wire                             s_axil_arvalid,
+    output wire                             s_axil_arready,
+    output wire [31:0]                      s_axil_rdata,
+    output wire [1:0]                       s_axil_rresp,
+    output wire                             s_axil_rvalid,
+    input  wire                             s_axil_rready,
+
+    output wire [AXI_ID_WIDTH-1:0]          m_axi_awid,
+    output wire [ADDR_WIDTH-1:0]            m_axi_awaddr,
+    output wire [7:0]                       m_axi_awlen,
+    output wire [2:0]                       m_axi_awsize,
+    output wire [1:0]                       m_axi_awburst,
+    output wire                             m_axi_awlock,
+    output wire [3:0]                       m_axi_awcache,
+    output wire [2:0]                       m_axi_awprot,
+    output wire                             m_axi_awvalid,
+    input  wire                             m_axi_awready,
+    output wire [DATA_WIDTH-1:0]            m_axi_wdata,
+    output wire [DATA_WIDTH/8-1:0]          m_axi_wstrb,
+    output wire                             m_axi_wlast,
+    output wire                             m_axi_wvalid,
+    input  wire                             m_axi_wready,
+    input  wire [AXI_ID_WIDTH-1:0]          m_axi_bid,
+    input  wire [1:0]                       m_axi_bresp,
+    input  wire                             m_axi_bvalid,
+    output wire                             m_axi_bready,
+    output wire [AXI_ID_WIDTH-1:0]          m_axi_arid,
+    output wire [ADDR_WIDTH-1:0]            m_axi_araddr,
+    output wire [7:0]                       m_axi_arlen,
+    output wire [2:0]                       m_axi_arsize,
+    output wire [1:0]                       m_axi_arburst,
+    output wire                             m_axi_arlock,
+    output wire [3:0]                       m_axi_arcache,
+    output wire [2:0]                       m_axi_arprot,
+    output wire                             m_axi_arvalid,
+    input  wire                             m_axi_arready,
+    input  wire [AXI_ID_WIDTH-1:0]          m_axi_rid,
+    input  wire [DATA_WIDTH-1:0]            m_axi_rdata,
+    input  wire [1:0]                       m_axi_rresp,
+    input  wire                             m_axi_rlast,
+    input  wire                             m_axi_rvalid,
+    output wire                             m_axi_rready,
+
+    // per-port link streams, port p in slice p
+    output wire [NUM_PORTS*DATA_WIDTH-1:0]  m_axis_tx_tdata,
+    output wire [NUM_PORTS*DATA_WIDTH/8-1:0] m_axis_tx_tkeep,
+    output wire [NUM_PORTS-1:0]             m_axis_tx_tvalid,
+    input  wire [NUM_PORTS-1:0]             m_axis_tx_tready,
+    output wire [NUM_PORTS-1:0]             m_axis_tx_tlast,
+    output wire [NUM_PORTS-1:0]             m_axis_tx_tuser,
+    input  wire [NUM_PORTS*DATA_WIDTH-1:0]  s_axis_rx_tdata,
+    input  wire [NUM_PORTS*DATA_WIDTH/8-1:0] s_axis_rx_tkeep,
+    input  wire [NUM_PORTS-1:0]             s_axis_rx_tvalid,
+    output wire [NUM_PORTS-1:0]             s_axis_rx_tready,
+    input  wire [NUM_PORTS-1:0]             s_axis_rx_tlast,
+    input  wire [NUM_PORTS-1:0]             s_axis_rx_tuser,
+
+    output wire                             irq            // a completion event is pending (EVENT != 0)
+);
+
+localparam QPN_BITS  = $clog2(NUM_QP);
+localparam CQN_BITS  = $clog2(NUM_CQ);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
+localparam DMA_RSP_WIDTH = 512 + 1;                        // {load data, error}
+localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
+localparam PROT_RSP_WIDTH = ADDR_WIDTH + 1;                // {host address, allowed}
+localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, cqn, cqe}
+
+// ---------------------------------------------------------------- registers
+wire [NUM_PORTS*16-1:0]  port_lid;
+wire [NUM_PORTS*3-1:0]   port_lmc;
+wire [NUM_PORTS*3-1:0]   port_mtu;
+wire [NUM_PORTS*128-1:0] port_gid;
+wire         cmd_valid;
+wire [7:0]   cmd_op;
+wire [15:0]  cmd_index;
+wire [511:0] cmd_data;
+wire         db_valid;
+wire [1:0]   db_type;
+wire [15:0]  db_index;
+wire [15:0]  db_value;
+wire [NUM_CQ-1:0] cq_event;
+wire [NUM_CQ-1:0] cq_event_clear;
+wire [63:0]  lb_msgs;
+wire [63:0]  lb_bytes;
+wire [31:0]  cq_overflows;
+
+// each context owner answers only its own commands, so their answers can be merged
+wire         qp_cmd_done, ah_cmd_done, mr_cmd_done, cq_cmd_done;
+wire [7:0]   qp_cmd_result, ah_cmd_result, mr_cmd_result, cq_cmd_result;
+wire         qp_cmd_rdata_valid;
+wire [511:0] qp_cmd_rdata;
+wire         cmd_done = qp_cmd_done | ah_cmd_done | mr_cmd_done | cq_cmd_done;
+wire [7:0]   cmd_result = qp_cmd_done ? qp_cmd_result : ah_cmd_done ? ah_cmd_result :
+                          mr_cmd_done ? mr_cmd_result : cq_cmd_result;
+
+rdma_regs #(
+    .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
+    .NUM_PORTS(NUM_PORTS), .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_MR(NUM_MR), .NUM_AH(NUM_AH)
+) regs (
+    .clk(clk), .rst(rst),
+    .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
+    .s_axil_awvalid(s_axil_awvalid), .s_axil_awready(s_axil_awready),
+    .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
+    .s_axil_wvalid(s_axil_wvalid), .s_axil_wready(s_axil_wready),
+    .s_axil_bresp(s_axil_bresp), .s_axil_bvalid(s_axil_bvalid), .s_axil_bready(s_axil_bready),
+    .s_axil_araddr(s_axil_araddr), .s_axil_arprot(s_axil_arprot),
+    .s_axil_arvalid(s_axil_arvalid), .s_axil_arready(s_axil_arready),
+    .s_axil_rdata(s_axil_rdata), .s_axil_rresp(s_axil_rresp),
+    .s_axil_rvalid(s_axil_rvalid), .s_axil_rready(s_axil_rready),
+    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(cmd_done), .cmd_result(cmd_result),
+    .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
+    .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
+    .cq_event(cq_event), .cq_event_clear(cq_event_clear),
+    .lb_msgs(lb_msgs), .lb_bytes(lb_bytes), .cq_overflows(cq_overflows)
+);
+
+assign irq = |cq_event;
+
+// ---------------------------------------------------------------- contexts
+wire [NUM_QP-1:0]     qp_work;
+wire [QPN_BITS-1:0]   a_qpn;
+wire                  a_valid;
+wire [2:0]            a_type, a_state;
+wire [15:0]           a_pd;
+wire [CQN_BITS-1:0]   a_scq;
+wire [PORT_BITS-1:0]  a_port;
+wire [31:0]           a_qkey;
+wire [23:0]           a_dest_qpn;
+wire [15:0]           a_dlid;
+wire [3:0]            a_sl;
+wire [6:0]            a_spb;
+wire                  a_global;
+wire [7:0]            a_hop, a_tclass;
+wire [19:0]           a_flow;
+wire [127:0]          a_dgid;
+wire [ADDR_WIDTH-1:0] a_sq_base;
+wire [3:0]            a_sq_log;
+wire [15:0]           a_sq_pi, a_sq_ci;
+wire [2:0]            a_rnr_left, a_rnr_retry;
+wire                  a_sq_advance, a_set_err, a_rnr_wait, a_rnr_clear;
+wire [QPN_BITS-1:0]   b_qpn;
+wire                  b_valid;
+wire [2:0]            b_type, b_state;
+wire [15:0]           b_pd;
+wire [CQN_BITS-1:0]   b_rcq;
+wire [PORT_BITS-1:0]  b_port;
+wire [3:0]            b_access;
+wire [31:0]           b_qkey;
+wire [ADDR_WIDTH-1:0] b_rq_base;
+wire [3:0]            b_rq_log;
+wire [15:0]           b_rq_pi, b_rq_ci;
+wire                  b_rq_advance, b_set_err;
+
+qp_table #(
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
+) qps (
+    .clk(clk), .rst(rst),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(qp_cmd_done), .cmd_result(qp_cmd_result),
+    .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
+    .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
+    .work(qp_work),
+    .a_qpn(a_qpn), .a_valid(a_valid), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
+    .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
+    .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
+    .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
+    .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
+    .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry),
+    .a_sq_advance(a_sq_advance), .a_set_err(a_set_err),
+    .a_rnr_wait(a_rnr_wait), .a_rnr_clear(a_rnr_clear),
+    .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
+    .b_rcq(b_rcq), .b_port(b_port), .b_access(b_access), .b_qkey(b_qkey),
+    .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
+    .b_rq_advance(b_rq_advance), .b_set_err(b_set_err)
+);
+
+wire [31:0]           ah_num;
+wire                  ah_valid;
+wire [15:0]           ah_pd;
+wire [PORT_BITS-1:0]  ah_port;
+wire [15:0]           ah_dlid;
+wire [3:0]            ah_sl;
+wire [6:0]            ah_spb;
+wire                  ah_global;
+wire [7:0]            ah_hop, ah_tclass;
+wire [19:0]           ah_flow;
+wire [127:0]          ah_dgid;
+
+ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS)) ahs (
+    .clk(clk), .rst(rst),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(ah_cmd_done), .cmd_result(ah_cmd_result),
+    .ah(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
+    .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
+    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid)
+);
+
+// ---------------------------------------------------------------- shared services
+// protection checker: requester (0) and responder (1)
+wire [1:0]                  prot_c_valid, prot_c_ready, prot_c_rsp;
+wire [2*PROT_REQ_WIDTH-1:0] prot_c_data;
+wire [PROT_RSP_WIDTH-1:0]   prot_rsp_data;
+wire                        prot_valid, prot_ready, prot_rsp_valid;
+wire [PROT_REQ_WIDTH-1:0]   prot_data;
+wire [PROT_RSP_WIDTH-1:0]   prot_rsp;
+
+req_arb #(.CLIENTS(2), .REQ_WIDTH(PROT_REQ_WIDTH), .RSP_WIDTH(PROT_RSP_WIDTH)) prot_arb (
+    .clk(clk), .rst(rst),
+    .s_req_valid(prot_c_valid), .s_req_ready(prot_c_ready), .s_req_data(prot_c_data),
+    .s_rsp_valid(prot_c_rsp), .s_rsp_data(prot_rsp_data),
+    .m_req_valid(prot_valid), .m_req_ready(prot_ready), .m_req_data(prot_data),
+    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp)
+);
+
+prot_check #(.NUM_MR(NUM_MR), .ADDR_WIDTH(ADDR_WIDTH)) prot (
+    .clk(clk), .rst(rst),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(mr_cmd_done), .cmd_result(mr_cmd_result),
+    .s_req_valid(prot_valid), .s_req_ready(prot_ready), .s_req_data(prot_data),
+    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp)
+);
+
+// CQE writer: requester (0) and responder (1)
+wire [1:0]                  cqe_c_valid, cqe_c_ready, cqe_c_rsp;
+wire [2*CQE_REQ_WIDTH-1:0]  cqe_c_data;
+wire                        cqe_valid, cqe_ready, cqe_rsp_valid;
+wire [CQE_REQ_WIDTH-1:0]    cqe_data;
+wire                        cqe_rsp_unused;
+
+req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
+    .clk(clk), .rst(rst),
+    .s_req_valid(cqe_c_valid), .s_req_ready(cqe_c_ready), .s_req_data(cqe_c_data),
+    .s_rsp_valid(cqe_c_rsp), .s_rsp_data(cqe_rsp_unused),
+    .m_req_valid(cqe_valid), .m_req_ready(cqe_ready), .m_req_data(cqe_data),
+    .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0)
+);
+
+// DMA mover: CQE writer (0), responder (1), requester (2)
+wire [2:0]                  dma_c_valid, dma_c_ready, dma_c_done;
+wire [3*DMA_REQ_WIDTH-1:0]  dma_c_data;
+wire [DMA_RSP_WIDTH-1:0]    dma_rsp_data;
+wire                        dma_valid, dma_ready;
+wire [DMA_REQ_WIDTH-1:0]    dma_data;
+wire                        dma_done, dma_error;
+wire [511:0]                dma_rdata;
+
+req_arb #(.CLIENTS(3), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma_arb (
+    .clk(clk), .rst(rst),
+    .s_req_valid(dma_c_valid), .s_req_ready(dma_c_ready), .s_req_data(dma_c_data),
+    .s_rsp_valid(dma_c_done), .s_rsp_data(dma_rsp_data),
+    .m_req_valid(dma_valid), .m_req_ready(dma_ready), .m_req_data(dma_data),
+    .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error})
+);
+
+dma_mover #(
+    .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH), .LEN_WIDTH(32)
+) mover (
+    .clk(clk), .rst(rst),
+    .s_cmd_valid(dma_valid), .s_cmd_ready(dma_ready),
+    .s_cmd_mode(dma_data[1:0]),
+    .s_cmd_src_addr(dma_data[2 +: ADDR_WIDTH]),
+    .s_cmd_dst_addr(dma_data[2+ADDR_WIDTH +: ADDR_WIDTH]),
+    .s_cmd_len(dma_data[2+2*ADDR_WIDTH +: 32]),
+    .s_cmd_data(dma_data[2+2*ADDR_WIDTH+32 +: 512]),
+    .m_done_valid(dma_done), .m_done_error(dma_error), .m_done_data(dma_rdata),
+    .m_axi_awid(m_axi_awid), .m_axi_awaddr(m_axi_awaddr), .m_axi_awlen(m_axi_awlen),
+    .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst), .m_axi_awlock(m_axi_awlock),
+    .m_axi_awcache(m_axi_awcache), .m_axi_awprot(m_axi_awprot),
+    .m_axi_awvalid(m_axi_awvalid), .m_axi_awready(m_axi_awready),
+    .m_axi_wdata(m_axi_wdata), .m_axi_wstrb(m_axi_wstrb), .m_axi_wlast(m_axi_wlast),
+    .m_axi_wvalid(m_axi_wvalid), .m_axi_wready(m_axi_wready),
+    .m_axi_bid(m_axi_bid), .m_axi_bresp(m_axi_bresp),
+    .m_axi_bvalid(m_axi_bvalid), .m_axi_bready(m_axi_bready),
+    .m_axi_arid(m_axi_arid), .m_axi_araddr(m_axi_araddr), .m_axi_arlen(m_axi_arlen),
+    .m_axi_arsize(m_axi_arsize), .m_axi_arburst(m_axi_arburst), .m_axi_arlock(m_axi_arlock),
+    .m_axi_arcache(m_axi_arcache), .m_axi_arprot(m_axi_arprot),
+    .m_axi_arvalid(m_axi_arvalid), .m_axi_arready(m_axi_arready),
+    .m_axi_rid(m_axi_rid), .m_axi_rdata(m_axi_rdata), .m_axi_rresp(m_axi_rresp),
+    .m_axi_rlast(m_axi_rlast), .m_axi_rvalid(m_axi_rvalid), .m_axi_rready(m_axi_rready)
+);
+
+cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH)) cqs (
+    .clk(clk), .rst(rst),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(cq_cmd_done), .cmd_result(cq_cmd_result),
+    .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
+    .s_req_valid(cqe_valid), .s_req_ready(cqe_ready), .s_req_data(cqe_data),
+    .m_rsp_valid(cqe_rsp_valid),
+    .m_dma_valid(dma_c_valid[0]), .m_dma_ready(dma_c_ready[0]),
+    .m_dma_data(dma_c_data[0 +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[0]),
+    .cq_event(cq_event), .cq_event_clear(cq_event_clear), .overflows(cq_overflows)
+);
+
+// ---------------------------------------------------------------- the engine
+wire                  sched_valid, sched_take;
+wire [QPN_BITS-1:0]   sched_qpn;
+
+sq_sched #(.NUM_QP(NUM_QP)) sched (
+    .clk(clk), .rst(rst), .work(qp_work), .valid(sched_valid), .qpn(sched_qpn), .take(sched_take)
+);
+
+wire                  msg_valid, msg_ready;
+wire [1:0]            msg_kind;
+wire [7:0]            msg_op;
+wire [2:0]            msg_type;
+wire [23:0]           msg_dest_qpn, msg_src_qpn;
+wire [PORT_BITS-1:0]  msg_port;
+wire [31:0]           msg_len, msg_rkey, msg_imm, msg_qkey;
+wire [63:0]           msg_raddr;
+wire                  msg_solicited, msg_global;
+wire [15:0]           msg_slid, msg_dlid;
+wire [3:0]            msg_sl;
+wire [7:0]            msg_tclass, msg_hop;
+wire [19:0]           msg_flow;
+wire [127:0]          msg_sgid, msg_dgid;
+wire                  rsp_valid, rsp_place, rsp_rnr;
+wire [7:0]            rsp_status;
+wire [ADDR_WIDTH-1:0] rsp_addr;
+
+requester #(
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
+) req (
+    .clk(clk), .rst(rst),
+    .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
+    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .qp_qpn(a_qpn), .qp_valid(a_valid), .qp_type(a_type), .qp_state(a_state), .qp_pd(a_pd),
+    .qp_scq(a_scq), .qp_port(a_port), .qp_qkey(a_qkey), .qp_dest_qpn(a_dest_qpn),
+    .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
+    .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),
+    .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
+    .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry),
+    .qp_sq_advance(a_sq_advance), .qp_set_err(a_set_err),
+    .qp_rnr_wait(a_rnr_wait), .qp_rnr_clear(a_rnr_clear),
+    .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
+    .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
+    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid),
+    .m_msg_valid(msg_valid), .m_msg_ready(msg_ready), .m_msg_kind(msg_kind), .m_msg_op(msg_op),
+    .m_msg_type(msg_type), .m_msg_dest_qpn(msg_dest_qpn), .m_msg_src_qpn(msg_src_qpn),
+    .m_msg_port(msg_port), .m_msg_len(msg_len), .m_msg_raddr(msg_raddr), .m_msg_rkey(msg_rkey),
+    .m_msg_imm(msg_imm), .m_msg_qkey(msg_qkey), .m_msg_solicited(msg_solicited),
+    .m_msg_slid(msg_slid), .m_msg_dlid(msg_dlid), .m_msg_sl(msg_sl),
+    .m_msg_is_global(msg_global), .m_msg_tclass(msg_tclass), .m_msg_flow_label(msg_flow),
+    .m_msg_hop_limit(msg_hop), .m_msg_sgid(msg_sgid), .m_msg_dgid(msg_dgid),
+    .s_rsp_valid(rsp_valid), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_addr(rsp_addr),
+    .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
+    .m_prot_data(prot_c_data[0 +: PROT_REQ_WIDTH]),
+    .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
+    .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
+    .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+    .s_dma_done(dma_c_done[2]), .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),
+    .m_cqe_valid(cqe_c_valid[0]), .m_cqe_ready(cqe_c_ready[0]),
+    .m_cqe_data(cqe_c_data[0 +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[0]),
+    .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
+);
+
+responder #(
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
+) resp (
+    .clk(clk), .rst(rst),
+    .s_msg_valid(msg_valid), .s_msg_ready(msg_ready), .s_msg_kind(msg_kind), .s_msg_op(msg_op),
+    .s_msg_type(msg_type), .s_msg_dest_qpn(msg_dest_qpn), .s_msg_src_qpn(msg_src_qpn),
+    .s_msg_port(msg_port), .s_msg_len(msg_len), .s_msg_raddr(msg_raddr), .s_msg_rkey(msg_rkey),
+    .s_msg_imm(msg_imm), .s_msg_qkey(msg_qkey), .s_msg_solicited(msg_solicited),
+    .s_msg_slid(msg_slid), .s_msg_dlid(msg_dlid), .s_msg_sl(msg_sl),
+    .s_msg_is_global(msg_global), .s_msg_tclass(msg_tclass), .s_msg_flow_label(msg_flow),
+    .s_msg_hop_limit(msg_hop), .s_msg_sgid(msg_sgid), .s_msg_dgid(msg_dgid),
+    .m_rsp_valid(rsp_valid), .m_rsp_status(rsp_status), .m_rsp_place(rsp_place),
+    .m_rsp_rnr(rsp_rnr), .m_rsp_addr(rsp_addr),
+    .port_lmc(port_lmc),
+    .qp_qpn(b_qpn), .qp_valid(b_valid), .qp_type(b_type), .qp_state(b_state), .qp_pd(b_pd),
+    .qp_rcq(b_rcq), .qp_port(b_port), .qp_access(b_access), .qp_qkey(b_qkey),
+    .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
+    .qp_rq_advance(b_rq_advance), .qp_set_err(b_set_err),
+    .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
+    .m_prot_data(prot_c_data[PROT_REQ_WIDTH +: PROT_REQ_WIDTH]),
+    .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),
+    .m_dma_valid(dma_c_valid[1]), .m_dma_ready(dma_c_ready[1]),
+    .m_dma_data(dma_c_data[DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+    .s_dma_done(dma_c_done[1]), .s_dma_rdata(dma_rsp_data[512:1]),
+    .m_cqe_valid(cqe_c_valid[1]), .m_cqe_ready(cqe_c_ready[1]),
+    .m_cqe_data(cqe_c_data[CQE_REQ_WIDTH +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[1])
+);
+
+// ---------------------------------------------------------------- links
+// No packet path yet: nothing is transmitted, and received packets are taken and dropped.
+assign m_axis_tx_tdata  = {NUM_PORTS*DATA_WIDTH{1'b0}};
+assign m_axis_tx_tkeep  = {NUM_PORTS*DATA_WIDTH/8{1'b0}};
+assign m_axis_tx_tvalid = {NUM_PORTS{1'b0}};
+assign m_axis_tx_tlast  = {NUM_PORTS{1'b0}};
+assign m_axis_tx_tuser  = {NUM_PORTS{1'b0}};
+assign s_axis_rx_tready = {NUM_PORTS{1'b1}};
+
+wire unused = ^{m_axis_tx_tready, s_axis_rx_tdata, s_axis_rx_tkeep, s_axis_rx_tvalid,
+                s_axis_rx_tlast, s_axis_rx_tuser, cqe_rsp_unused};
+
+endmodule
+
+`resetall

@@ -1,0 +1,246 @@
+// Register slave of rdma_dev: device identity, per-port address settings, the command block,
+// doorbells and the device counters, behind one AXI-Lite port. Commands and doorbells leave as
+// one-cycle strobes to the blocks that own the contexts; see docs/host-interface.md.
+`default_nettype none
+
+module rdma_regs #(
+    parameter AXIL_ADDR_WIDTH = 16,  // register space address width
+    parameter DATA_WIDTH = 256,      // DMA data width, reported in DEV_PARAMS
+    parameter ADDR_WIDTH = 32,       // host address width, reported in DEV_PARAMS2
+    parameter NUM_PORTS = 2,         // ports
+    parameter NUM_QP = 64,           // queue pairs
+    parameter NUM_CQ = 16,           // completion queues (at most 32: one EVENT bit each)
+    parameter NUM_MR = 64,           // memory regions
+    parameter NUM_AH = 16            // address handles
+) (
+    input  wire                        clk,
+    input  wire                        rst,
+
+    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_awaddr,
+    input  wire [2:0]                  s_axil_awprot,
+    input  wire                        s_axil_awvalid,
+    output wire                        s_axil_awready,
+    input  wire [31:0]                 s_axil_wdata,
+    input  wire [3:0]                  s_axil_wstrb,
+    input  wire                        s_axil_wvalid,
+    output wire                        s_axil_wready,
+    output wire [1:0]                  s_axil_bresp,
+    output reg                         s_axil_bvalid,
+    input  wire                        s_axil_bready,
+    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_araddr,
+    input  wire [2:0]                  s_axil_arprot,
+    input  wire                        s_axil_arvalid,
+    output wire                        s_axil_arready,
+    output reg  [31:0]                 s_axil_rdata,
+    output wire [1:0]                  s_axil_rresp,
+    output reg                         s_axil_rvalid,
+    input  wire                        s_axil_rready,
+
+    // per-port address settings, port p in slice p
+    output reg  [NUM_PORTS*16-1:0]     port_lid,
+    output reg  [NUM_PORTS*3-1:0]      port_lmc,
+    output reg  [NUM_PORTS*3-1:0]      port_mtu,
+    output reg  [NUM_PORTS*128-1:0]    port_gid,
+
+    // command strobe to the context owners, and their answer
+    output reg                         cmd_valid,
+    output reg  [7:0]                  cmd_op,
+    output reg  [15:0]                 cmd_index,
+    output reg  [511:0]                cmd_data,
+    input  wire                        cmd_done,
+    input  wire [7:0]                  cmd_result,
+    input  wire                        cmd_rdata_valid,
+    input  wire [511:0]                cmd_rdata,
+
+    // doorbell strobe: type 0 SQ producer, 1 RQ producer, 2 CQ consumer, 3 CQ arm
+    output reg                         db_valid,
+    output reg  [1:0]                  db_type,
+    output reg  [15:0]                 db_index,
+    output reg  [15:0]                 db_value,
+
+    input  wire [NUM_CQ-1:0]           cq_event,
+    output reg  [NUM_CQ-1:0]           cq_event_clear,
+    input  wire [63:0]                 lb_msgs,
+    input  wire [63:0]                 lb_bytes,
+    input  wire [31:0]                 cq_overflows
+);
+
+localparam [7:0] CMD_LAST = 8'h0A;   // highest command opcode
+
+localparam integer P_PORTS  = NUM_PORTS;
+localparam integer P_DW8    = DATA_WIDTH / 64;
+localparam integer P_LOG_QP = $clog2(NUM_QP);
+localparam integer P_LOG_CQ = $clog2(NUM_CQ);
+localparam integer P_LOG_MR = $clog2(NUM_MR);
+localparam integer P_LOG_AH = $clog2(NUM_AH);
+localparam integer P_AW     = ADDR_WIDTH;
+
+// ---- write channel: take address and data together, answer OKAY ----
+wire wr_go = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
+assign s_axil_awready = wr_go;
+assign s_axil_wready  = wr_go;
+assign s_axil_bresp   = 2'b00;
+
+wire [AXIL_ADDR_WIDTH-1:0] wa = s_axil_awaddr;
+wire [15:0] wa16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, wa[AXIL_ADDR_WIDTH-1:0]};
+wire [15:0] db_qpn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x1000 + 8*qpn
+wire [15:0] db_cqn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x2000 + 8*cq
+wire [15:0] wr_port = {10'd0, wa16[11:6]} - 16'd4;     // 0x100 + 0x40*port
+
+reg         cmd_busy;
+reg  [7:0]  cmd_last_result;
+reg  [31:0] reg_errors;
+
+function [31:0] sat_inc32(input [31:0] v);
+    sat_inc32 = (&v) ? v : v + 32'd1;
+endfunction
+
+integer b;
+always @(posedge clk) begin
+    cmd_valid      <= 1'b0;
+    db_valid       <= 1'b0;
+    cq_event_clear <= {NUM_CQ{1'b0}};
+    if (s_axil_bvalid && s_axil_bready)
+        s_axil_bvalid <= 1'b0;
+
+    if (wr_go) begin
+        s_axil_bvalid <= 1'b1;
+        if (wa16[15:12] == 4'h1 || wa16[15:12] == 4'h2) begin
+            // doorbells
+            if ((wa16[15:12] == 4'h1 && db_qpn < NUM_QP) || (wa16[15:12] == 4'h2 && db_cqn < NUM_CQ)) begin
+                db_valid <= 1'b1;
+                db_type  <= {wa16[13], wa16[2]};
+                db_index <= wa16[15:12] == 4'h1 ? db_qpn : db_cqn;
+                db_value <= s_axil_wdata[15:0];
+            end else begin
+                reg_errors <= sat_inc32(reg_errors);
+            end
+        end else if (wa16[15:8] == 8'h01 || wa16[15:8] == 8'h02 || wa16[15:8] == 8'h03) begin
+            // port blocks at 0x100 + 0x40 * (port - 1)
+            if (wr_port < NUM_PORTS) begin
+                case (wa16[5:2])
+                    4'h0: port_lid[wr_port*16 +: 16] <= s_axil_wdata[15:0];
+                    4'h1: port_lmc[wr_port*3 +: 3] <= s_axil_wdata[2:0];
+                    4'h2: port_mtu[wr_port*3 +: 3] <= s_axil_wdata[2:0];
+                    4'h4: port_gid[wr_port*128 + 96 +: 32] <= s_axil_wdata;
+                    4'h5: port_gid[wr_port*128 + 64 +: 32] <= s_axil_wdata;
+                    4'h6: port_gid[wr_port*128 + 32 +: 32] <= s_axil_wdata;
+                    4'h7: port_gid[wr_port*128 +: 32] <= s_axil_wdata;
+                    default: reg_errors <= sat_inc32(reg_errors);
+                endcase
+            end else begin
+                reg_errors <= sat_inc32(reg_errors);
+            end
+        end else if (wa16[15:6] == 10'h010) begin
+            // 0x400: command block, byte-writable
+            for (b = 0; b < 4; b = b + 1)
+                if (s_axil_wstrb[b])
+                    cmd_data[wa16[5:2]*32 + b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
+        end else if (wa16 == 16'h0440) begin
+            if (cmd_busy) begin
+                reg_errors <= sat_inc32(reg_errors);
+            end else begin
+                cmd_busy  <= 1'b1;
+                cmd_valid <= 1'b1;
+                cmd_op    <= s_axil_wdata[7:0];
+                cmd_index <= s_axil_wdata[31:16];
+            end
+        end else if (wa16 == 16'h0010) begin
+            cq_event_clear <= s_axil_wdata[NUM_CQ-1:0];
+        end else begin
+            reg_errors <= sat_inc32(reg_errors);
+        end
+    end
+
+    // an opcode nobody owns is answered here: bad parameter
+    if (cmd_valid && (cmd_op == 8'd0 || cmd_op > CMD_LAST)) begin
+        cmd_busy        <= 1'b0;
+        cmd_last_result <= 8'd3;
+    end
+    if (cmd_done) begin
+        cmd_busy        <= 1'b0;
+        cmd_last_result <= cmd_result;
+    end
+    if (cmd_rdata_valid)
+        cmd_data <= cmd_rdata;
+
+    if (rst) begin
+        s_axil_bvalid   <= 1'b0;
+        cmd_busy        <= 1'b0;
+        cmd_valid       <= 1'b0;
+        cmd_op          <= 8'd0;
+        cmd_index       <= 16'd0;
+        cmd_data        <= 512'd0;
+        cmd_last_result <= 8'd0;
+        db_valid        <= 1'b0;
+        db_type         <= 2'd0;
+        db_index        <= 16'd0;
+        db_value        <= 16'd0;
+        reg_errors      <= 32'd0;
+        port_lid        <= {NUM_PORTS*16{1'b0}};
+        port_lmc        <= {NUM_PORTS*3{1'b0}};
+        port_mtu        <= {NUM_PORTS{3'd5}};
+        port_gid        <= {NUM_PORTS*128{1'b0}};
+    end
+end
+
+// ---- read channel: one register per read, answered the next cycle ----
+assign s_axil_arready = !s_axil_rvalid;
+assign s_axil_rresp   = 2'b00;
+
+wire [15:0] ra16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, s_axil_araddr[AXIL_ADDR_WIDTH-1:0]};
+wire [15:0] rd_port = {10'd0, ra16[11:6]} - 16'd4;
+
+reg [31:0] rd_word;
+always @* begin
+    rd_word = 32'd0;
+    case (ra16)
+        16'h0000: rd_word = 32'h52444D41;
+        16'h0004: rd_word = {P_LOG_CQ[7:0], P_LOG_QP[7:0], P_DW8[7:0], P_PORTS[7:0]};
+        16'h0008: rd_word = {8'd0, P_AW[7:0], P_LOG_AH[7:0], P_LOG_MR[7:0]};
+        16'h0010: rd_word = {{(32-NUM_CQ){1'b0}}, cq_event};
+        16'h0014: rd_word = reg_errors;
+        16'h0018: rd_word = cq_overflows;
+        16'h0020: rd_word = lb_msgs[31:0];
+        16'h0024: rd_word = lb_msgs[63:32];
+        16'h0028: rd_word = lb_bytes[31:0];
+        16'h002C: rd_word = lb_bytes[63:32];
+        16'h0440: rd_word = 32'd0;
+        16'h0444: rd_word = {16'd0, cmd_last_result, 7'd0, cmd_busy};
+        default: begin
+            if (ra16[15:6] == 10'h010)
+                rd_word = cmd_data[ra16[5:2]*32 +: 32];
+            else if ((ra16[15:8] == 8'h01 || ra16[15:8] == 8'h02 || ra16[15:8] == 8'h03) && rd_port < NUM_PORTS)
+                case (ra16[5:2])
+                    4'h0: rd_word = {16'd0, port_lid[rd_port*16 +: 16]};
+                    4'h1: rd_word = {29'd0, port_lmc[rd_port*3 +: 3]};
+                    4'h2: rd_word = {29'd0, port_mtu[rd_port*3 +: 3]};
+                    4'h4: rd_word = port_gid[rd_port*128 + 96 +: 32];
+                    4'h5: rd_word = port_gid[rd_port*128 + 64 +: 32];
+                    4'h6: rd_word = port_gid[rd_port*128 + 32 +: 32];
+                    4'h7: rd_word = port_gid[rd_port*128 +: 32];
+                    default: rd_word = 32'd0;
+                endcase
+        end
+    endcase
+end
+
+always @(posedge clk) begin
+    if (s_axil_rvalid && s_axil_rready)
+        s_axil_rvalid <= 1'b0;
+    if (s_axil_arvalid && s_axil_arready) begin
+        s_axil_rvalid <= 1'b1;
+        s_axil_rdata  <= rd_word;
+    end
+    if (rst) begin
+        s_axil_rvalid <= 1'b0;
+        s_axil_rdata  <= 32'd0;
+    end
+end
+
+// AXI protection attributes carry nothing this device uses.
+wire unused_prot = ^{s_axil_awprot, s_axil_arprot, wa[1:0]};
+
+endmodule
+
+`resetall

