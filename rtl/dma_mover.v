@@ -1,0 +1,284 @@
+// The device's DMA engine: one command at a time, over one AXI4 master.
+//
+//   COPY  (mode 0): len bytes host src -> host dst, any alignment of either, any length
+//   STORE (mode 1): len (1..64) bytes of s_cmd_data -> host dst
+//   LOAD  (mode 2): len (1..64) bytes host src -> m_done_data
+//   mode 3 is not a command: it completes at once with m_done_error set
+//
+// All three modes go through the same pipeline:
+//   dma_rd_engine (AR bursts + R, or the STORE block) -> dma_realign -> dma_wr_engine (AW/W/B,
+//   or the LOAD result)
+// Reads are beat-aligned; the realigner shifts source bytes to their destination lanes and the
+// write side strobes only the bytes of [dst, dst+len). Read and write bursts run concurrently,
+// so a long COPY streams one beat per cycle once the pipeline is full.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module dma_mover #(
+    parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
+    parameter ADDR_WIDTH = 32,     // AXI address width
+    parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
+    parameter LEN_WIDTH = 32       // command length width in bytes
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    // command: one at a time; s_cmd_ready is low from acceptance until the done pulse
+    input  wire                     s_cmd_valid,
+    output wire                     s_cmd_ready,
+    input  wire [1:0]               s_cmd_mode,      // 0 COPY host->host, 1 STORE s_cmd_data->host, 2 LOAD host->m_done_data
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD: any byte address
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE: any byte address
+    input  wire [LEN_WIDTH-1:0]     s_cmd_len,       // bytes; STORE/LOAD at most 64; 0 completes at once with no bus traffic
+    input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]
+    output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
+    output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
+    output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
+
+    // AXI4 master
+    output wire [AXI_ID_WIDTH-1:0]  m_axi_awid,
+    output wire [ADDR_WIDTH-1:0]    m_axi_awaddr,
+    output wire [7:0]               m_axi_awlen,
+    output wire [2:0]               m_axi_awsize,
+    output wire [1:0]               m_axi_awburst,
+    output wire                     m_axi_awlock,
+    output wire [3:0]               m_axi_awcache,
+    output wire [2:0]               m_axi_awprot,
+    output wire                     m_axi_awvalid,
+    input  wire                     m_axi_awready,
+    output wire [DATA_WIDTH-1:0]    m_axi_wdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axi_wstrb,
+    output wire                     m_axi_wlast,
+    output wire                     m_axi_wvalid,
+    input  wire                     m_axi_wready,
+    input  wire [AXI_ID_WIDTH-1:0]  m_axi_bid,
+    input  wire [1:0]               m_axi_bresp,
+    input  wire                     m_axi_bvalid,
+    output wire                     m_axi_bready,
+    output wire [AXI_ID_WIDTH-1:0]  m_axi_arid,
+    output wire [ADDR_WIDTH-1:0]    m_axi_araddr,
+    output wire [7:0]               m_axi_arlen,
+    output wire [2:0]               m_axi_arsize,
+    output wire [1:0]               m_axi_arburst,
+    output wire                     m_axi_arlock,
+    output wire [3:0]               m_axi_arcache,
+    output wire [2:0]               m_axi_arprot,
+    output wire                     m_axi_arvalid,
+    input  wire                     m_axi_arready,
+    input  wire [AXI_ID_WIDTH-1:0]  m_axi_rid,
+    input  wire [DATA_WIDTH-1:0]    m_axi_rdata,
+    input  wire [1:0]               m_axi_rresp,
+    input  wire                     m_axi_rlast,
+    input  wire                     m_axi_rvalid,
+    output wire                     m_axi_rready
+);
+
+localparam B = DATA_WIDTH / 8;                // bytes per beat
+localparam BL = $clog2(B);                    // byte offset width
+localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
+localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
+localparam [LEN_WIDTH:0] B_M1 = B - 1;        // rounds a byte end up to whole beats
+
+localparam [1:0] MODE_STORE = 2'd1;
+localparam [1:0] MODE_LOAD = 2'd2;
+localparam [1:0] MODE_NONE = 2'd3;   // not a command (COPY is the remaining mode 0)
+
+localparam [1:0] ST_IDLE = 2'd0;   // waiting for a command
+localparam [1:0] ST_SETUP = 2'd1;  // command latched: derive the set-up and start the engines
+localparam [1:0] ST_RUN = 2'd2;    // engines running until the last beat and B are done
+
+reg [1:0]             state;
+reg                   cmd_ready;
+reg [1:0]             cmd_mode;
+reg [ADDR_WIDTH-1:0]  cmd_src;
+reg [ADDR_WIDTH-1:0]  cmd_dst;
+reg [LEN_WIDTH-1:0]   cmd_len;
+reg [511:0]           cmd_data;   // STORE source, held for the whole command
+
+assign s_cmd_ready = cmd_ready;
+
+wire cmd_fire = s_cmd_valid && cmd_ready;
+wire start = state == ST_SETUP;
+
+// Per-command set-up, from the latched command (STORE reads its block from offset 0, LOAD
+// writes its result from offset 0).
+wire is_store = cmd_mode == MODE_STORE;
+wire is_load = cmd_mode == MODE_LOAD;
+wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : cmd_src[BL-1:0];
+wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : cmd_dst[BL-1:0];
+wire [ADDR_WIDTH-1:0] dst_addr = is_load ? {ADDR_WIDTH{1'b0}} : cmd_dst;
+
+wire [LEN_WIDTH:0] in_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
+wire [LEN_WIDTH:0] out_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
+wire [BL-1:0] rl_shift = src_off + ~dst_off;
+wire rl_skip = src_off > dst_off;
+// the realigner makes in_beats - skip beats by itself; one more when the destination needs it
+wire rl_flush = (out_beats + {{LEN_WIDTH{1'b0}}, rl_skip}) > in_beats;
+wire [BL-1:0] last_off = dst_off + cmd_len[BL-1:0] - 1'b1;
+
+// pipeline links
+wire [DATA_WIDTH-1:0] src_data;
+wire src_last, src_valid, src_ready;
+wire [DATA_WIDTH-1:0] dst_data;
+wire dst_last, dst_valid, dst_ready;
+wire rd_error, rd_idle, wr_error, wr_done;
+wire ld_valid;
+wire [LIW-1:0] ld_idx;
+wire [DATA_WIDTH-1:0] ld_data;
+
+dma_rd_engine #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .AXI_ID_WIDTH(AXI_ID_WIDTH),
+    .LEN_WIDTH(LEN_WIDTH)
+) u_rd (
+    .clk(clk),
+    .rst(rst),
+    .start(start),
+    .cfg_store(is_store),
+    .cfg_addr(cmd_src[ADDR_WIDTH-1:BL]),
+    .cfg_beats(in_beats[LEN_WIDTH-1:0]),
+    .store_data(cmd_data),
+    .m_axi_arid(m_axi_arid),
+    .m_axi_araddr(m_axi_araddr),
+    .m_axi_arlen(m_axi_arlen),
+    .m_axi_arsize(m_axi_arsize),
+    .m_axi_arburst(m_axi_arburst),
+    .m_axi_arlock(m_axi_arlock),
+    .m_axi_arcache(m_axi_arcache),
+    .m_axi_arprot(m_axi_arprot),
+    .m_axi_arvalid(m_axi_arvalid),
+    .m_axi_arready(m_axi_arready),
+    .m_axi_rid(m_axi_rid),
+    .m_axi_rdata(m_axi_rdata),
+    .m_axi_rresp(m_axi_rresp),
+    .m_axi_rlast(m_axi_rlast),
+    .m_axi_rvalid(m_axi_rvalid),
+    .m_axi_rready(m_axi_rready),
+    .m_data(src_data),
+    .m_last(src_last),
+    .m_valid(src_valid),
+    .m_ready(src_ready),
+    .rd_error(rd_error),
+    .idle(rd_idle)
+);
+
+dma_realign #(
+    .DATA_WIDTH(DATA_WIDTH)
+) u_realign (
+    .clk(clk),
+    .rst(rst),
+    .start(start),
+    .cfg_shift(rl_shift),
+    .cfg_skip(rl_skip),
+    .cfg_flush(rl_flush),
+    .s_data(src_data),
+    .s_last(src_last),
+    .s_valid(src_valid),
+    .s_ready(src_ready),
+    .m_data(dst_data),
+    .m_last(dst_last),
+    .m_valid(dst_valid),
+    .m_ready(dst_ready)
+);
+
+dma_wr_engine #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .AXI_ID_WIDTH(AXI_ID_WIDTH),
+    .LEN_WIDTH(LEN_WIDTH)
+) u_wr (
+    .clk(clk),
+    .rst(rst),
+    .start(start),
+    .cfg_load(is_load),
+    .cfg_addr(dst_addr),
+    .cfg_beats(out_beats[LEN_WIDTH-1:0]),
+    .cfg_last_off(last_off),
+    .s_data(dst_data),
+    .s_last(dst_last),
+    .s_valid(dst_valid),
+    .s_ready(dst_ready),
+    .m_axi_awid(m_axi_awid),
+    .m_axi_awaddr(m_axi_awaddr),
+    .m_axi_awlen(m_axi_awlen),
+    .m_axi_awsize(m_axi_awsize),
+    .m_axi_awburst(m_axi_awburst),
+    .m_axi_awlock(m_axi_awlock),
+    .m_axi_awcache(m_axi_awcache),
+    .m_axi_awprot(m_axi_awprot),
+    .m_axi_awvalid(m_axi_awvalid),
+    .m_axi_awready(m_axi_awready),
+    .m_axi_wdata(m_axi_wdata),
+    .m_axi_wstrb(m_axi_wstrb),
+    .m_axi_wlast(m_axi_wlast),
+    .m_axi_wvalid(m_axi_wvalid),
+    .m_axi_wready(m_axi_wready),
+    .m_axi_bid(m_axi_bid),
+    .m_axi_bresp(m_axi_bresp),
+    .m_axi_bvalid(m_axi_bvalid),
+    .m_axi_bready(m_axi_bready),
+    .ld_valid(ld_valid),
+    .ld_idx(ld_idx),
+    .ld_data(ld_data),
+    .wr_error(wr_error),
+    .done(wr_done)
+);
+
+integer p;
+always @(posedge clk) begin
+    m_done_valid <= 1'b0;
+
+    case (state)
+        ST_IDLE: begin
+            if (cmd_fire) begin
+                cmd_mode    <= s_cmd_mode;
+                cmd_src     <= s_cmd_src_addr;
+                cmd_dst     <= s_cmd_dst_addr;
+                cmd_len     <= s_cmd_len;
+                cmd_data    <= s_cmd_data;
+                m_done_data <= 512'd0;
+                if (s_cmd_len == {LEN_WIDTH{1'b0}} || s_cmd_mode == MODE_NONE) begin
+                    // nothing to move (or no such mode): finish now, ready stays up
+                    m_done_valid <= 1'b1;
+                    m_done_error <= s_cmd_mode == MODE_NONE;
+                end else begin
+                    cmd_ready <= 1'b0;
+                    state     <= ST_SETUP;
+                end
+            end
+        end
+        ST_SETUP: begin
+            state <= ST_RUN;
+        end
+        default: begin
+            // wr_done covers the last beat and every B; rd_idle that every read burst drained
+            if (wr_done && rd_idle) begin
+                m_done_valid <= 1'b1;
+                m_done_error <= rd_error || wr_error;
+                cmd_ready    <= 1'b1;
+                state        <= ST_IDLE;
+            end
+        end
+    endcase
+
+    if (ld_valid) begin
+        for (p = 0; p < NPOS; p = p + 1)
+            if (ld_idx == p[LIW-1:0])
+                m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data;
+    end
+
+    if (rst) begin
+        state        <= ST_IDLE;
+        cmd_ready    <= 1'b0;
+        m_done_valid <= 1'b0;
+        m_done_error <= 1'b0;
+        m_done_data  <= 512'd0;
+    end else if (state == ST_IDLE && !cmd_ready) begin
+        cmd_ready <= 1'b1;   // first cycle out of reset
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,157 @@
+// Source side of the engine: issues the AR bursts of a COPY or LOAD and turns the R beats into
+// a beat stream, or (STORE) serves the command's data block as the same kind of beat stream,
+// so that everything after this point is common to the three modes.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module dma_rd_engine #(
+    parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
+    parameter ADDR_WIDTH = 32,     // AXI address width
+    parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
+    parameter LEN_WIDTH = 32,      // beat count width
+    parameter MAX_RD_BURSTS = 8    // read bursts in flight at most (ARs accepted, RLAST not yet seen)
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     start,       // one pulse per command with bytes to move
+    input  wire                     cfg_store,   // source is store_data, not host memory
+    input  wire [ADDR_WIDTH-1:$clog2(DATA_WIDTH/8)] cfg_addr, // source beat address (COPY/LOAD)
+    input  wire [LEN_WIDTH-1:0]     cfg_beats,   // source beats, at least 1
+    input  wire [511:0]             store_data,  // STORE source, held by the top for the command
+
+    output wire [AXI_ID_WIDTH-1:0]  m_axi_arid,
+    output wire [ADDR_WIDTH-1:0]    m_axi_araddr,
+    output wire [7:0]               m_axi_arlen,
+    output wire [2:0]               m_axi_arsize,
+    output wire [1:0]               m_axi_arburst,
+    output wire                     m_axi_arlock,
+    output wire [3:0]               m_axi_arcache,
+    output wire [2:0]               m_axi_arprot,
+    output wire                     m_axi_arvalid,
+    input  wire                     m_axi_arready,
+    input  wire [AXI_ID_WIDTH-1:0]  m_axi_rid,
+    input  wire [DATA_WIDTH-1:0]    m_axi_rdata,
+    input  wire [1:0]               m_axi_rresp,
+    input  wire                     m_axi_rlast,
+    input  wire                     m_axi_rvalid,
+    output wire                     m_axi_rready,
+
+    output wire [DATA_WIDTH-1:0]    m_data,
+    output wire                     m_last,      // last source beat of the command
+    output wire                     m_valid,
+    input  wire                     m_ready,
+
+    output reg                      rd_error,    // an R beat of this command was not OKAY
+    output wire                     idle         // no AR left to issue, no read burst in flight
+);
+
+localparam BEAT_LOG = $clog2(DATA_WIDTH / 8);
+localparam BOUND_LOG = (BEAT_LOG + 8 < 12) ? BEAT_LOG + 8 : 12;
+localparam NSB = 512 / DATA_WIDTH;            // beats in the STORE data block
+localparam OW = $clog2(MAX_RD_BURSTS) + 1;    // outstanding-burst counter width
+localparam [OW-1:0] OUT_LIMIT = MAX_RD_BURSTS - 1;
+localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
+
+reg                  store;
+reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the slice
+reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
+
+wire run = left != {LEN_WIDTH{1'b0}};
+wire last = left == {{(LEN_WIDTH-1){1'b0}}, 1'b1};
+
+wire slice_ready;
+wire ar_busy;
+wire [DATA_WIDTH-1:0] store_beat;
+wire src_valid = run && (store || m_axi_rvalid);
+wire src_fire = src_valid && slice_ready;
+wire ar_fire = m_axi_arvalid && m_axi_arready;
+wire r_fire = m_axi_rvalid && m_axi_rready;
+
+assign m_axi_rready = run && !store && slice_ready;
+assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}};
+
+assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
+assign m_axi_arsize = SIZE;
+assign m_axi_arburst = 2'b01;      // INCR
+assign m_axi_arlock = 1'b0;
+assign m_axi_arcache = 4'b0011;    // normal, non-cacheable, bufferable
+assign m_axi_arprot = 3'b000;
+
+dma_axi_burst #(
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .LEN_WIDTH(LEN_WIDTH),
+    .BEAT_LOG(BEAT_LOG),
+    .BOUND_LOG(BOUND_LOG)
+) u_ar (
+    .clk(clk),
+    .rst(rst),
+    .start(start && !cfg_store),
+    .start_addr(cfg_addr),
+    .start_beats(cfg_beats),
+    .allow(out_bursts < OUT_LIMIT),
+    .ax_addr(m_axi_araddr),
+    .ax_len(m_axi_arlen),
+    .ax_valid(m_axi_arvalid),
+    .ax_ready(m_axi_arready),
+    .busy(ar_busy)
+);
+
+generate
+    if (NSB == 1) begin : g_store_one
+        assign store_beat = store_data;
+    end else begin : g_store_many
+        reg [$clog2(NSB)-1:0] st_idx;
+        always @(posedge clk) begin
+            if (start)
+                st_idx <= {$clog2(NSB){1'b0}};
+            else if (src_fire)
+                st_idx <= st_idx + 1'b1;
+        end
+        assign store_beat = store_data[st_idx*DATA_WIDTH +: DATA_WIDTH];
+    end
+endgenerate
+
+// The slice keeps RREADY a flop output, so the slave never sees WREADY reflected in RREADY.
+dma_skid #(
+    .WIDTH(DATA_WIDTH + 1)
+) u_slice (
+    .clk(clk),
+    .rst(rst),
+    .s_data({last, store ? store_beat : m_axi_rdata}),
+    .s_valid(src_valid),
+    .s_ready(slice_ready),
+    .m_data({m_last, m_data}),
+    .m_valid(m_valid),
+    .m_ready(m_ready)
+);
+
+always @(posedge clk) begin
+    if (start) begin
+        store    <= cfg_store;
+        left     <= cfg_beats;
+        rd_error <= 1'b0;
+    end else if (src_fire) begin
+        left <= left - 1'b1;
+    end
+
+    // a beat with a foreign ID is as wrong as an error response
+    if (r_fire && (m_axi_rresp != 2'b00 || m_axi_rid != {AXI_ID_WIDTH{1'b0}}))
+        rd_error <= 1'b1;
+
+    case ({ar_fire, r_fire && m_axi_rlast})
+        2'b10: out_bursts <= out_bursts + 1'b1;
+        2'b01: out_bursts <= out_bursts - 1'b1;
+        default: ;
+    endcase
+
+    if (rst) begin
+        left       <= {LEN_WIDTH{1'b0}};
+        out_bursts <= {OW{1'b0}};
+        rd_error   <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,164 @@
+// Destination side of the engine: takes the realigned beats and either writes them to host
+// memory (COPY/STORE: AW bursts, W beats with strobes for the bytes of the transfer only, B
+// responses counted) or hands them to the top as LOAD result beats.
+//
+// WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
+// at the command's last beat, the same rule dma_axi_burst applies to AW.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module dma_wr_engine #(
+    parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
+    parameter ADDR_WIDTH = 32,     // AXI address width
+    parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
+    parameter LEN_WIDTH = 32       // beat count width
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     start,        // one pulse per command with bytes to move
+    input  wire                     cfg_load,     // beats go to the LOAD result, not to memory
+    input  wire [ADDR_WIDTH-1:0]    cfg_addr,     // destination byte address (offset 0 for LOAD)
+    input  wire [LEN_WIDTH-1:0]     cfg_beats,    // destination beats, at least 1
+    input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // byte offset of the last byte in its beat
+
+    input  wire [DATA_WIDTH-1:0]    s_data,
+    input  wire                     s_last,       // last destination beat of the command
+    input  wire                     s_valid,
+    output wire                     s_ready,
+
+    output wire [AXI_ID_WIDTH-1:0]  m_axi_awid,
+    output wire [ADDR_WIDTH-1:0]    m_axi_awaddr,
+    output wire [7:0]               m_axi_awlen,
+    output wire [2:0]               m_axi_awsize,
+    output wire [1:0]               m_axi_awburst,
+    output wire                     m_axi_awlock,
+    output wire [3:0]               m_axi_awcache,
+    output wire [2:0]               m_axi_awprot,
+    output wire                     m_axi_awvalid,
+    input  wire                     m_axi_awready,
+    output wire [DATA_WIDTH-1:0]    m_axi_wdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axi_wstrb,
+    output wire                     m_axi_wlast,
+    output wire                     m_axi_wvalid,
+    input  wire                     m_axi_wready,
+    input  wire [AXI_ID_WIDTH-1:0]  m_axi_bid,
+    input  wire [1:0]               m_axi_bresp,
+    input  wire                     m_axi_bvalid,
+    output wire                     m_axi_bready,
+
+    // LOAD result beats: the top stores ld_data at beat ld_idx of its 512-bit result
+    output wire                     ld_valid,
+    output reg  [((DATA_WIDTH < 512) ? $clog2(512/DATA_WIDTH) : 1)-1:0] ld_idx,
+    output wire [DATA_WIDTH-1:0]    ld_data,      // bytes outside the transfer are zero
+
+    output reg                      wr_error,     // a B response of this command was not OKAY
+    output wire                     done          // every beat taken and every B received
+);
+
+localparam B = DATA_WIDTH / 8;                // bytes per beat
+localparam BEAT_LOG = $clog2(B);
+localparam BOUND_LOG = (BEAT_LOG + 8 < 12) ? BEAT_LOG + 8 : 12;
+localparam BB = BOUND_LOG - BEAT_LOG;         // log2 beats between burst boundaries
+localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
+localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
+localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
+
+reg                   load;
+reg                   active;      // destination beats still expected
+reg                   first;       // next beat is the command's first
+reg [BB-1:0]          pos;         // beat position between burst boundaries
+reg [B-1:0]           first_mask;  // strobes of the first beat: from the start offset up
+reg [B-1:0]           last_mask;   // strobes of the last beat: up to the last byte
+reg [LEN_WIDTH-1:0]   b_pending;   // AWs accepted whose B has not returned
+
+wire aw_busy;
+wire aw_fire = m_axi_awvalid && m_axi_awready;
+wire b_fire = m_axi_bvalid && m_axi_bready;
+wire beat_fire = s_valid && s_ready;
+
+wire [B-1:0] strb = (first ? first_mask : {B{1'b1}}) & (s_last ? last_mask : {B{1'b1}});
+
+assign s_ready = load || m_axi_wready;
+
+assign m_axi_wdata = s_data;
+assign m_axi_wstrb = strb;
+assign m_axi_wlast = s_last || (pos == {BB{1'b1}});
+assign m_axi_wvalid = s_valid && !load;
+assign m_axi_bready = 1'b1;
+
+assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
+assign m_axi_awsize = SIZE;
+assign m_axi_awburst = 2'b01;      // INCR
+assign m_axi_awlock = 1'b0;
+assign m_axi_awcache = 4'b0011;    // normal, non-cacheable, bufferable
+assign m_axi_awprot = 3'b000;
+
+assign ld_valid = s_valid && load;
+
+genvar i;
+generate
+    for (i = 0; i < B; i = i + 1) begin : g_ld_mask
+        assign ld_data[8*i +: 8] = strb[i] ? s_data[8*i +: 8] : 8'h00;
+    end
+endgenerate
+
+assign done = !active && !aw_busy && b_pending == {LEN_WIDTH{1'b0}};
+
+dma_axi_burst #(
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .LEN_WIDTH(LEN_WIDTH),
+    .BEAT_LOG(BEAT_LOG),
+    .BOUND_LOG(BOUND_LOG)
+) u_aw (
+    .clk(clk),
+    .rst(rst),
+    .start(start && !cfg_load),
+    .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
+    .start_beats(cfg_beats),
+    .allow(1'b1),
+    .ax_addr(m_axi_awaddr),
+    .ax_len(m_axi_awlen),
+    .ax_valid(m_axi_awvalid),
+    .ax_ready(m_axi_awready),
+    .busy(aw_busy)
+);
+
+always @(posedge clk) begin
+    if (start) begin
+        load       <= cfg_load;
+        active     <= 1'b1;
+        first      <= 1'b1;
+        pos        <= cfg_addr[BOUND_LOG-1:BEAT_LOG];
+        first_mask <= {B{1'b1}} << cfg_addr[BEAT_LOG-1:0];
+        last_mask  <= {B{1'b1}} >> ~cfg_last_off;
+        ld_idx     <= {LIW{1'b0}};
+        wr_error   <= 1'b0;
+    end else if (beat_fire) begin
+        first  <= 1'b0;
+        pos    <= pos + 1'b1;
+        ld_idx <= ld_idx + 1'b1;
+        if (s_last)
+            active <= 1'b0;
+    end
+
+    // a response with a foreign ID is as wrong as an error response
+    if (b_fire && (m_axi_bresp != 2'b00 || m_axi_bid != {AXI_ID_WIDTH{1'b0}}))
+        wr_error <= 1'b1;
+
+    case ({aw_fire, b_fire})
+        2'b10: b_pending <= b_pending + 1'b1;
+        2'b01: b_pending <= b_pending - 1'b1;
+        default: ;
+    endcase
+
+    if (rst) begin
+        active    <= 1'b0;
+        b_pending <= {LEN_WIDTH{1'b0}};
+        wr_error  <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall
