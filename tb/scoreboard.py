@@ -1,0 +1,143 @@
+"""Scoreboard: compares rdma_dev against the reference model.
+
+Completions are checked as the program polls them: each one against the next prediction for
+its (CQ, QP, send/receive) queue. Completions of different queues may interleave in any
+order; within one queue the order is the contract. `await check()` then settles the rest:
+every predicted completion arrived and nothing else did, each QP's state and ring indices,
+the expected image of every tracked range (registered regions, WQE rings), the allocator's
+guard bytes, and the counters.
+
+    sb = Scoreboard(dev)   # before dev.open(): the model has to see everything
+    await dev.open()
+    ...                    # the RDMA program, polling its CQs as it likes
+    await sb.check()
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, fields
+from enum import IntEnum, IntFlag
+
+from model import Model
+from verbs import Counters, Observer
+
+DIFF_CONTEXT = 16  # bytes shown from the first difference
+
+
+def _fmt(name, value):
+    if name == "wr_id":
+        return f"{value:#x}"
+    if isinstance(value, (IntEnum, IntFlag)):
+        return f"{value.name or 0}({int(value)})"
+    return str(value)
+
+
+def _describe(values):
+    return " ".join(f"{name}={_fmt(name, value)}" for name, value in values.items())
+
+
+def _bytes_diff(label, addr, want, got):
+    """None when equal, else where and how `got` differs from `want`."""
+    if want == got:
+        return None
+    differ = [i for i, (w, g) in enumerate(zip(want, got)) if w != g]
+    first = differ[0]
+    return (f"{label} [{addr:#x}, +{len(want):#x}): {len(differ)} byte(s) differ, first at "
+            f"offset {first:#x} (host {addr + first:#x}): expected "
+            f"{want[first:first + DIFF_CONTEXT].hex(' ')}, got "
+            f"{got[first:first + DIFF_CONTEXT].hex(' ')}")
+
+
+class Scoreboard(Observer):
+    def __init__(self, dev, model=None):
+        self.dev = dev
+        self.model = model or Model()
+        dev.observers += [self.model, self]
+        self.matched = 0
+
+    def on_poll_cq(self, cq, wcs):
+        for wc in wcs:
+            self._match(cq.cqn, wc)
+
+    def _match(self, cqn, wc):
+        queue = self.model.expected.get((cqn, wc.qp_num, wc.is_recv))
+        if not queue:
+            kind = "receive" if wc.is_recv else "send"
+            raise AssertionError(f"CQ {cqn}: unexpected {kind} completion for QP {wc.qp_num}: "
+                                 f"{_describe(asdict(wc))}{self._outstanding(cqn)}")
+        expected = queue.popleft()
+        diffs = [f"{name} expected {_fmt(name, want)}, got {_fmt(name, getattr(wc, name))}"
+                 for name, want in expected.fields.items() if getattr(wc, name) != want]
+        if diffs:
+            raise AssertionError(f"CQ {cqn}: {expected.what}: {'; '.join(diffs)}\n"
+                                 f"  completion: {_describe(asdict(wc))}")
+        self.matched += 1
+
+    def _outstanding(self, cqn):
+        lines = [f"\n  predicted next on CQ {cqn}: {q[0].what}"
+                 for (c, _, _), q in self.model.expected.items() if c == cqn and q]
+        return "".join(lines) or f"\n  nothing is predicted on CQ {cqn}"
+
+    async def check(self, timeout=100):
+        """Wait (up to `timeout` event waits per CQ) for the predicted completions, then
+        compare everything; raises AssertionError listing every failure."""
+        await self._drain(timeout)
+        failures = (self._missing() + await self._qp_failures() + self._memory_failures()
+                    + self._guard_failures() + await self._counter_failures())
+        if failures:
+            raise AssertionError(f"scoreboard: {len(failures)} failure(s)\n  "
+                                 + "\n  ".join(failures))
+
+    async def _drain(self, timeout):
+        for cq in list(self.dev.cqs.values()):
+            missing = sum(len(q) for (cqn, _, _), q in self.model.expected.items()
+                          if cqn == cq.cqn)
+            if missing:
+                with contextlib.suppress(TimeoutError):  # reported by _missing()
+                    await cq.wait(missing, timeout)
+            await cq.poll()  # anything still there is unexpected, and _match says so
+
+    def _missing(self):
+        return [f"missing on CQ {e.cqn}: {e.what}: {_describe(e.fields)}"
+                for queue in self.model.expected.values() for e in queue]
+
+    async def _qp_failures(self):
+        failures = []
+        for qpn, qp in self.dev.qps.items():
+            want = self.model.qps[qpn]
+            got = await qp.query()
+            if got.state != want.state:
+                failures.append(f"QP {qpn}: state expected {want.state.name}, got "
+                                f"{_fmt('state', got.state)}")
+            # The consumer indices count finished WQEs: the driver reuses ring slots up to
+            # them, so a WQE still waiting for a receive (RNR) must not be counted yet.
+            indices = [("sq_pi", want.sq_posted), ("rq_pi", want.rq_posted),
+                       ("sq_ci", want.sq_done), ("rq_ci", want.rq_done)]
+            for name, index in indices:
+                if getattr(got, name) != index & 0xFFFF:
+                    failures.append(f"QP {qpn}: {name} expected {index & 0xFFFF}, got "
+                                    f"{getattr(got, name)}")
+        return failures
+
+    def _memory_failures(self):
+        image = self.model.image
+        diffs = (_bytes_diff(label, addr, image.read(addr, length), self.dev.read(addr, length))
+                 for addr, length, label in image.regions)
+        failures = [d for d in diffs if d]
+        if failures:
+            failures.append("(the model sees host memory the program writes through dev.write "
+                            "or MR.write, not through mem.write)")
+        return failures
+
+    def _guard_failures(self):
+        diffs = (_bytes_diff(f"guard {g.label}", g.addr, g.data, self.dev.read(g.addr, len(g.data)))
+                 for g in self.dev.guards)
+        return [d for d in diffs if d]
+
+    async def _counter_failures(self):
+        got = await self.dev.read_counters() - self.dev.counters_at_open
+        want = self.model.counters
+        return [f"counter {f.name.upper()}: expected +{getattr(want, f.name)}, got "
+                f"+{getattr(got, f.name)}"
+                for f in fields(Counters) if getattr(got, f.name) != getattr(want, f.name)]

@@ -1,0 +1,932 @@
+"""A libibverbs-style driver for rdma_dev.
+
+A test drives the device the way an RDMA program drives a NIC: open the device, allocate a
+protection domain, register memory, create completion queues and queue pairs, move the QPs to
+RTS, post work requests and poll completions. Everything goes through the documented register
+map and host memory (docs/host-interface.md); nothing looks at RTL signals.
+
+Every call is reported to `Device.observers` (see `Observer`), so a reference model and a
+scoreboard can follow the program without the test mentioning them.
+
+    dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x10000, mem_size=0x100000)
+    await dev.open()
+    await dev.set_port(1, lid=0x11)
+    pd = dev.alloc_pd()
+    cq = await dev.create_cq(64)
+    a = await pd.create_qp(QPType.RC, cq, cq)
+    b = await pd.create_qp(QPType.RC, cq, cq)
+    await connect(a, b, port_a=1)
+    await a.post_send(rdma_write(src.sge(0, 256), dst.remote(0), wr_id=1))
+    [wc] = await cq.wait(1)
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, replace
+from enum import IntEnum, IntFlag
+
+DEV_ID_MAGIC = 0x52444D41  # "RDMA"
+GRH_BYTES = 40  # a UD receive buffer starts with this much room for the GRH
+QKEY_FROM_QP = 0x80000000  # a UD WQE's remote Q_Key with bit 31 set means "use the QP's own"
+CMD_POLLS = 1000  # CMD_STATUS reads before a command counts as hung (commands take a few cycles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registers
+
+class Reg(IntEnum):
+    DEV_ID = 0x0000
+    DEV_PARAMS = 0x0004
+    DEV_PARAMS2 = 0x0008
+    EVENT = 0x0010
+    REG_ERRORS = 0x0014
+    CQ_OVERFLOWS = 0x0018
+    LB_MSGS = 0x0020  # 64-bit: LO here, HI at +4
+    LB_BYTES = 0x0028
+    PORT_BASE = 0x0100
+    CMD_DATA = 0x0400
+    CMD = 0x0440
+    CMD_STATUS = 0x0444
+    SQ_DB = 0x1000
+    RQ_DB = 0x1004
+    CQ_CI_DB = 0x2000
+    CQ_ARM_DB = 0x2004
+
+
+PORT_STRIDE = 0x40
+
+
+class PortReg(IntEnum):
+    """Offsets inside one port's register block."""
+    LID = 0x00
+    LMC = 0x04
+    MTU = 0x08
+    GID0 = 0x10  # GID1..3 follow at +4, +8, +12
+
+
+def port_reg(port, reg):
+    return Reg.PORT_BASE + PORT_STRIDE * (port - 1) + reg
+
+
+def sq_db(qpn):
+    return Reg.SQ_DB + 8 * qpn
+
+
+def rq_db(qpn):
+    return Reg.RQ_DB + 8 * qpn
+
+
+def cq_ci_db(cqn):
+    return Reg.CQ_CI_DB + 8 * cqn
+
+
+def cq_arm_db(cqn):
+    return Reg.CQ_ARM_DB + 8 * cqn
+
+
+# ---------------------------------------------------------------------------------------------
+# ibv_* constants
+
+class QPType(IntEnum):
+    RC = 2
+    UC = 3
+    UD = 4
+
+
+class QPState(IntEnum):
+    RESET = 0
+    INIT = 1
+    RTR = 2
+    RTS = 3
+    SQD = 4
+    SQE = 5
+    ERR = 6
+
+
+class Access(IntFlag):
+    LOCAL_WRITE = 1
+    REMOTE_WRITE = 2
+    REMOTE_READ = 4
+    REMOTE_ATOMIC = 8
+
+
+class WROpcode(IntEnum):
+    RDMA_WRITE = 0
+    RDMA_WRITE_WITH_IMM = 1
+    SEND = 2
+    SEND_WITH_IMM = 3
+    RDMA_READ = 4
+
+
+class SendFlags(IntFlag):
+    FENCE = 1
+    SIGNALED = 2
+    SOLICITED = 4
+
+
+class WCStatus(IntEnum):
+    SUCCESS = 0
+    LOC_LEN_ERR = 1
+    LOC_QP_OP_ERR = 2
+    LOC_EEC_OP_ERR = 3
+    LOC_PROT_ERR = 4
+    WR_FLUSH_ERR = 5
+    MW_BIND_ERR = 6
+    BAD_RESP_ERR = 7
+    LOC_ACCESS_ERR = 8
+    REM_INV_REQ_ERR = 9
+    REM_ACCESS_ERR = 10
+    REM_OP_ERR = 11
+    RETRY_EXC_ERR = 12
+    RNR_RETRY_EXC_ERR = 13
+    LOC_RDD_VIOL_ERR = 14
+    REM_INV_RD_REQ_ERR = 15
+    REM_ABORT_ERR = 16
+    INV_EECN_ERR = 17
+    INV_EEC_STATE_ERR = 18
+    FATAL_ERR = 19
+    RESP_TIMEOUT_ERR = 20
+    GENERAL_ERR = 21
+
+
+class WCOpcode(IntEnum):
+    SEND = 0
+    RDMA_WRITE = 1
+    RDMA_READ = 2
+    RECV = 128  # bit 7 marks every receive opcode, as in rdma-core
+    RECV_RDMA_WITH_IMM = 129
+
+
+class WCFlags(IntFlag):
+    GRH = 1
+    WITH_IMM = 2
+
+
+class MTU(IntEnum):
+    MTU256 = 1
+    MTU512 = 2
+    MTU1024 = 3
+    MTU2048 = 4
+    MTU4096 = 5
+
+    @property
+    def size(self):
+        return 128 << self
+
+
+class Cmd(IntEnum):
+    CREATE_CQ = 0x01
+    DESTROY_CQ = 0x02
+    REG_MR = 0x03
+    DEREG_MR = 0x04
+    CREATE_AH = 0x05
+    DESTROY_AH = 0x06
+    CREATE_QP = 0x07
+    MODIFY_QP = 0x08
+    QUERY_QP = 0x09
+    DESTROY_QP = 0x0A
+
+
+class CmdResult(IntEnum):
+    OK = 0
+    BAD_INDEX = 1
+    BAD_STATE = 2
+    BAD_PARAM = 3
+    BUSY = 4
+
+
+def _enum(cls, value):
+    """`cls(value)`, or the plain int when the device wrote a value the enum does not name."""
+    try:
+        return cls(value)
+    except ValueError:
+        return value
+
+
+def _name(value):
+    return f"{value.name} ({int(value)})" if isinstance(value, IntEnum) else str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+class VerbsError(Exception):
+    """A verb refused by the driver itself (what libibverbs reports through errno)."""
+
+
+class QueueFull(VerbsError):
+    """More work requests than free ring entries (ENOMEM)."""
+
+
+class CommandError(VerbsError):
+    """The device refused a command; `result` is the CMD_STATUS result."""
+
+    def __init__(self, what, result):
+        self.result = result
+        super().__init__(f"{what}: refused with {_name(result)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Attributes and work requests (immutable, so observers may keep them)
+
+@dataclass(frozen=True)
+class GlobalRoute:
+    dgid: bytes
+    flow_label: int = 0
+    hop_limit: int = 64
+    traffic_class: int = 0
+
+
+@dataclass(frozen=True)
+class AHAttr:
+    """An address vector: the QP's (RC, UC) or an address handle's (UD)."""
+    dlid: int = 0
+    sl: int = 0
+    src_path_bits: int = 0
+    static_rate: int = 0
+    grh: GlobalRoute | None = None
+
+
+@dataclass(frozen=True)
+class QPAttr:
+    """Every attribute of the modify block; the driver keeps one as the QP's shadow."""
+    port_num: int = 1
+    path_mtu: MTU = MTU.MTU4096
+    qp_access_flags: Access = Access(0)
+    qkey: int = 0
+    dest_qp_num: int = 0
+    rnr_retry: int = 0
+    ah_attr: AHAttr = AHAttr()
+    sq_psn: int = 0
+    rq_psn: int = 0
+
+
+@dataclass(frozen=True)
+class PortAttr:
+    lid: int = 0
+    lmc: int = 0
+    gid: bytes = bytes(16)
+    mtu: MTU = MTU.MTU4096
+
+
+@dataclass(frozen=True)
+class SGE:
+    addr: int  # iova
+    length: int
+    lkey: int
+
+
+@dataclass(frozen=True)
+class RemoteAddr:
+    addr: int
+    rkey: int
+
+
+NO_SGE = SGE(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class SendWR:
+    """One send work request. `imm` is the 4 immediate bytes as a big-endian int, which is what
+    rdma-core programs put there (htonl); the device copies the bytes as they are."""
+    opcode: WROpcode | int
+    sge: SGE = NO_SGE
+    wr_id: int = 0
+    flags: SendFlags = SendFlags.SIGNALED
+    imm: int = 0
+    remote_addr: int = 0
+    rkey: int = 0
+    ah: AH | int | None = None  # an AH, or a raw AH number to provoke errors
+    remote_qpn: int = 0
+    remote_qkey: int = 0
+
+    @property
+    def ahn(self):
+        if self.ah is None:
+            return 0
+        return self.ah if isinstance(self.ah, int) else self.ah.ahn
+
+
+@dataclass(frozen=True)
+class RecvWR:
+    sge: SGE = NO_SGE
+    wr_id: int = 0
+
+
+def send(sge, wr_id=0, imm=None, flags=SendFlags.SIGNALED):
+    """SEND, or SEND_WITH_IMM when `imm` is given."""
+    opcode = WROpcode.SEND if imm is None else WROpcode.SEND_WITH_IMM
+    return SendWR(opcode, sge, wr_id, flags, imm or 0)
+
+
+def rdma_write(sge, remote, wr_id=0, imm=None, flags=SendFlags.SIGNALED):
+    """RDMA_WRITE to `remote` (a RemoteAddr, e.g. `mr.remote(offset)`), WITH_IMM when `imm`."""
+    opcode = WROpcode.RDMA_WRITE if imm is None else WROpcode.RDMA_WRITE_WITH_IMM
+    return SendWR(opcode, sge, wr_id, flags, imm or 0, remote.addr, remote.rkey)
+
+
+def rdma_read(sge, remote, wr_id=0, flags=SendFlags.SIGNALED):
+    return SendWR(WROpcode.RDMA_READ, sge, wr_id, flags, 0, remote.addr, remote.rkey)
+
+
+def ud_send(sge, ah, remote_qpn, remote_qkey, wr_id=0, imm=None, flags=SendFlags.SIGNALED):
+    opcode = WROpcode.SEND if imm is None else WROpcode.SEND_WITH_IMM
+    return SendWR(opcode, sge, wr_id, flags, imm or 0, ah=ah, remote_qpn=remote_qpn,
+                  remote_qkey=remote_qkey)
+
+
+@dataclass(frozen=True)
+class WC:
+    wr_id: int
+    status: WCStatus
+    opcode: WCOpcode
+    byte_len: int
+    imm_data: int
+    qp_num: int
+    src_qp: int
+    wc_flags: WCFlags
+    sl: int
+    slid: int
+    dlid_path_bits: int
+
+    @property
+    def is_recv(self):
+        return bool(self.opcode & WCOpcode.RECV)
+
+
+@dataclass(frozen=True)
+class QPStatus:
+    """What QUERY_QP returns."""
+    state: QPState
+    sq_ci: int
+    rq_ci: int
+    sq_pi: int
+    rq_pi: int
+
+
+@dataclass
+class Counters:
+    lb_msgs: int = 0
+    lb_bytes: int = 0
+    cq_overflows: int = 0
+    reg_errors: int = 0
+
+    def __sub__(self, other):
+        return Counters(self.lb_msgs - other.lb_msgs, self.lb_bytes - other.lb_bytes,
+                        self.cq_overflows - other.cq_overflows,
+                        self.reg_errors - other.reg_errors)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Random bytes the allocator put next to an allocation; nothing may change them."""
+    addr: int
+    data: bytes
+    label: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Byte layouts (docs/host-interface.md)
+
+_SEND_WQE = struct.Struct("<BBxx4sQQIIQIIII8x")
+_RECV_WQE = struct.Struct("<8xQQII32x")
+_CQE = struct.Struct("<QI4sIIBBBBHBB")
+_CQ_BLOCK = struct.Struct("<QB")
+_MR_BLOCK = struct.Struct("<QIBBHQ")
+_AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
+_QP_CREATE_BLOCK = struct.Struct("<BxHHHBB6xQQ")
+_QP_MODIFY_BLOCK = struct.Struct("<BBBBIIB3xHBBBBBBI4x16sII")
+_QP_QUERY_BLOCK = struct.Struct("<B3xHHHH")
+WQE_BYTES = 64
+CQE_BYTES = 32
+
+
+def encode_send_wqe(wr):
+    return _SEND_WQE.pack(wr.opcode, wr.flags, wr.imm.to_bytes(4, "big"), wr.wr_id, wr.sge.addr,
+                          wr.sge.length, wr.sge.lkey, wr.remote_addr, wr.rkey, wr.ahn,
+                          wr.remote_qpn, wr.remote_qkey)
+
+
+def encode_recv_wqe(wr):
+    return _RECV_WQE.pack(wr.wr_id, wr.sge.addr, wr.sge.length, wr.sge.lkey)
+
+
+def decode_cqe(raw):
+    """A CQE's fields as a WC, and its owner bit."""
+    (wr_id, byte_len, imm, qp_num, src_qp, status, opcode, flags, sl, slid, path_bits,
+     owner) = _CQE.unpack(raw)
+    wc = WC(wr_id, _enum(WCStatus, status), _enum(WCOpcode, opcode), byte_len,
+            int.from_bytes(imm, "big"), qp_num, src_qp, WCFlags(flags), sl, slid, path_bits)
+    return wc, owner & 1
+
+
+def encode_av(av):
+    """The AV part shared by the AH and modify blocks: is_global and the GRH fields."""
+    grh = av.grh or GlobalRoute(bytes(16), hop_limit=0)
+    return int(av.grh is not None), grh
+
+
+def encode_modify(state, attr):
+    av = attr.ah_attr
+    is_global, grh = encode_av(av)
+    return _QP_MODIFY_BLOCK.pack(state, attr.port_num, attr.path_mtu, attr.qp_access_flags,
+                                 attr.qkey, attr.dest_qp_num, attr.rnr_retry, av.dlid, av.sl,
+                                 av.src_path_bits, av.static_rate, is_global, grh.hop_limit,
+                                 grh.traffic_class, grh.flow_label, grh.dgid, attr.sq_psn,
+                                 attr.rq_psn)
+
+
+def _log2_entries(n, what):
+    """Ring entries for `n` requests: a power of two, at least 2, indexable by 16-bit indices."""
+    log2 = max(1, (max(n, 1) - 1).bit_length())
+    if log2 > 15:
+        raise ValueError(f"{what}: {n} entries is more than 2^15")
+    return log2
+
+
+def _as_list(wrs):
+    return list(wrs) if isinstance(wrs, (list, tuple)) else [wrs]
+
+
+# ---------------------------------------------------------------------------------------------
+# Observers
+
+class Observer:
+    """What the driver reports; subclass and override what you need. Called after the device
+    accepted the operation (refused commands are not reported), with immutable arguments
+    where the driver has them (attributes, work requests)."""
+
+    def on_open(self, dev): pass
+    def on_write_reg(self, offset, value): pass
+    def on_mem_write(self, addr, data): pass  # every host-memory write the software makes
+    def on_set_port(self, port, attr): pass
+    def on_reg_mr(self, mr): pass
+    def on_dereg_mr(self, mr): pass
+    def on_create_ah(self, ah): pass
+    def on_destroy_ah(self, ah): pass
+    def on_create_cq(self, cq): pass
+    def on_destroy_cq(self, cq): pass
+    def on_create_qp(self, qp): pass
+    def on_modify_qp(self, qp, state, attr): pass
+    def on_destroy_qp(self, qp): pass
+    def on_post_send(self, qp, wrs): pass
+    def on_post_recv(self, qp, wrs): pass
+    def on_poll_cq(self, cq, wcs): pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Device
+
+class Device:
+    """One rdma_dev, its host memory and the objects created on it.
+
+    `regs`: async read32(addr) / write32(addr, value). `mem`: read(addr, length) -> bytes and
+    write(addr, data), e.g. a cocotbext-axi AxiRam. `wait_event`: async callable that returns
+    when irq may have risen (or after a timeout). Host memory [mem_base, mem_base + mem_size)
+    is handed out by `alloc`, which surrounds every allocation with random guard bytes.
+    """
+
+    def __init__(self, regs, mem, wait_event, mem_base, mem_size, *, seed=0, guard_bytes=64,
+                 observers=()):
+        self.regs = regs
+        self.mem = mem
+        self._wait_event = wait_event
+        self.mem_base = mem_base
+        self.mem_size = mem_size
+        self.guard_bytes = guard_bytes
+        self.observers = list(observers)
+        self.guards = []
+        self._cursor = mem_base
+        self._rng = random.Random(seed)
+        self._next_pdn = 1
+        self._key_variants = {}
+        self.ports = {}
+        self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}
+        self.counters_at_open = Counters()
+
+    def _notify(self, event, *args):
+        for observer in self.observers:
+            getattr(observer, event)(*args)
+
+    # --- registers ---------------------------------------------------------------------------
+
+    async def read_reg(self, offset):
+        return await self.regs.read32(offset)
+
+    async def write_reg(self, offset, value):
+        """Every register write goes through here and is reported, so a test may also use
+        it for raw register tests (the model predicts REG_ERRORS from it)."""
+        await self.regs.write32(offset, value)
+        self._notify("on_write_reg", offset, value)
+
+    async def _read64(self, offset):
+        hi = await self.read_reg(offset + 4)
+        lo = await self.read_reg(offset)
+        hi2 = await self.read_reg(offset + 4)
+        if hi2 != hi:  # a carry between the reads: a low word read now pairs with hi2
+            lo = await self.read_reg(offset)
+        return hi2 << 32 | lo
+
+    async def command(self, opcode, index=0, block=b"", reply=0, what=None):
+        """Run one command: CMD_DATA, CMD, poll CMD_STATUS. Returns `reply` bytes of the
+        command block (QUERY answers); raises CommandError when the result is not OK."""
+        block += bytes(-len(block) % 4)
+        for i in range(0, len(block), 4):
+            await self.write_reg(Reg.CMD_DATA + i, int.from_bytes(block[i:i + 4], "little"))
+        await self.write_reg(Reg.CMD, opcode | index << 16)
+        what = what or f"{getattr(_enum(Cmd, opcode), 'name', hex(opcode))} {index}"
+        for _ in range(CMD_POLLS):
+            status = await self.read_reg(Reg.CMD_STATUS)
+            if not status & 1:
+                break
+        else:
+            raise TimeoutError(f"{what}: CMD_STATUS still busy after {CMD_POLLS} reads")
+        result = _enum(CmdResult, (status >> 8) & 0xFF)
+        if result != CmdResult.OK:
+            raise CommandError(what, result)
+        words = [await self.read_reg(Reg.CMD_DATA + i) for i in range(0, reply, 4)]
+        return b"".join(w.to_bytes(4, "little") for w in words)[:reply]
+
+    async def open(self):
+        """Identify the device and learn its sizes and port settings."""
+        dev_id = await self.read_reg(Reg.DEV_ID)
+        if dev_id != DEV_ID_MAGIC:
+            raise VerbsError(f"DEV_ID reads {dev_id:#010x}, not {DEV_ID_MAGIC:#010x}")
+        p1 = await self.read_reg(Reg.DEV_PARAMS)
+        p2 = await self.read_reg(Reg.DEV_PARAMS2)
+        self.num_ports = p1 & 0xFF
+        self.data_bytes = ((p1 >> 8) & 0xFF) * 8
+        self.num_qp = 1 << ((p1 >> 16) & 0xFF)
+        self.num_cq = 1 << ((p1 >> 24) & 0xFF)
+        self.num_mr = 1 << (p2 & 0xFF)
+        self.num_ah = 1 << ((p2 >> 8) & 0xFF)
+        self.addr_width = (p2 >> 16) & 0xFF
+        self.ports = {port: await self._read_port(port) for port in range(1, self.num_ports + 1)}
+        self.counters_at_open = await self.read_counters()
+        self._notify("on_open", self)
+
+    async def _read_port(self, port):
+        gid = b""
+        for i in range(4):
+            gid += (await self.read_reg(port_reg(port, PortReg.GID0 + 4 * i))).to_bytes(4, "big")
+        return PortAttr(await self.read_reg(port_reg(port, PortReg.LID)) & 0xFFFF,
+                        await self.read_reg(port_reg(port, PortReg.LMC)) & 7, gid,
+                        _enum(MTU, await self.read_reg(port_reg(port, PortReg.MTU)) & 7))
+
+    async def set_port(self, port, lid, lmc=0, gid=bytes(16), mtu=MTU.MTU4096):
+        if port not in self.ports:
+            raise VerbsError(f"no port {port}: the device has ports 1..{self.num_ports}")
+        gid = bytes(gid)
+        await self.write_reg(port_reg(port, PortReg.LID), lid)
+        await self.write_reg(port_reg(port, PortReg.LMC), lmc)
+        await self.write_reg(port_reg(port, PortReg.MTU), mtu)
+        for i in range(4):  # the lowest-numbered GID byte goes in bits [31:24]
+            await self.write_reg(port_reg(port, PortReg.GID0 + 4 * i),
+                                 int.from_bytes(gid[4 * i:4 * i + 4], "big"))
+        self.ports[port] = PortAttr(lid, lmc, gid, MTU(mtu))
+        self._notify("on_set_port", port, self.ports[port])
+
+    async def read_counters(self):
+        return Counters(await self._read64(Reg.LB_MSGS), await self._read64(Reg.LB_BYTES),
+                        await self.read_reg(Reg.CQ_OVERFLOWS), await self.read_reg(Reg.REG_ERRORS))
+
+    async def wait_event(self):
+        """Wait until some CQ has an event (or the TB's timeout), acknowledge every pending
+        event bit so irq can rise again, and return the bits (bit c: CQ c)."""
+        pending = await self.read_reg(Reg.EVENT)
+        if not pending:
+            await self._wait_event()
+            pending = await self.read_reg(Reg.EVENT)
+        if pending:
+            await self.write_reg(Reg.EVENT, pending)
+        return pending
+
+    # --- host memory -------------------------------------------------------------------------
+
+    def alloc(self, size, align=64, label=None):
+        """Host memory for a buffer or a ring: zeroed, with random guard bytes on both sides."""
+        label = label or f"buffer of {size} bytes"
+        addr = -(-(self._cursor + self.guard_bytes) // align) * align
+        end = addr + size
+        if end + self.guard_bytes > self.mem_base + self.mem_size:
+            raise MemoryError(f"host memory exhausted allocating {label}")
+        self._guard(self._cursor, addr - self._cursor, f"before {label} at {addr:#x}")
+        self._guard(end, self.guard_bytes, f"after {label} at {addr:#x}")
+        self.write(addr, bytes(size))
+        self._cursor = end + self.guard_bytes
+        return addr
+
+    def _guard(self, addr, length, label):
+        data = self._rng.randbytes(length)
+        self.write(addr, data)
+        self.guards.append(Guard(addr, data, label))
+
+    def read(self, addr, length):
+        return bytes(self.mem.read(addr, length))
+
+    def write(self, addr, data):
+        """Write host memory. Tests fill buffers through here (or MR.write) so that the
+        reference model sees the program's own writes."""
+        data = bytes(data)
+        self.mem.write(addr, data)
+        self._notify("on_mem_write", addr, data)
+
+    # --- objects -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _free_index(table, first, count, what):
+        for index in range(first, count):
+            if index not in table:
+                return index
+        raise VerbsError(f"no free {what}: all {count - first} in use")
+
+    def alloc_pd(self):
+        pd = PD(self, self._next_pdn)
+        self._next_pdn += 1
+        return pd
+
+    async def create_cq(self, depth):
+        """A CQ with at least `depth` entries (rounded up to a power of two)."""
+        cqn = self._free_index(self.cqs, 0, self.num_cq, "CQ")
+        log2 = _log2_entries(depth, f"CQ {cqn}")
+        ring = self.alloc(CQE_BYTES << log2, label=f"CQ {cqn} ring")
+        await self.command(Cmd.CREATE_CQ, cqn, _CQ_BLOCK.pack(ring, log2))
+        cq = CQ(self, cqn, ring, log2)
+        self.cqs[cqn] = cq
+        self._notify("on_create_cq", cq)
+        return cq
+
+    def _next_key_variant(self, index):
+        """A new key variant for MR `index`: random at first, then stepping, so the key of
+        the previous registration of the same index is stale."""
+        variant = (self._key_variants.get(index, self._rng.randrange(256)) + 1) & 0xFF
+        self._key_variants[index] = variant
+        return variant
+
+
+class PD:
+    def __init__(self, dev, pdn):
+        self.dev = dev
+        self.pdn = pdn
+
+    async def reg_mr(self, addr, length, access, iova=None):
+        """Register host memory [addr, addr + length); work requests name it by `iova`
+        (default: the host address)."""
+        dev = self.dev
+        index = dev._free_index(dev.mrs, 0, dev.num_mr, "MR")
+        variant = dev._next_key_variant(index)
+        iova = addr if iova is None else iova
+        await dev.command(Cmd.REG_MR, index,
+                          _MR_BLOCK.pack(iova, length, variant, access, self.pdn, addr))
+        mr = MR(self, index, index << 8 | variant, iova, length, Access(access), addr)
+        dev.mrs[index] = mr
+        dev._notify("on_reg_mr", mr)
+        return mr
+
+    async def create_ah(self, port, dlid, sl=0, src_path_bits=0, static_rate=0, grh=None):
+        dev = self.dev
+        ahn = dev._free_index(dev.ahs, 0, dev.num_ah, "AH")
+        attr = AHAttr(dlid, sl, src_path_bits, static_rate, grh)
+        is_global, route = encode_av(attr)
+        await dev.command(Cmd.CREATE_AH, ahn,
+                          _AH_BLOCK.pack(dlid, sl, src_path_bits, static_rate, is_global, port,
+                                         route.hop_limit, route.flow_label, route.traffic_class,
+                                         self.pdn, route.dgid))
+        ah = AH(self, ahn, port, attr)
+        dev.ahs[ahn] = ah
+        dev._notify("on_create_ah", ah)
+        return ah
+
+    async def create_qp(self, qp_type, send_cq, recv_cq, max_send_wr=16, max_recv_wr=16):
+        """A QP in RESET; its rings hold at least max_send_wr / max_recv_wr requests."""
+        dev = self.dev
+        qpn = dev._free_index(dev.qps, 2, dev.num_qp, "QP number")
+        sq_log2 = _log2_entries(max_send_wr, f"QP {qpn} send queue")
+        rq_log2 = _log2_entries(max_recv_wr, f"QP {qpn} receive queue")
+        sq = _WorkQueue(dev.alloc(WQE_BYTES << sq_log2, label=f"QP {qpn} send ring"), sq_log2)
+        rq = _WorkQueue(dev.alloc(WQE_BYTES << rq_log2, label=f"QP {qpn} receive ring"), rq_log2)
+        await dev.command(Cmd.CREATE_QP, qpn,
+                          _QP_CREATE_BLOCK.pack(qp_type, self.pdn, send_cq.cqn, recv_cq.cqn,
+                                                sq_log2, rq_log2, sq.base, rq.base))
+        qp = QP(self, qpn, QPType(qp_type), send_cq, recv_cq, sq, rq)
+        dev.qps[qpn] = qp
+        dev._notify("on_create_qp", qp)
+        return qp
+
+
+class MR:
+    def __init__(self, pd, index, key, iova, length, access, host_addr):
+        self.pd = pd
+        self.index = index
+        self.lkey = self.rkey = key
+        self.addr = iova
+        self.length = length
+        self.access = access
+        self.host_addr = host_addr
+
+    def sge(self, offset=0, length=None):
+        """A scatter/gather element for bytes [offset, offset + length) of the region."""
+        return SGE(self.addr + offset, self.length - offset if length is None else length,
+                   self.lkey)
+
+    def remote(self, offset=0):
+        """The region as an RDMA target, at `offset`."""
+        return RemoteAddr(self.addr + offset, self.rkey)
+
+    def write(self, offset, data):
+        self.pd.dev.write(self.host_addr + offset, data)
+
+    def read(self, offset=0, length=None):
+        return self.pd.dev.read(self.host_addr + offset,
+                                self.length - offset if length is None else length)
+
+    async def dereg(self):
+        dev = self.pd.dev
+        await dev.command(Cmd.DEREG_MR, self.index)
+        del dev.mrs[self.index]
+        dev._notify("on_dereg_mr", self)
+
+
+class AH:
+    def __init__(self, pd, ahn, port, attr):
+        self.pd = pd
+        self.ahn = ahn
+        self.port = port
+        self.attr = attr
+
+    async def destroy(self):
+        dev = self.pd.dev
+        await dev.command(Cmd.DESTROY_AH, self.ahn)
+        del dev.ahs[self.ahn]
+        dev._notify("on_destroy_ah", self)
+
+
+class CQ:
+    def __init__(self, dev, cqn, ring, log2):
+        self.dev = dev
+        self.cqn = cqn
+        self.ring = ring
+        self.log2 = log2
+        self.ci = 0  # consumer index, free running (the doorbell takes its low 16 bits)
+
+    @property
+    def depth(self):
+        return 1 << self.log2
+
+    async def poll(self, max_entries=None):
+        """Up to `max_entries` (default: the depth) completions, oldest first."""
+        max_entries = self.depth if max_entries is None else max_entries
+        wcs = []
+        while len(wcs) < max_entries:
+            raw = self.dev.read(self.ring + CQE_BYTES * (self.ci % self.depth), CQE_BYTES)
+            wc, owner = decode_cqe(raw)
+            if owner != 1 ^ ((self.ci >> self.log2) & 1):
+                break
+            wcs.append(wc)
+            self.ci += 1
+        if wcs:
+            await self.dev.write_reg(cq_ci_db(self.cqn), self.ci & 0xFFFF)
+            self.dev._notify("on_poll_cq", self, wcs)
+        return wcs
+
+    async def req_notify(self, solicited_only=False):
+        await self.dev.write_reg(cq_arm_db(self.cqn), 2 if solicited_only else 1)
+
+    async def wait(self, n=1, timeout=100, solicited_only=False):
+        """Exactly `n` completions: arm, poll, wait for an event, repeat. Raises TimeoutError
+        after `timeout` waits without them."""
+        wcs = []
+        for _ in range(timeout):
+            await self.req_notify(solicited_only)
+            wcs += await self.poll(n - len(wcs))  # after arming, so a CQE landing now still fires
+            if len(wcs) == n:
+                return wcs
+            await self.dev.wait_event()
+        raise TimeoutError(f"CQ {self.cqn}: {len(wcs)} of {n} completions after {timeout} "
+                           f"event waits; got {wcs}")
+
+    async def destroy(self):
+        await self.dev.command(Cmd.DESTROY_CQ, self.cqn)
+        del self.dev.cqs[self.cqn]
+        self.dev._notify("on_destroy_cq", self)
+
+
+@dataclass
+class _WorkQueue:
+    """One ring of 64-byte WQEs. `head` is the producer index; `tail` the consumer index as
+    last learned from the device (QUERY_QP), both free running."""
+    base: int
+    log2: int
+    head: int = 0
+    tail: int = 0
+
+    @property
+    def size(self):
+        return 1 << self.log2
+
+    def slot(self, index):
+        return self.base + WQE_BYTES * (index % self.size)
+
+
+class QP:
+    def __init__(self, pd, qpn, qp_type, send_cq, recv_cq, sq, rq):
+        self.pd = pd
+        self.dev = pd.dev
+        self.qp_num = qpn
+        self.qp_type = qp_type
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.sq = sq
+        self.rq = rq
+        self.state = QPState.RESET
+        self.attr = QPAttr()
+
+    @property
+    def max_send_wr(self):
+        return self.sq.size
+
+    @property
+    def max_recv_wr(self):
+        return self.rq.size
+
+    async def modify(self, state=None, **attrs):
+        """Move to `state` (default: stay) with `attrs` (QPAttr field names) changed in the
+        shadow; the whole shadow is written. Raises CommandError if the device refuses."""
+        attr = replace(self.attr, **attrs)
+        state = self.state if state is None else QPState(state)
+        await self.dev.command(Cmd.MODIFY_QP, self.qp_num, encode_modify(state, attr),
+                               what=f"MODIFY_QP {self.qp_num} {self.state.name}->{state.name}")
+        self.attr, self.state = attr, state
+        if state == QPState.RESET:  # the device clears its ring indices
+            self.sq.head = self.sq.tail = self.rq.head = self.rq.tail = 0
+        self.dev._notify("on_modify_qp", self, state, attr)
+
+    async def query(self):
+        status = QPStatus(*_QP_QUERY_BLOCK.unpack(
+            await self.dev.command(Cmd.QUERY_QP, self.qp_num, reply=_QP_QUERY_BLOCK.size)))
+        status = replace(status, state=_enum(QPState, status.state))
+        self.state = status.state
+        return status
+
+    async def to_rts(self, remote_qp_num=0, dlid=0, port=1, *, qkey=0,
+                     access=Access.REMOTE_WRITE | Access.REMOTE_READ, path_mtu=MTU.MTU4096,
+                     rnr_retry=7, sl=0, src_path_bits=0, static_rate=0, grh=None, sq_psn=0,
+                     rq_psn=0):
+        """RESET -> INIT -> RTR -> RTS. RC/UC: aimed at `remote_qp_num` behind `dlid`;
+        UD: only port and qkey matter (the destination is in each WR)."""
+        await self.modify(QPState.INIT, port_num=port, qp_access_flags=access, qkey=qkey)
+        await self.modify(QPState.RTR, path_mtu=path_mtu, dest_qp_num=remote_qp_num,
+                          rq_psn=rq_psn,
+                          ah_attr=AHAttr(dlid, sl, src_path_bits, static_rate, grh))
+        await self.modify(QPState.RTS, sq_psn=sq_psn, rnr_retry=rnr_retry)
+
+    async def _reserve(self, wq, n, consumer, what):
+        """Room for `n` WQEs, asking the device how far it got when the ring looks full."""
+        if wq.head + n - wq.tail > wq.size:
+            status = await self.query()
+            wq.tail = wq.head - ((wq.head - getattr(status, consumer)) & 0xFFFF)
+        if wq.head + n - wq.tail > wq.size:
+            raise QueueFull(f"QP {self.qp_num} {what}: {n} WRs, {wq.size - (wq.head - wq.tail)} "
+                            f"of {wq.size} entries free")
+
+    async def _post(self, wq, wqes, doorbell):
+        for wqe in wqes:
+            self.dev.write(wq.slot(wq.head), wqe)
+            wq.head += 1
+        await self.dev.write_reg(doorbell, wq.head & 0xFFFF)
+
+    async def post_send(self, wrs):
+        """Post one SendWR or a list; all or none (QueueFull). One SQ_DB write."""
+        wrs = _as_list(wrs)
+        if self.state in (QPState.RESET, QPState.INIT, QPState.RTR):
+            raise VerbsError(f"QP {self.qp_num}: post_send in {self.state.name}")
+        await self._reserve(self.sq, len(wrs), "sq_ci", "send queue")
+        await self._post(self.sq, [encode_send_wqe(wr) for wr in wrs], sq_db(self.qp_num))
+        self.dev._notify("on_post_send", self, wrs)
+
+    async def post_recv(self, wrs):
+        """Post one RecvWR or a list; all or none (QueueFull). One RQ_DB write."""
+        wrs = _as_list(wrs)
+        if self.state == QPState.RESET:
+            raise VerbsError(f"QP {self.qp_num}: post_recv in RESET")
+        await self._reserve(self.rq, len(wrs), "rq_ci", "receive queue")
+        await self._post(self.rq, [encode_recv_wqe(wr) for wr in wrs], rq_db(self.qp_num))
+        self.dev._notify("on_post_recv", self, wrs)
+
+    async def destroy(self):
+        await self.dev.command(Cmd.DESTROY_QP, self.qp_num)
+        del self.dev.qps[self.qp_num]
+        self.dev._notify("on_destroy_qp", self)
+
+
+async def connect(a, b, port_a=1, port_b=None, *, global_route=False, **attrs):
+    """Take RC/UC QPs `a` and `b` through INIT -> RTR -> RTS aimed at each other, each
+    addressing the other's port LID (and GID with `global_route`). `attrs` go to to_rts."""
+    port_b = port_a if port_b is None else port_b
+    pa, pb = a.dev.ports[port_a], b.dev.ports[port_b]
+    await a.to_rts(b.qp_num, pb.lid, port_a, grh=GlobalRoute(pb.gid) if global_route else None,
+                   **attrs)
+    await b.to_rts(a.qp_num, pa.lid, port_b, grh=GlobalRoute(pa.gid) if global_route else None,
+                   **attrs)
