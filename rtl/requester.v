@@ -185,6 +185,7 @@ wire op_ok = qp_type == QPT_RC ? w_op <= WR_RDMA_READ :
 wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
 wire [13:0] mtu_bytes = my_mtu >= 3'd1 && my_mtu <= 3'd5 ? 14'd128 << my_mtu : 14'd4096;
 wire is_read = w_op == WR_RDMA_READ;
+wire retrying = s_rsp_rnr && (qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0);
 
 assign m_prot_data = {is_read ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
 
@@ -315,8 +316,6 @@ always @(posedge clk) begin
                 status <= WC_GENERAL_ERR;
                 state  <= S_CQE;
             end else begin
-                lb_msgs     <= lb_msgs + 64'd1;
-                lb_bytes    <= lb_bytes + {32'd0, w_len};
                 m_msg_kind  <= 2'd0;
                 m_msg_valid <= 1'b1;
                 state <= S_START_WAIT;
@@ -325,8 +324,13 @@ always @(posedge clk) begin
 
         S_START_WAIT: if (s_rsp_valid) begin
             s_rsp_addr_r <= s_rsp_addr;
+            // a message counts once, on its last try: RNR retries are not new messages
+            if (!retrying) begin
+                lb_msgs  <= lb_msgs + 64'd1;
+                lb_bytes <= lb_bytes + {32'd0, w_len};
+            end
             if (s_rsp_rnr) begin
-                if (qp_rnr_retry != 3'd7 && qp_rnr_left == 3'd0) begin
+                if (!retrying) begin
                     status <= WC_RNR_RETRY_EXC_ERR;
                     state  <= S_CQE;
                 end else begin

@@ -17,6 +17,11 @@ TB = ROOT / "tb"
 BUILD = ROOT / "sim" / "build"
 OUT = ROOT / "sim" / "out"
 
+# The runner hands sys.path to the simulator's Python: the cocotb modules live in tb/.
+for _path in (str(TB), str(ROOT)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
 
 def rtl_sources():
     """Every RTL file: one module per file, so the list is the folder."""
@@ -56,6 +61,7 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
     runner = get_runner(sim)
     runner.build(
         sources=sources,
+        includes=[RTL],
         hdl_toplevel=toplevel,
         parameters=parameters,
         build_dir=build_dir,
@@ -68,8 +74,6 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
     plusargs = []
     if waves and sim == "icarus":
         plusargs.append(f"+dumpfile_path={OUT / (name + '.fst')}")
-    env = {"PYTHONPATH": os.pathsep.join([str(TB), str(ROOT)] + sys.path)}
-    env.update(extra_env or {})
     runner.test(
         test_module=test_module,
         hdl_toplevel=toplevel,
@@ -77,7 +81,7 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         test_dir=build_dir,
         testcase=testcase,
         plusargs=plusargs,
-        extra_env=env,
+        extra_env=extra_env or {},
         waves=waves,
     )
     if waves:
