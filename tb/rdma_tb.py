@@ -95,3 +95,33 @@ class RdmaTB:
 
     def tx_beats(self, port):
         return self.links[port].beats
+
+    def assert_links_idle(self):
+        """Loopback traffic must never reach a physical link."""
+        for port, link in self.links.items():
+            assert not link.beats, (f"port {port} TX offered {len(link.beats)} beats "
+                                    f"(first at cycle {link.beats[0]}) under loopback traffic")
+
+
+# Port addresses every test starts from: port 1 owns LIDs 0x10-0x13 (LMC 2), port 2 is 0x20.
+PORT_SETUP = {
+    1: dict(lid=0x10, lmc=2, gid=bytes.fromhex("fe800000000000000000000000000001")),
+    2: dict(lid=0x20, lmc=0, gid=bytes.fromhex("fe800000000000000000000000000002")),
+}
+
+
+async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24):
+    """Reset the DUT and return (tb, dev, scoreboard) with the model observing from the start
+    and both ports addressed."""
+    from scoreboard import Scoreboard
+    from verbs import Device
+
+    tb = RdmaTB(dut, mem_size=mem_size)
+    await tb.reset()
+    dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,
+                 seed=seed)
+    sb = Scoreboard(dev)
+    await dev.open()
+    for port, attrs in ports.items():
+        await dev.set_port(port, **attrs)
+    return tb, dev, sb
