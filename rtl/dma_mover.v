@@ -77,7 +77,7 @@ localparam B = DATA_WIDTH / 8;                // bytes per beat
 localparam BL = $clog2(B);                    // byte offset width
 localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
-localparam [LEN_WIDTH:0] B_M1 = B - 1;        // rounds a byte end up to whole beats
+localparam [LEN_WIDTH:0] B_M1 = {{(LEN_WIDTH+1-BL){1'b0}}, {BL{1'b1}}};  // B - 1: rounds a byte end up to whole beats
 
 localparam [1:0] MODE_STORE = 2'd1;
 localparam [1:0] MODE_LOAD = 2'd2;

@@ -20,6 +20,11 @@ MODE_NONE = 3
 
 MEM_SIZE = 4 << 20      # host RAM: the lower half holds sources, the upper half destinations
 DST_BASE = 2 << 20
+# On Verilator, cocotb resumes edge triggers after the edge's register updates, so the
+# cocotbext-axi models see post-edge VALID/READY; with their pause generators on, the models
+# and the RTL then disagree about which beats were handed over. Backpressure runs on event
+# simulators only.
+ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
 SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
 
@@ -48,10 +53,11 @@ class TB:
         if backpressure:
             self.set_backpressure()
 
-        # Count address-channel handshakes so tests can prove "no bus traffic".
-        self.ar_count = 0
-        self.aw_count = 0
-        cocotb.start_soon(self._count_addr())
+        # Handshake counts per channel, so tests can prove "no bus traffic" and that a done
+        # pulse comes only after every burst has completed on every channel.
+        self.counts = dict(ar=0, r_last=0, aw=0, w_last=0, b=0)
+        self.max_reads_open = 0     # most read bursts seen in flight at once
+        cocotb.start_soon(self._monitor())
 
         dut.s_cmd_valid.value = 0
         dut.s_cmd_mode.value = 0
@@ -72,13 +78,34 @@ class TB:
                    self.ram.read_if.r_channel):
             ch.set_pause_generator(gen(self.rng.uniform(0.2, 0.6)))
 
-    async def _count_addr(self):
+    async def _monitor(self):
+        dut = self.dut
+        counts = self.counts
+        size = self.beat.bit_length() - 1
         while True:
-            await RisingEdge(self.dut.clk)
-            if self.dut.m_axi_arvalid.value == 1 and self.dut.m_axi_arready.value == 1:
-                self.ar_count += 1
-            if self.dut.m_axi_awvalid.value == 1 and self.dut.m_axi_awready.value == 1:
-                self.aw_count += 1
+            # Once the edge has settled, on any simulator, a VALID and READY both high is a
+            # handshake at the next rising edge.
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            if dut.m_axi_arvalid.value == 1 and dut.m_axi_arready.value == 1:
+                counts["ar"] += 1
+                assert int(dut.m_axi_arsize.value) == size and int(dut.m_axi_arburst.value) == 1
+            if dut.m_axi_rvalid.value == 1 and dut.m_axi_rready.value == 1 and dut.m_axi_rlast.value == 1:
+                counts["r_last"] += 1
+            self.max_reads_open = max(self.max_reads_open, counts["ar"] - counts["r_last"])
+            if dut.m_axi_awvalid.value == 1 and dut.m_axi_awready.value == 1:
+                counts["aw"] += 1
+                assert int(dut.m_axi_awsize.value) == size and int(dut.m_axi_awburst.value) == 1
+            if dut.m_axi_wvalid.value == 1 and dut.m_axi_wready.value == 1 and dut.m_axi_wlast.value == 1:
+                counts["w_last"] += 1
+            if dut.m_axi_bvalid.value == 1 and dut.m_axi_bready.value == 1:
+                counts["b"] += 1
+
+    def check_quiet(self, what):
+        """Every read burst has returned its RLAST, every write burst its WLAST and B."""
+        c = self.counts
+        assert c["ar"] == c["r_last"] and c["aw"] == c["w_last"] == c["b"], \
+            f"{what}: done while bursts are open: {c} (SEED={SEED})"
 
     async def reset(self):
         dut = self.dut
@@ -118,6 +145,7 @@ class TB:
             await with_timeout(RisingEdge(dut.m_done_valid), 4 * timeout_cycles, "ns")
             await ReadOnly()
         t1 = int(dut.cycle.value)
+        self.check_quiet(f"command mode={mode} src=0x{src:x} dst=0x{dst:x} len={length}")
         error = int(dut.m_done_error.value)
         done_data = int(dut.m_done_data.value).to_bytes(64, "little")
         await RisingEdge(dut.clk)
@@ -237,7 +265,7 @@ async def test_zero_length_and_bad_mode(dut):
     assert error == 1 and cycles <= 2, f"mode 3: error={error} cycles={cycles}"
     for _ in range(10):
         await RisingEdge(dut.clk)
-    assert tb.ar_count == 0 and tb.aw_count == 0, "bus traffic for commands that move nothing"
+    assert not any(tb.counts.values()), f"bus traffic for commands that move nothing: {tb.counts}"
     tb.check_all("after zero-length commands")
     # and the engine still works afterwards
     await tb.copy(0x10, DST_BASE + 0x33, 200)
@@ -263,7 +291,7 @@ async def test_store_load(dut):
     await run_store_load(tb, lambda off: range(1, 65))
 
 
-@cocotb.test()
+@cocotb.test(skip=ON_VERILATOR)
 async def test_backpressure(dut):
     """The same kinds of commands with random stalls on AW, W, B, AR and R."""
     tb = TB(dut, "backpressure", backpressure=True)
@@ -299,22 +327,30 @@ async def test_error_responses(dut):
     tb.ram.read_if._read = failing_read
     tb.ram.write_if._write = failing_write
 
-    # A read error in the middle of a long COPY: the destination outside the failing part is
-    # still written (the engine does not stop), and the error is reported.
+    # A read error in the middle of a long COPY: the engine does not stop, the destination gets
+    # the failing beats as the zeros the slave returned and everything else as copied.
     src, dst, length = bad_lo - 3000, DST_BASE + 0x10007, 12000
     tb.refresh(src, length)
+    for i in range(length):
+        tb.shadow[dst + i] = 0 if bad_lo <= src + i < bad_hi else tb.shadow[src + i]
     error, _, _ = await tb.command(MODE_COPY, src, dst, length)
     assert error == 1, "read SLVERR not reported"
+    tb.check_all("COPY with read errors")
     # A write error: bytes of the failing page are not written, the rest is.
     src, dst, length = 0x20003, DST_BASE + bad_lo - 1000, 9000
+    tb.refresh(src, length)
+    for i in range(length):
+        if not DST_BASE + bad_lo <= dst + i < DST_BASE + bad_hi:
+            tb.shadow[dst + i] = tb.shadow[src + i]
     error, _, _ = await tb.command(MODE_COPY, src, dst, length)
     assert error == 1, "write SLVERR not reported"
+    tb.check_all("COPY with write errors")
     error, _, _ = await tb.command(MODE_LOAD, bad_lo + 5, 0, 64)
     assert error == 1, "LOAD read SLVERR not reported"
     error, _, _ = await tb.command(MODE_STORE, 0, DST_BASE + bad_lo + 9, 32, b"\x55" * 64)
     assert error == 1, "STORE write SLVERR not reported"
     # The error is per command: good commands afterwards finish clean.
-    tb.shadow[:] = tb.ram.read(0, MEM_SIZE)
+    tb.check_all("after the failing STORE")
     await tb.copy(0x30001, DST_BASE + 0x30002, 5000)
     await tb.store(DST_BASE + 0x35005, 17)
     await tb.load(0x36003, 64)
@@ -338,3 +374,6 @@ async def test_throughput(dut):
                     "per cycle, %.2f bytes/cycle", tb.width, name, cycles, beats,
                     100.0 * beats / cycles, length / cycles)
         assert cycles <= limit, f"{name}: {cycles} cycles, more than {limit}"
+    # reads must be pipelined: more than one AR in flight while data streams
+    tb.log.info("at most %d read bursts were in flight", tb.max_reads_open)
+    assert tb.max_reads_open >= 2, "read bursts were not overlapped"
