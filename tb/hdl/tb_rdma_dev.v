@@ -106,9 +106,21 @@ localparam KEEP_WIDTH = DATA_WIDTH/8;
 reg clk = 1'b0;
 always #2 clk = ~clk;
 
-// Free-running cycle counter: benchmarks read it instead of counting edges in Python.
+// Free-running cycle counter and two timestamps, so benchmarks measure in clock cycles without
+// running Python on every cycle: the cycle of the last send-queue doorbell write (register
+// 0x1000 + 8 * qpn) and the cycle irq last rose (a CQE was written to an armed CQ).
 reg [63:0] cycle = 64'd0;
-always @(posedge clk) cycle <= cycle + 64'd1;
+reg [63:0] sq_doorbell_cycle = 64'd0;
+reg [63:0] irq_cycle = 64'd0;
+reg        irq_q = 1'b0;
+always @(posedge clk) begin
+    cycle <= cycle + 64'd1;
+    irq_q <= irq;
+    if (s_axil_awvalid && s_axil_awready && s_axil_awaddr[15:12] == 4'h1 && !s_axil_awaddr[2])
+        sq_doorbell_cycle <= cycle;
+    if (irq && !irq_q)
+        irq_cycle <= cycle;
+end
 
 rdma_dev #(
     .DATA_WIDTH(DATA_WIDTH),
