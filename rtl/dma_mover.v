@@ -11,7 +11,6 @@
 // Reads are beat-aligned; the realigner shifts source bytes to their destination lanes and the
 // write side strobes only the bytes of [dst, dst+len). Read and write bursts run concurrently,
 // so a long COPY streams one beat per cycle once the pipeline is full.
-`timescale 1ns / 1ps
 `default_nettype none
 
 module dma_mover #(

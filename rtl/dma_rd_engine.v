@@ -1,7 +1,6 @@
 // Source side of the engine: issues the AR bursts of a COPY or LOAD and turns the R beats into
 // a beat stream, or (STORE) serves the command's data block as the same kind of beat stream,
 // so that everything after this point is common to the three modes.
-`timescale 1ns / 1ps
 `default_nettype none
 
 module dma_rd_engine #(

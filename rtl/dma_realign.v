@@ -7,7 +7,6 @@
 // more than that leaves, a final beat is made from the previous beat alone (cfg_flush).
 // Bytes outside the transfer are don't-care here (the write side masks them); they come out as
 // zero or as neighbouring source bytes, never X.
-`timescale 1ns / 1ps
 `default_nettype none
 
 module dma_realign #(

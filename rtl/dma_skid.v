@@ -1,6 +1,5 @@
 // Two-entry register slice: full throughput, and both s_ready and m_valid come from flops so
 // no combinational path crosses it (used to keep RREADY independent of WREADY).
-`timescale 1ns / 1ps
 `default_nettype none
 
 module dma_skid #(

@@ -4,7 +4,6 @@
 //
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
-`timescale 1ns / 1ps
 `default_nettype none
 
 module dma_wr_engine #(
