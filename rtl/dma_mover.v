@@ -4,6 +4,8 @@
 //   STORE (mode 1): len (1..64) bytes of s_cmd_data -> host dst
 //   LOAD  (mode 2): len (1..64) bytes host src -> m_done_data
 //   mode 3 is not a command: it completes at once with m_done_error set
+// A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
+// repeats the data block, LOAD wraps around m_done_data) rather than hanging.
 //
 // All three modes go through the same pipeline:
 //   dma_rd_engine (AR bursts + R, or the STORE block) -> dma_realign -> dma_wr_engine (AW/W/B,

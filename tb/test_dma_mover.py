@@ -374,6 +374,11 @@ async def test_throughput(dut):
                     "per cycle, %.2f bytes/cycle", tb.width, name, cycles, beats,
                     100.0 * beats / cycles, length / cycles)
         assert cycles <= limit, f"{name}: {cycles} cycles, more than {limit}"
+    # latency of the small commands the device issues per WQE and CQE (informational)
+    _, _, load_cycles = await tb.command(MODE_LOAD, 0x7003, 0, 64)
+    _, _, store_cycles = await tb.command(MODE_STORE, 0, DST_BASE + 0x7020, 32, bytes(64))
+    tb.log.info("LATENCY w=%d: 64-byte LOAD %d cycles, 32-byte STORE %d cycles",
+                tb.width, load_cycles, store_cycles)
     # reads must be pipelined: more than one AR in flight while data streams
     tb.log.info("at most %d read bursts were in flight", tb.max_reads_open)
     assert tb.max_reads_open >= 2, "read bursts were not overlapped"
