@@ -246,17 +246,21 @@ always @(posedge clk) begin
             state  <= S_PICK;
         end
 
+        // The scheduler's choice may be a cycle stale (an index that just moved), so the
+        // work is checked again on the live context.
         S_PICK: begin
             status <= WC_SUCCESS;
-            if (qp_sq_pi != qp_sq_ci) begin
+            if (qp_sq_pi != qp_sq_ci && (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
                 dma_is_copy <= 1'b0;
                 m_dma_valid <= 1'b1;
                 state <= S_LOAD_WAIT;
-            end else begin
+            end else if (qp_state == QPS_ERR) begin
                 // only receive WQEs left on a QP in ERR: the responder flushes one
                 m_msg_kind  <= 2'd2;
                 m_msg_valid <= 1'b1;
                 state <= S_FLUSH_WAIT;
+            end else begin
+                state <= S_IDLE;
             end
         end
 

