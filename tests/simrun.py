@@ -17,10 +17,15 @@ TB = ROOT / "tb"
 BUILD = ROOT / "sim" / "build"
 OUT = ROOT / "sim" / "out"
 
-# The runner hands sys.path to the simulator's Python: the cocotb modules live in tb/.
-for _path in (str(TB), str(ROOT)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+
+
+def _tb_first_on_path():
+    """The runner hands this process's sys.path to the simulator's Python. The cocotb modules
+    in tb/ share their names with the pytest files here, so tb/ must come first."""
+    for path in (str(ROOT), str(TB)):
+        while path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
 
 
 def rtl_sources():
@@ -73,6 +78,7 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         always=False,
     )
     OUT.mkdir(parents=True, exist_ok=True)
+    _tb_first_on_path()
     plusargs = []
     if waves and sim == "icarus":
         plusargs.append(f"+dumpfile_path={OUT / (name + '.fst')}")

@@ -14,16 +14,10 @@ RTL_FILES = ["dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_dma_mover(w):
-    # The cocotb runner hands the simulator this process's sys.path as PYTHONPATH, where this
-    # folder (with a file of the same name) comes first: put tb/ ahead for the run.
-    sys.path.insert(0, str(simrun.TB))
-    try:
-        simrun.run(
-            toplevel="tb_dma_mover",
-            test_module="test_dma_mover",
-            parameters={"DATA_WIDTH": w, "ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32},
-            name=f"dma_mover_w{w}",
-            sources=[simrun.RTL / f for f in RTL_FILES] + [simrun.TB / "hdl" / "tb_dma_mover.v"],
-        )
-    finally:
-        sys.path.remove(str(simrun.TB))
+    simrun.run(
+        toplevel="tb_dma_mover",
+        test_module="test_dma_mover",
+        parameters={"DATA_WIDTH": w, "ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32},
+        name=f"dma_mover_w{w}",
+        sources=[simrun.RTL / f for f in RTL_FILES] + [simrun.TB / "hdl" / "tb_dma_mover.v"],
+    )
