@@ -257,6 +257,11 @@ def free_index(table, count, first=0):
     return next(i for i in reversed(range(first, count)) if i not in table)
 
 
+def unregistered_key(dev):
+    """A key whose MR index has no registration."""
+    return free_index(dev.mrs, dev.num_mr) << 8 | 0x5A
+
+
 async def wait_all(cq, n):
     """Exactly `n` completions from `cq`, however slowly they come."""
     return await cq.wait(n, timeout=n + 100)
@@ -496,6 +501,28 @@ async def test_megabyte_messages(dut, opcode):
     await transfer_all(rdma, opcode, MIB_CASES[opcode])
 
 
+@cocotb.test()
+@cocotb.parametrize(opcode=list(WROpcode))
+async def test_zero_length_needs_no_keys(dut, opcode):
+    """RC, length 0: no byte moves, so neither the lkey nor the rkey is checked (both name no
+    MR here); the WR completes SUCCESS with byte_len 0 and a SEND / WRITE_WITH_IMM still
+    consumes a receive and completes it with byte_len 0."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    bogus = unregistered_key(rdma.dev)
+    if opcode in NEEDS_RECEIVE:
+        await b.post_recv(RecvWR(SGE(0x1234, 0, bogus), wr_id=0xB1))
+    await a.post_send(work_request(opcode, SGE(0x5678, 0, bogus), RemoteAddr(0x9ABC, bogus),
+                                   wr_id=0xA1, imm=0x42))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode])
+    if opcode in NEEDS_RECEIVE:
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=0)
+    await rdma.assert_loopback_moves(1, 0)
+    await rdma.finish()
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. Many WRs outstanding on many QPs
 
@@ -623,7 +650,8 @@ async def test_many_qps_many_outstanding(dut):
 async def test_qp_sends_to_itself(dut, transport):
     """A QP whose destination is itself (RC/UC connected to its own QPN, UD addressing its own
     QPN) serves as requester and responder at once: every opcode of the transport, eight WRs
-    in one doorbell, completes in order with its data and receive completions."""
+    in one doorbell, completes in order with its data and receive completions, and on its one
+    CQ each message's receive completion precedes its send completion."""
     rdma = await Rdma.open(dut)
     if transport == QPType.UD:
         a, ah = await rdma.ud_qp(), await rdma.loopback_ah()
@@ -639,6 +667,10 @@ async def test_qp_sends_to_itself(dut, transport):
     assert [(wc.wr_id, wc.status, wc.src_qp) for wc in recvs] == [
         (i, WCStatus.SUCCESS, a.qp_num) for i in t.received]
     t.check_landed()
+    order = [(wc.wr_id, wc.is_recv) for wc in wcs]
+    for wr_id in t.received:  # one CQ: each message's receive CQE comes before its send CQE
+        assert order.index((wr_id, True)) < order.index((wr_id, False)), \
+            f"WR {wr_id:#x}: send completion before the receive completion"
     await rdma.assert_loopback_moves(8, t.bytes)
     await rdma.finish()
 
@@ -675,11 +707,6 @@ async def test_unsignaled_then_signaled(dut, transport):
 # ---------------------------------------------------------------------------------------------
 # 4. Protection
 
-def unregistered_key(dev):
-    """A key whose MR index has no registration."""
-    return free_index(dev.mrs, dev.num_mr) << 8 | 0x5A
-
-
 def error_wc_fields(wr_id, status, opcode, qp):
     """An error completion: wr_id, status, opcode and qp_num; every other field zero."""
     return dict(wr_id=wr_id, status=status, opcode=opcode, qp_num=qp.qp_num, byte_len=0,
@@ -704,6 +731,7 @@ async def assert_flushes(rdma, qp, opcode=WROpcode.SEND):
 
 class LocalFault(Enum):
     UNREGISTERED_LKEY = "RDMA WRITE from an lkey that names no registered MR"
+    LKEY_INDEX_OUT_OF_RANGE = "RDMA WRITE from the MR's lkey with NUM_MR added to its index"
     STALE_LKEY = "RDMA WRITE from the lkey of an earlier registration of the same MR index"
     LKEY_OF_OTHER_PD = "RDMA WRITE from an MR of another PD"
     SGE_BEFORE_MR = "RDMA READ into an SGE that starts one byte before the MR"
@@ -732,6 +760,8 @@ async def test_local_protection_error(dut, fault):
     length = 256
     sge = {
         LocalFault.UNREGISTERED_LKEY: SGE(local.mr.addr, length, unregistered_key(rdma.dev)),
+        LocalFault.LKEY_INDEX_OUT_OF_RANGE: SGE(local.mr.addr, length,
+                                                local.lkey + (rdma.dev.num_mr << 8)),
         LocalFault.SGE_BEFORE_MR: SGE(local.mr.addr - 1, length, local.lkey),
         LocalFault.SGE_BEYOND_MR: local.sge(local.length - length + 1, length),
     }.get(fault, local.sge(0, length))
@@ -762,6 +792,7 @@ async def test_local_protection_error(dut, fault):
 
 class RemoteFault(Enum):
     UNREGISTERED_RKEY = "the rkey names no registered MR"
+    RKEY_INDEX_OUT_OF_RANGE = "the MR's rkey with NUM_MR added to its index"
     RKEY_OF_OTHER_PD = "the remote MR belongs to another PD than the destination QP"
     RANGE_BEYOND_MR = "the remote range ends one byte beyond the MR"
     MR_WITHOUT_RIGHT = "the remote MR lacks REMOTE_WRITE / REMOTE_READ"
@@ -796,6 +827,8 @@ async def test_remote_access_error(dut, transport, opcode, fault):
     length = 512
     target = {
         RemoteFault.UNREGISTERED_RKEY: RemoteAddr(remote.mr.addr, unregistered_key(rdma.dev)),
+        RemoteFault.RKEY_INDEX_OUT_OF_RANGE: RemoteAddr(remote.mr.addr,
+                                                        remote.mr.rkey + (rdma.dev.num_mr << 8)),
         RemoteFault.RANGE_BEYOND_MR: remote.remote(remote.length - length + 1),
     }.get(fault, remote.remote(0))
     memory = local.read(), remote.read(), inbox.read()
@@ -1358,7 +1391,8 @@ async def test_register_hygiene(dut):
     """Writes that address nothing change nothing and count in REG_ERRORS: SQ/RQ doorbells for
     QPNs beyond NUM_QP and CQ doorbells for CQNs beyond NUM_CQ (each chosen to alias a live
     QP or CQ if only the low bits were decoded), registers of a port 3 that does not exist
-    (aliasing port 1), and writes to unlisted addresses, which still read 0."""
+    (aliasing port 1), and writes to unlisted addresses, which still read 0. The write-only
+    registers (doorbells, CMD) read 0 even after use."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
     a, b = await rdma.connected_pair(QPType.RC)
@@ -1390,6 +1424,10 @@ async def test_register_hygiene(dut):
     [wc] = await rdma.poll_until(cq, 1)  # the CQ's consumer index was not moved to 5
     assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
     assert not await rdma.irq_within(500), "the out-of-range arm doorbell armed a CQ"
+    for name, addr in [("SQ_DB", sq_db(a.qp_num)), ("RQ_DB", rq_db(b.qp_num)),
+                       ("CQ_CI_DB", cq_ci_db(cq.cqn)), ("CQ_ARM_DB", cq_arm_db(cq.cqn)),
+                       ("CMD", Reg.CMD)]:
+        assert await dev.read_reg(addr) == 0, f"write-only {name} reads nonzero"
     await rdma.finish()
 
 
@@ -1567,6 +1605,7 @@ class BadRequest(Enum):
     UD_RDMA_WRITE = "RDMA WRITE on a UD QP"
     UNKNOWN_OPCODE = "opcode 7, which no transport has"
     UD_AH_NEVER_CREATED = "an AH number that names no AH"
+    UD_AH_OUT_OF_RANGE = "a live AH's number plus NUM_AH"
     UD_AH_OF_OTHER_PD = "an AH of another PD"
     UD_AH_OF_OTHER_PORT = "an AH for port 2, on a QP of port 1"
     UD_LONGER_THAN_MTU = "257 bytes over a port whose active MTU is 256"
@@ -1576,7 +1615,8 @@ class BadRequest(Enum):
 @cocotb.parametrize(request=list(BadRequest))
 async def test_requester_refuses(dut, request):
     """The requester checks before the lkey: an opcode the transport does not have, or a UD
-    AH that is missing, of another PD or of another port, completes LOC_QP_OP_ERR; a UD
+    AH that is missing, out of range, of another PD or of another port, completes
+    LOC_QP_OP_ERR; a UD
     message longer than the port's active MTU completes LOC_LEN_ERR (one of exactly the MTU
     goes through). Nothing moves, the QP goes to ERR and flushes what follows."""
     rdma = await Rdma.open(dut)
@@ -1593,6 +1633,8 @@ async def test_requester_refuses(dut, request):
         a, b = await rdma.ud_qp(), await rdma.ud_qp()
         if request == BadRequest.UD_AH_NEVER_CREATED:
             ah = free_index(rdma.dev.ahs, rdma.dev.num_ah)
+        elif request == BadRequest.UD_AH_OUT_OF_RANGE:
+            ah = (await rdma.loopback_ah()).ahn + rdma.dev.num_ah
         elif request == BadRequest.UD_AH_OF_OTHER_PD:
             ah = await rdma.dev.alloc_pd().create_ah(1, rdma.own_lid(1))
         elif request == BadRequest.UD_AH_OF_OTHER_PORT:

@@ -46,9 +46,6 @@ class _LockedBuild:
 def test_rdma_dev(w, group, monkeypatch):
     get_runner = simrun.get_runner
     monkeypatch.setattr(simrun, "get_runner", lambda sim: _LockedBuild(get_runner(sim)))
-    # The cocotb runner hands the simulator this process's sys.path as PYTHONPATH, where this
-    # folder (with a file of the same name) comes first: put tb/ ahead for the run.
-    monkeypatch.syspath_prepend(str(simrun.TB))
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
