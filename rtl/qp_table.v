@@ -39,7 +39,7 @@ module qp_table #(
     output wire [CQN_BITS-1:0]      a_scq,
     output wire [PORT_BITS-1:0]     a_port,
     output wire [31:0]              a_qkey,
-    output wire [23:0]              a_dest_qpn,
+    output wire [31:0]              a_dest_qpn,
     output wire [15:0]              a_dlid,
     output wire [3:0]               a_sl,
     output wire [6:0]               a_src_path_bits,
@@ -97,7 +97,7 @@ reg [ADDR_WIDTH-1:0]  q_rq_base   [0:NUM_QP-1];
 reg [PORT_BITS-1:0]   q_port      [0:NUM_QP-1];
 reg [3:0]             q_access    [0:NUM_QP-1];
 reg [31:0]            q_qkey      [0:NUM_QP-1];
-reg [23:0]            q_dest_qpn  [0:NUM_QP-1];
+reg [31:0]            q_dest_qpn  [0:NUM_QP-1];
 reg [2:0]             q_rnr_retry [0:NUM_QP-1];
 reg [2:0]             q_rnr_left  [0:NUM_QP-1];
 reg                   q_rnr_wait  [0:NUM_QP-1];
@@ -178,19 +178,20 @@ wire create_ok = (c_type == {5'd0, QPT_RC} || c_type == {5'd0, QPT_UC} || c_type
                  c_sq_base[5:0] == 6'd0 && c_rq_base[5:0] == 6'd0;
 
 // modify block
-wire [2:0]  m_state  = cmd_data[0*8 +: 3];
+wire [7:0]  m_state_byte = cmd_data[0*8 +: 8];
+wire [2:0]  m_state  = m_state_byte[2:0];
 wire [7:0]  m_port   = cmd_data[1*8 +: 8];
 wire [2:0]  cur      = q_state[ci];
-wire legal = m_state == QPS_RESET || m_state == QPS_ERR ||
+wire legal = m_state_byte[7:3] == 5'd0 && (m_state == QPS_RESET || m_state == QPS_ERR ||
              (m_state == QPS_INIT && (cur == QPS_RESET || cur == QPS_INIT)) ||
              (m_state == QPS_RTR  && cur == QPS_INIT) ||
-             (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS));
+             (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS)));
 wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
 
 // 0x02 path MTU, 0x14 static rate and 0x30/0x34 PSNs belong to the packet path
 wire unused_cmd = ^{cmd_data[511:384], cmd_data[383:312], cmd_data[255:224], cmd_data[167:160],
-                    cmd_data[23:16], cmd_data[103:99], cmd_data[95:88], cmd_data[87:80], cmd_data[79:72],
-                    cmd_data[7:3], c_sq_log[7:4], c_rq_log[7:4], c_scq[15:CQN_BITS], c_rcq[15:CQN_BITS],
+                    cmd_data[23:16], cmd_data[103:99],
+                    c_sq_log[7:4], c_rq_log[7:4], c_scq[15:CQN_BITS], c_rcq[15:CQN_BITS],
                     cmd_data[127:80], m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
 
 // ---- RNR back-off: a periodic tick releases every waiting QP ----
@@ -275,7 +276,7 @@ always @(posedge clk) begin
             q_port[ci]      <= m_port[PORT_BITS-1:0] - 1'b1;
             q_access[ci]    <= cmd_data[3*8 +: 4];
             q_qkey[ci]      <= cmd_data[4*8 +: 32];
-            q_dest_qpn[ci]  <= cmd_data[8*8 +: 24];
+            q_dest_qpn[ci]  <= cmd_data[8*8 +: 32];
             q_rnr_retry[ci] <= cmd_data[12*8 +: 3];
             q_rnr_left[ci]  <= cmd_data[12*8 +: 3];
             q_rnr_wait[ci]  <= 1'b0;

@@ -35,7 +35,7 @@ module requester #(
     input  wire [CQN_BITS-1:0]      qp_scq,
     input  wire [PORT_BITS-1:0]     qp_port,
     input  wire [31:0]              qp_qkey,
-    input  wire [23:0]              qp_dest_qpn,
+    input  wire [31:0]              qp_dest_qpn,
     input  wire [15:0]              qp_dlid,
     input  wire [3:0]               qp_sl,
     input  wire [6:0]               qp_src_path_bits,
@@ -75,7 +75,7 @@ module requester #(
     output reg  [1:0]               m_msg_kind,
     output wire [7:0]               m_msg_op,
     output wire [2:0]               m_msg_type,
-    output wire [23:0]              m_msg_dest_qpn,
+    output wire [31:0]              m_msg_dest_qpn,
     output wire [23:0]              m_msg_src_qpn,
     output wire [PORT_BITS-1:0]     m_msg_port,
     output wire [31:0]              m_msg_len,
@@ -134,8 +134,7 @@ localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
-                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_DONE = 4'd11,
-                 S_FLUSH_WAIT = 4'd12;
+                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_FLUSH_WAIT = 4'd11;
 reg [3:0] state;
 
 // the WQE being served
@@ -200,7 +199,7 @@ assign m_dma_data = dma_is_copy ?
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
 assign m_msg_type       = qp_type;
-assign m_msg_dest_qpn   = m_msg_kind == 2'd2 ? {{(24-QPN_BITS){1'b0}}, qp_qpn} : is_ud ? w_rqpn[23:0] : qp_dest_qpn;
+assign m_msg_dest_qpn   = m_msg_kind == 2'd2 ? {{(32-QPN_BITS){1'b0}}, qp_qpn} : is_ud ? w_rqpn : qp_dest_qpn;
 assign m_msg_src_qpn    = {{(24-QPN_BITS){1'b0}}, qp_qpn};
 assign m_msg_port       = qp_port;
 assign m_msg_len        = w_len;
@@ -227,7 +226,7 @@ wire [255:0] cqe = {48'd0, wc_op, status, 32'd0, {{(32-QPN_BITS){1'b0}}, qp_qpn}
                     ok ? w_len : 32'd0, w_wr_id};
 assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
 
-wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], w_rqpn[31:24], s_prot_data[0],
+wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], s_prot_data[0],
                 w_addr[63:ADDR_WIDTH], lmc_mask[15:7], w_flags[7:3], w_flags[0], qp_valid};
 
 always @(posedge clk) begin
@@ -369,23 +368,23 @@ always @(posedge clk) begin
 
         S_END_WAIT: if (s_rsp_valid) state <= S_CQE;
 
+        // The WQE is finished: its slot and the QP state move before the CQE is written, so
+        // software that sees the CQE also sees the ring space and the ERR state.
         S_CQE: begin
+            qp_sq_advance <= 1'b1;
+            qp_set_err    <= !ok;
+            qp_rnr_clear  <= ok;
             if (!ok || w_flags[SF_SIGNALED]) begin
                 m_cqe_valid <= 1'b1;
                 state <= S_CQE_WAIT;
             end else begin
-                state <= S_DONE;
+                state <= S_IDLE;
             end
         end
 
-        S_CQE_WAIT: if (s_cqe_done) state <= S_DONE;
+        S_CQE_WAIT: if (s_cqe_done) state <= S_IDLE;
 
-        default: begin
-            qp_sq_advance <= 1'b1;
-            qp_set_err    <= !ok;
-            qp_rnr_clear  <= ok;
-            state <= S_IDLE;
-        end
+        default: state <= S_IDLE;
     endcase
 
     if (rst) begin

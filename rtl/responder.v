@@ -21,7 +21,7 @@ module responder #(
     input  wire [1:0]               s_msg_kind,       // 0 START, 1 END, 2 FLUSH (receive queue of s_msg_dest_qpn)
     input  wire [7:0]               s_msg_op,         // ibv_wr_opcode
     input  wire [2:0]               s_msg_type,       // sender's transport
-    input  wire [23:0]              s_msg_dest_qpn,
+    input  wire [31:0]              s_msg_dest_qpn,   // 32 bits: a QPN above 24 bits is unreachable, not aliased
     input  wire [23:0]              s_msg_src_qpn,
     input  wire [PORT_BITS-1:0]     s_msg_port,       // port the message arrived on
     input  wire [31:0]              s_msg_len,
@@ -102,7 +102,7 @@ reg [3:0] state;
 reg [1:0]   r_kind;
 reg [7:0]   r_op;
 reg [2:0]   r_type;
-reg [23:0]  r_dest;
+reg [31:0]  r_dest;
 reg [23:0]  r_src;
 reg [PORT_BITS-1:0] r_port;
 reg [31:0]  r_len;
@@ -181,8 +181,8 @@ wire [7:0]  cqe_flags = ok_cqe ? {6'd0, has_imm, r_global} : 8'd0;
 wire [31:0] byte_len  = is_send ? recv_need[31:0] : r_len;
 wire [255:0] cqe = ok_cqe ?
     {8'd0, 1'b0, r_dlid[6:0] & lmc_mask[6:0], r_slid, 4'd0, r_sl, cqe_flags, cqe_op, cqe_status,
-     8'd0, r_src, 8'd0, r_dest, has_imm ? r_imm : 32'd0, byte_len, rq_wr_id} :
-    {48'd0, cqe_op, cqe_status, 32'd0, 8'd0, r_dest, 64'd0, rq_wr_id};
+     8'd0, r_src, r_dest, has_imm ? r_imm : 32'd0, byte_len, rq_wr_id} :
+    {48'd0, cqe_op, cqe_status, 32'd0, r_dest, 64'd0, rq_wr_id};
 assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
 
 wire unused = ^{rq_addr[63:ADDR_WIDTH], s_prot_data[0], s_dma_rdata[511:256], s_dma_rdata[127:0],
@@ -317,15 +317,16 @@ always @(posedge clk) begin
             if (r_kind == 2'd1 && !needs_rq) begin
                 state <= S_RESPOND;     // END of a message that consumed no receive WQE
             end else begin
-                m_cqe_valid <= 1'b1;
+                // the receive WQE is consumed and the QP state set before the CQE is written,
+                // so software that sees the CQE sees both
+                qp_rq_advance <= 1'b1;
+                qp_set_err    <= r_set_err;
+                m_cqe_valid   <= 1'b1;
                 state <= S_CQE_WAIT;
             end
         end
 
-        S_CQE_WAIT: if (s_cqe_done) begin
-            qp_rq_advance <= 1'b1;
-            state <= S_RESPOND;
-        end
+        S_CQE_WAIT: if (s_cqe_done) state <= S_RESPOND;
 
         default: begin
             m_rsp_valid <= 1'b1;
@@ -340,7 +341,7 @@ always @(posedge clk) begin
         m_prot_valid <= 1'b0;
         m_dma_valid  <= 1'b0;
         m_cqe_valid  <= 1'b0;
-        r_dest       <= 24'd0;
+        r_dest       <= 32'd0;
         r_port       <= {PORT_BITS{1'b0}};
     end
 end

