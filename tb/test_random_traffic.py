@@ -187,10 +187,9 @@ class Flow:
     async def post_batch(self):
         """Post up to MAX_BATCH WRs with one doorbell, their receives first; returns how many.
         Holds back when the send ring (as far as completions tell) or the receive ring is
-        full. The device advances its consumer index only once a CQE's write is acknowledged,
-        a few cycles after the CQE is visible, so the driver may still refuse a post
-        (QueueFull): the messages then stay queued, their receives marked posted, and go with
-        the next attempt."""
+        full. The driver judges room by the device's consumer index (QUERY_QP); should it
+        refuse all the same (QueueFull), the messages stay queued, their receives marked
+        posted, and go with the next attempt."""
         room = self.sq_cap - len(self.outstanding)
         if not self.pending or room <= 0:
             return 0
