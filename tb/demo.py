@@ -78,7 +78,7 @@ async def demo(dut):
         lb = after.lb_msgs - counters.lb_msgs
         tx = [len(tb.tx_beats(p)) - beats[i] for i, p in enumerate((1, 2))]
         rows.append((wr.wr_id, title, qp.qp_num, qp.qp_type.name, wr.sge.length,
-                     "bypass" if lb else "wire", describe_wc(send_wc), describe_wc(recv_wc),
+                     "bypass" if lb else "not loopback", describe_wc(send_wc), describe_wc(recv_wc),
                      f"{tx[0]}/{tx[1]}"))
     after_all = await dev.read_counters()
     await sb.check()
