@@ -32,7 +32,6 @@ module qp_table #(
 
     // port A: the requester's QP
     input  wire [QPN_BITS-1:0]      a_qpn,
-    output wire                     a_valid,
     output wire [2:0]               a_type,
     output wire [2:0]               a_state,
     output wire [15:0]              a_pd,
@@ -114,7 +113,6 @@ reg [15:0]            q_sq_ci     [0:NUM_QP-1];
 reg [15:0]            q_rq_pi     [0:NUM_QP-1];
 reg [15:0]            q_rq_ci     [0:NUM_QP-1];
 
-assign a_valid         = q_valid[a_qpn];
 assign a_type          = q_type[a_qpn];
 assign a_state         = q_state[a_qpn];
 assign a_pd            = q_pd[a_qpn];

@@ -157,7 +157,6 @@ assign irq = |cq_event;
 // ---------------------------------------------------------------- contexts
 wire [NUM_QP-1:0]     qp_work;
 wire [QPN_BITS-1:0]   a_qpn;
-wire                  a_valid;
 wire [2:0]            a_type, a_state;
 wire [15:0]           a_pd;
 wire [CQN_BITS-1:0]   a_scq;
@@ -198,7 +197,7 @@ qp_table #(
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
     .work(qp_work),
-    .a_qpn(a_qpn), .a_valid(a_valid), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
+    .a_qpn(a_qpn), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
     .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
     .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
@@ -362,7 +361,7 @@ requester #(
     .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
-    .qp_qpn(a_qpn), .qp_valid(a_valid), .qp_type(a_type), .qp_state(a_state), .qp_pd(a_pd),
+    .qp_qpn(a_qpn), .qp_type(a_type), .qp_state(a_state), .qp_pd(a_pd),
     .qp_scq(a_scq), .qp_port(a_port), .qp_qkey(a_qkey), .qp_dest_qpn(a_dest_qpn),
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
     .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),

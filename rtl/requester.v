@@ -28,7 +28,6 @@ module requester #(
 
     // the QP being served (qp_table port A)
     output reg  [QPN_BITS-1:0]      qp_qpn,
-    input  wire                     qp_valid,
     input  wire [2:0]               qp_type,
     input  wire [2:0]               qp_state,
     input  wire [15:0]              qp_pd,
@@ -153,7 +152,7 @@ reg [31:0]  w_rqkey;
 
 reg [7:0]             status;
 reg [ADDR_WIDTH-1:0]  local_addr;     // host address of the local SGE
-reg [ADDR_WIDTH-1:0]  s_rsp_addr_r;   // host address of the remote end, from the responder
+reg [ADDR_WIDTH-1:0]  remote_addr;    // host address of the remote end, from the responder
 
 assign sched_take = state == S_IDLE && sched_valid;
 
@@ -193,7 +192,7 @@ wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
 wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ci & sq_mask} << 6);
 reg  dma_is_copy;
 assign m_dma_data = dma_is_copy ?
-    {512'd0, w_len, is_read ? local_addr : s_rsp_addr_r, is_read ? s_rsp_addr_r : local_addr, DMA_COPY} :
+    {512'd0, w_len, is_read ? local_addr : remote_addr, is_read ? remote_addr : local_addr, DMA_COPY} :
     {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
 
 // ---- message to the responder ----
@@ -226,8 +225,9 @@ wire [255:0] cqe = {48'd0, wc_op, status, 32'd0, {{(32-QPN_BITS){1'b0}}, qp_qpn}
                     ok ? w_len : 32'd0, w_wr_id};
 assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
 
-wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], s_prot_data[0],
-                w_addr[63:ADDR_WIDTH], lmc_mask[15:7], w_flags[7:3], w_flags[0], qp_valid};
+// WQE bytes 0x02-0x03 and 0x38-0x3F are reserved; FENCE needs nothing here (one WQE at a time)
+wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
+                w_flags[7:3], w_flags[0]};
 
 always @(posedge clk) begin
     qp_sq_advance <= 1'b0;
@@ -326,7 +326,7 @@ always @(posedge clk) begin
         end
 
         S_START_WAIT: if (s_rsp_valid) begin
-            s_rsp_addr_r <= s_rsp_addr;
+            remote_addr <= s_rsp_addr;
             // a message counts once, on its last try: RNR retries are not new messages
             if (!retrying) begin
                 lb_msgs  <= lb_msgs + 64'd1;
