@@ -1,0 +1,53 @@
+"""InfiniBand ICRC and VCRC, written from the IBTA rules (docs: ../reference in the brief).
+
+ICRC: CRC-32 (zlib's: reflected 0xEDB88320, init and final XOR all-ones) over LRH through the
+pad, with the fields a switch or router may change replaced by all-ones. VCRC: CRC-16 with the
+reflected polynomial 0xD008 (0x100B), init and final XOR all-ones, over LRH through the ICRC.
+Both go on the wire least-significant byte first.
+"""
+
+import zlib
+
+LRH_BYTES = 8
+GRH_BYTES = 40
+LNH_GLOBAL = 3
+
+
+def icrc_mask(packet):
+    """The bytes the ICRC covers, variant fields set to ones. `packet` runs from LRH to the
+    end of the pad (no ICRC, no VCRC)."""
+    masked = bytearray(packet)
+    if masked[1] & 0x3 == LNH_GLOBAL:
+        masked[0:LRH_BYTES] = b"\xff" * LRH_BYTES
+        masked[LRH_BYTES] |= 0x0F                          # GRH traffic class, low nibble
+        masked[LRH_BYTES + 1:LRH_BYTES + 4] = b"\xff\xff\xff"  # traffic class, flow label
+        masked[LRH_BYTES + 7] = 0xFF                       # hop limit
+        bth = LRH_BYTES + GRH_BYTES
+    else:
+        masked[0] |= 0xF0                                  # VL
+        bth = LRH_BYTES
+    masked[bth + 4] = 0xFF                                 # BTH Resv8a
+    return bytes(masked)
+
+
+def icrc(packet):
+    """The ICRC value of a packet from LRH to the end of the pad."""
+    return zlib.crc32(icrc_mask(packet))
+
+
+def icrc_bytes(packet):
+    return icrc(packet).to_bytes(4, "little")
+
+
+def vcrc(data):
+    """The VCRC value of LRH through ICRC."""
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xD008 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFF
+
+
+def vcrc_bytes(data):
+    return vcrc(data).to_bytes(2, "little")
