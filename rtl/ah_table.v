@@ -12,8 +12,8 @@ module ah_table #(
     input  wire [7:0]               cmd_op,
     input  wire [15:0]              cmd_index,
     input  wire [511:0]             cmd_data,
-    output reg                      cmd_done,
-    output reg  [7:0]               cmd_result,
+    output wire                     cmd_done,
+    output wire [7:0]               cmd_result,
 
     input  wire [31:0]              ah,           // AH number from the WQE
     output wire                     ah_valid,     // in range and created
@@ -66,42 +66,31 @@ wire [7:0] c_port = cmd_data[6*8 +: 8];
 wire unused_cmd = ^{cmd_data[511:256], cmd_data[111:104], cmd_data[47:41], cmd_data[95:84],
                     cmd_data[39:32], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS]};
 
+wire do_create, do_destroy;
+ctx_cmd #(.CREATE_OP(CMD_CREATE_AH), .DESTROY_OP(CMD_DESTROY_AH), .COUNT(NUM_AH)) cmd (
+    .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index),
+    .exists(h_valid[ci]), .params_ok(c_port >= 8'd1 && c_port <= NUM_PORTS),
+    .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
+);
+
 integer i;
 always @(posedge clk) begin
-    cmd_done <= 1'b0;
-    if (cmd_valid && (cmd_op == CMD_CREATE_AH || cmd_op == CMD_DESTROY_AH)) begin
-        cmd_done   <= 1'b1;
-        cmd_result <= CR_OK;
-        if (cmd_index >= NUM_AH) begin
-            cmd_result <= CR_BAD_INDEX;
-        end else if (cmd_op == CMD_DESTROY_AH) begin
-            if (!h_valid[ci])
-                cmd_result <= CR_BUSY;
-            h_valid[ci] <= 1'b0;
-        end else if (h_valid[ci]) begin
-            cmd_result <= CR_BUSY;
-        end else if (c_port < 8'd1 || c_port > NUM_PORTS) begin
-            cmd_result <= CR_BAD_PARAM;
-        end else begin
-            h_valid[ci]  <= 1'b1;
-            h_dlid[ci]   <= cmd_data[0*8 +: 16];
-            h_sl[ci]     <= cmd_data[2*8 +: 4];
-            h_spb[ci]    <= cmd_data[3*8 +: 7];
-            h_global[ci] <= cmd_data[5*8];
-            h_port[ci]   <= c_port[PORT_BITS-1:0] - 1'b1;
-            h_hop[ci]    <= cmd_data[7*8 +: 8];
-            h_flow[ci]   <= cmd_data[8*8 +: 20];
-            h_tclass[ci] <= cmd_data[12*8 +: 8];
-            h_pd[ci]     <= cmd_data[14*8 +: 16];
-            h_dgid[ci]   <= {cmd_data[16*8 +: 8], cmd_data[17*8 +: 8], cmd_data[18*8 +: 8], cmd_data[19*8 +: 8],
-                             cmd_data[20*8 +: 8], cmd_data[21*8 +: 8], cmd_data[22*8 +: 8], cmd_data[23*8 +: 8],
-                             cmd_data[24*8 +: 8], cmd_data[25*8 +: 8], cmd_data[26*8 +: 8], cmd_data[27*8 +: 8],
-                             cmd_data[28*8 +: 8], cmd_data[29*8 +: 8], cmd_data[30*8 +: 8], cmd_data[31*8 +: 8]};
-        end
+    if (do_destroy)
+        h_valid[ci] <= 1'b0;
+    if (do_create) begin
+        h_valid[ci]  <= 1'b1;
+        h_dlid[ci]   <= cmd_data[0*8 +: 16];
+        h_sl[ci]     <= cmd_data[2*8 +: 4];
+        h_spb[ci]    <= cmd_data[3*8 +: 7];
+        h_global[ci] <= cmd_data[5*8];
+        h_port[ci]   <= c_port[PORT_BITS-1:0] - 1'b1;
+        h_hop[ci]    <= cmd_data[7*8 +: 8];
+        h_flow[ci]   <= cmd_data[8*8 +: 20];
+        h_tclass[ci] <= cmd_data[12*8 +: 8];
+        h_pd[ci]     <= cmd_data[14*8 +: 16];
+        h_dgid[ci]   <= gid_from_block(cmd_data[16*8 +: 128]);
     end
     if (rst) begin
-        cmd_done   <= 1'b0;
-        cmd_result <= CR_OK;
         for (i = 0; i < NUM_AH; i = i + 1)
             h_valid[i] <= 1'b0;
     end

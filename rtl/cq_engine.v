@@ -15,8 +15,8 @@ module cq_engine #(
     input  wire [7:0]               cmd_op,
     input  wire [15:0]              cmd_index,
     input  wire [511:0]             cmd_data,
-    output reg                      cmd_done,
-    output reg  [7:0]               cmd_result,
+    output wire                     cmd_done,
+    output wire [7:0]               cmd_result,
 
     input  wire                     db_valid,
     input  wire [1:0]               db_type,
@@ -80,6 +80,14 @@ function [31:0] sat_inc32(input [31:0] v);
     sat_inc32 = (&v) ? v : v + 32'd1;
 endfunction
 
+wire do_create, do_destroy;
+ctx_cmd #(.CREATE_OP(CMD_CREATE_CQ), .DESTROY_OP(CMD_DESTROY_CQ), .COUNT(NUM_CQ)) cmd (
+    .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index),
+    .exists(c_valid[ci]),
+    .params_ok(c_lg >= 8'd1 && c_lg <= 8'd15 && c_ring[4:0] == 5'd0 && c_ring[63:ADDR_WIDTH] == 0),
+    .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
+);
+
 integer i;
 always @(posedge clk) begin
     m_rsp_valid <= 1'b0;
@@ -120,37 +128,22 @@ always @(posedge clk) begin
     if (db_valid && db_type == 2'd3)
         c_arm[di] <= db_value[1:0];
 
-    cmd_done <= 1'b0;
-    if (cmd_valid && (cmd_op == CMD_CREATE_CQ || cmd_op == CMD_DESTROY_CQ)) begin
-        cmd_done   <= 1'b1;
-        cmd_result <= CR_OK;
-        if (cmd_index >= NUM_CQ) begin
-            cmd_result <= CR_BAD_INDEX;
-        end else if (cmd_op == CMD_DESTROY_CQ) begin
-            if (!c_valid[ci])
-                cmd_result <= CR_BUSY;
-            c_valid[ci] <= 1'b0;
-        end else if (c_valid[ci]) begin
-            cmd_result <= CR_BUSY;
-        end else if (c_lg < 8'd1 || c_lg > 8'd15 || c_ring[4:0] != 5'd0 || c_ring[63:ADDR_WIDTH] != 0) begin
-            cmd_result <= CR_BAD_PARAM;
-        end else begin
-            c_valid[ci] <= 1'b1;
-            c_base[ci]  <= c_ring[ADDR_WIDTH-1:0];
-            c_log[ci]   <= c_lg[3:0];
-            c_pi[ci]    <= 16'd0;
-            c_ci[ci]    <= 16'd0;
-            c_arm[ci]   <= 2'd0;
-            cq_event[ci] <= 1'b0;
-        end
+    if (do_destroy)
+        c_valid[ci] <= 1'b0;
+    if (do_create) begin
+        c_valid[ci]  <= 1'b1;
+        c_base[ci]   <= c_ring[ADDR_WIDTH-1:0];
+        c_log[ci]    <= c_lg[3:0];
+        c_pi[ci]     <= 16'd0;
+        c_ci[ci]     <= 16'd0;
+        c_arm[ci]    <= 2'd0;
+        cq_event[ci] <= 1'b0;
     end
 
     if (rst) begin
         state       <= S_IDLE;
         m_rsp_valid <= 1'b0;
         m_dma_valid <= 1'b0;
-        cmd_done    <= 1'b0;
-        cmd_result  <= CR_OK;
         cq_event    <= {NUM_CQ{1'b0}};
         overflows   <= 32'd0;
         r_cqn       <= 16'd0;

@@ -14,8 +14,8 @@ module prot_check #(
     input  wire [7:0]               cmd_op,
     input  wire [15:0]              cmd_index,
     input  wire [511:0]             cmd_data,
-    output reg                      cmd_done,
-    output reg  [7:0]               cmd_result,
+    output wire                     cmd_done,
+    output wire [7:0]               cmd_result,
 
     // check request: {need[3:0], pd[15:0], len[31:0], va[63:0], key[31:0]}
     input  wire                     s_req_valid,
@@ -66,6 +66,13 @@ wire c_ok = (!c_access[ACC_REMOTE_WRITE] && !c_access[3]) || c_access[ACC_LOCAL_
 
 wire unused = ^{cmd_data[511:192], cmd_data[111:108], offset[63:ADDR_WIDTH]};
 
+wire do_create, do_destroy;
+ctx_cmd #(.CREATE_OP(CMD_REG_MR), .DESTROY_OP(CMD_DEREG_MR), .COUNT(NUM_MR)) cmd (
+    .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index),
+    .exists(m_valid[ci]), .params_ok(c_ok && c_host[63:ADDR_WIDTH] == 0),
+    .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
+);
+
 integer i;
 always @(posedge clk) begin
     m_rsp_valid <= 1'b0;
@@ -74,35 +81,20 @@ always @(posedge clk) begin
         m_rsp_valid <= 1'b1;
     end
 
-    cmd_done <= 1'b0;
-    if (cmd_valid && (cmd_op == CMD_REG_MR || cmd_op == CMD_DEREG_MR)) begin
-        cmd_done   <= 1'b1;
-        cmd_result <= CR_OK;
-        if (cmd_index >= NUM_MR) begin
-            cmd_result <= CR_BAD_INDEX;
-        end else if (cmd_op == CMD_DEREG_MR) begin
-            if (!m_valid[ci])
-                cmd_result <= CR_BUSY;
-            m_valid[ci] <= 1'b0;
-        end else if (m_valid[ci]) begin
-            cmd_result <= CR_BUSY;
-        end else if (!c_ok || c_host[63:ADDR_WIDTH] != 0) begin
-            cmd_result <= CR_BAD_PARAM;
-        end else begin
-            m_valid[ci]   <= 1'b1;
-            m_iova[ci]    <= cmd_data[0*8 +: 64];
-            m_length[ci]  <= cmd_data[8*8 +: 32];
-            m_variant[ci] <= cmd_data[12*8 +: 8];
-            m_access[ci]  <= c_access;
-            m_pd[ci]      <= cmd_data[14*8 +: 16];
-            m_host[ci]    <= c_host[ADDR_WIDTH-1:0];
-        end
+    if (do_destroy)
+        m_valid[ci] <= 1'b0;
+    if (do_create) begin
+        m_valid[ci]   <= 1'b1;
+        m_iova[ci]    <= cmd_data[0*8 +: 64];
+        m_length[ci]  <= cmd_data[8*8 +: 32];
+        m_variant[ci] <= cmd_data[12*8 +: 8];
+        m_access[ci]  <= c_access;
+        m_pd[ci]      <= cmd_data[14*8 +: 16];
+        m_host[ci]    <= c_host[ADDR_WIDTH-1:0];
     end
 
     if (rst) begin
         m_rsp_valid <= 1'b0;
-        cmd_done    <= 1'b0;
-        cmd_result  <= CR_OK;
         r_key       <= 32'hFFFFFFFF;
         for (i = 0; i < NUM_MR; i = i + 1)
             m_valid[i] <= 1'b0;

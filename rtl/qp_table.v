@@ -285,10 +285,7 @@ always @(posedge clk) begin
             q_hop[ci]       <= cmd_data[22*8 +: 8];
             q_tclass[ci]    <= cmd_data[23*8 +: 8];
             q_flow[ci]      <= cmd_data[24*8 +: 20];
-            q_dgid[ci]      <= {cmd_data[32*8 +: 8], cmd_data[33*8 +: 8], cmd_data[34*8 +: 8], cmd_data[35*8 +: 8],
-                                cmd_data[36*8 +: 8], cmd_data[37*8 +: 8], cmd_data[38*8 +: 8], cmd_data[39*8 +: 8],
-                                cmd_data[40*8 +: 8], cmd_data[41*8 +: 8], cmd_data[42*8 +: 8], cmd_data[43*8 +: 8],
-                                cmd_data[44*8 +: 8], cmd_data[45*8 +: 8], cmd_data[46*8 +: 8], cmd_data[47*8 +: 8]};
+            q_dgid[ci]      <= gid_from_block(cmd_data[32*8 +: 128]);
             if (m_state == QPS_RESET) begin
                 q_sq_pi[ci] <= 16'd0;
                 q_sq_ci[ci] <= 16'd0;
