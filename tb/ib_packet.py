@@ -1,0 +1,519 @@
+"""InfiniBand packets as they cross a link, written from the IBTA wire format: headers, the
+opcode table, `build` (Packet -> wire bytes LRH..VCRC), `parse` (wire bytes -> Packet, checking
+the packet on its own, independently of any RTL) and the segmentation of a message into
+path-MTU packets that a packetizer must produce.
+
+Fields the packet layout determines are not stored in the header classes: LRH LVer (0), LNH
+and PktLen, GRH IPVer (6), PayLen and NxtHdr (0x1B), BTH PadCnt and TVer (0), the reserved
+fields, the pad, ICRC and VCRC. `build` computes them and `parse` checks them, so
+`parse(build(p)) == p` for every well-formed packet `p`.
+"""
+
+from dataclasses import dataclass
+
+from ib_crc import icrc_bytes, vcrc_bytes
+
+LNH_LOCAL = 2           # BTH follows LRH
+LNH_GLOBAL = 3          # GRH follows LRH
+GRH_IPVER = 6
+GRH_NXTHDR = 0x1B       # an IBA transport header follows the GRH
+ICRC_BYTES = 4
+VCRC_BYTES = 2
+PSN_MASK = 0xFFFFFF     # PSNs are 24 bits and wrap
+DEFAULT_PKEY = 0xFFFF   # the default partition, full member
+VALID_MTUS = (256, 512, 1024, 2048, 4096)
+MAX_MTU = VALID_MTUS[-1]
+
+
+class PacketError(ValueError):
+    """A packet failed a check; `check` names it (e.g. "ICRC", "LRH PktLen")."""
+
+    def __init__(self, check, detail):
+        super().__init__(f"{check}: {detail}")
+        self.check = check
+
+
+def _field(name, value, size):
+    """`value` as `size` big-endian bytes, refusing values that do not fit."""
+    if not 0 <= value < 1 << (8 * size):
+        raise ValueError(f"{name}={value:#x} does not fit in {size} bytes")
+    return value.to_bytes(size, "big")
+
+
+def _bits(name, value, width):
+    if not 0 <= value < 1 << width:
+        raise ValueError(f"{name}={value:#x} does not fit in {width} bits")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Base headers: bit fields, packed by hand.
+
+@dataclass
+class LRH:
+    """Local Route Header (8 bytes)."""
+    dlid: int
+    slid: int
+    vl: int = 0
+    sl: int = 0
+
+    SIZE = 8
+
+    def pack(self, lnh, pktlen):
+        return (bytes([_bits("VL", self.vl, 4) << 4, _bits("SL", self.sl, 4) << 4 | lnh])
+                + _field("DLID", self.dlid, 2) + _field("PktLen", _bits("PktLen", pktlen, 11), 2)
+                + _field("SLID", self.slid, 2))
+
+    @classmethod
+    def unpack(cls, data):
+        return cls(dlid=int.from_bytes(data[2:4], "big"), slid=int.from_bytes(data[6:8], "big"),
+                   vl=data[0] >> 4, sl=data[1] >> 4)
+
+
+@dataclass
+class GRH:
+    """Global Route Header (40 bytes)."""
+    sgid: bytes
+    dgid: bytes
+    hop_limit: int
+    tclass: int = 0
+    flow_label: int = 0
+
+    SIZE = 40
+
+    def pack(self, paylen):
+        for name in ("sgid", "dgid"):
+            if len(getattr(self, name)) != 16:
+                raise ValueError(f"GRH {name} must be 16 bytes")
+        first_word = (GRH_IPVER << 28 | _bits("TClass", self.tclass, 8) << 20
+                      | _bits("FlowLabel", self.flow_label, 20))
+        return (first_word.to_bytes(4, "big") + _field("PayLen", paylen, 2)
+                + bytes([GRH_NXTHDR]) + _field("HopLmt", self.hop_limit, 1)
+                + bytes(self.sgid) + bytes(self.dgid))
+
+    @classmethod
+    def unpack(cls, data):
+        first_word = int.from_bytes(data[0:4], "big")
+        return cls(sgid=bytes(data[8:24]), dgid=bytes(data[24:40]), hop_limit=data[7],
+                   tclass=first_word >> 20 & 0xFF, flow_label=first_word & 0xFFFFF)
+
+
+@dataclass
+class BTH:
+    """Base Transport Header (12 bytes)."""
+    opcode: int
+    dest_qp: int
+    psn: int
+    pkey: int = DEFAULT_PKEY
+    se: bool = False        # solicited event
+    migreq: bool = False    # M: migration state
+    ackreq: bool = False
+
+    SIZE = 12
+
+    def pack(self, padcnt):
+        flags = int(self.se) << 7 | int(self.migreq) << 6 | padcnt << 4   # TVer = 0
+        return (_field("OpCode", self.opcode, 1) + bytes([flags]) + _field("P_Key", self.pkey, 2)
+                + b"\x00" + _field("DestQP", self.dest_qp, 3)              # Resv8a
+                + bytes([int(self.ackreq) << 7]) + _field("PSN", self.psn, 3))
+
+    @classmethod
+    def unpack(cls, data):
+        return cls(opcode=data[0], dest_qp=int.from_bytes(data[5:8], "big"),
+                   psn=int.from_bytes(data[9:12], "big"), pkey=int.from_bytes(data[2:4], "big"),
+                   se=bool(data[1] & 0x80), migreq=bool(data[1] & 0x40),
+                   ackreq=bool(data[8] & 0x80))
+
+
+# ---------------------------------------------------------------------------------------------
+# Extension headers: whole big-endian bytes, described by a layout.
+
+class _ByteFields:
+    """A header of whole-byte big-endian fields. LAYOUT lists (field, bytes); a field named
+    None is reserved: sent as zeros, ignored on receipt."""
+
+    def pack(self):
+        return b"".join(_field(f"{type(self).__name__}.{name}", getattr(self, name), size)
+                        if name else bytes(size) for name, size in self.LAYOUT)
+
+    @classmethod
+    def unpack(cls, data):
+        values, at = {}, 0
+        for name, size in cls.LAYOUT:
+            if name:
+                values[name] = int.from_bytes(data[at:at + size], "big")
+            at += size
+        return cls(**values)
+
+
+@dataclass
+class DETH(_ByteFields):
+    """Datagram Extended Transport Header (UD)."""
+    qkey: int
+    src_qp: int
+
+    LAYOUT = (("qkey", 4), (None, 1), ("src_qp", 3))
+    SIZE = 8
+
+
+@dataclass
+class RETH(_ByteFields):
+    """RDMA Extended Transport Header: the remote buffer of a WRITE or READ."""
+    va: int
+    rkey: int
+    dma_len: int
+
+    LAYOUT = (("va", 8), ("rkey", 4), ("dma_len", 4))
+    SIZE = 16
+
+
+@dataclass
+class AtomicETH(_ByteFields):
+    va: int
+    rkey: int
+    swap_add: int
+    compare: int
+
+    LAYOUT = (("va", 8), ("rkey", 4), ("swap_add", 8), ("compare", 8))
+    SIZE = 28
+
+
+@dataclass
+class AETH(_ByteFields):
+    """ACK Extended Transport Header: syndrome (ACK / RNR NAK / NAK) and MSN."""
+    syndrome: int
+    msn: int
+
+    LAYOUT = (("syndrome", 1), ("msn", 3))
+    SIZE = 4
+
+
+@dataclass
+class AtomicAckETH(_ByteFields):
+    orig_data: int
+
+    LAYOUT = (("orig_data", 8),)
+    SIZE = 8
+
+
+@dataclass
+class ImmDt(_ByteFields):
+    """Immediate data, as the 32-bit big-endian value on the wire."""
+    data: int
+
+    LAYOUT = (("data", 4),)
+    SIZE = 4
+
+
+# Packet attribute -> header class, in wire order after the BTH.
+EXTENSION_HEADERS = {
+    "deth": DETH,
+    "reth": RETH,
+    "atomic_eth": AtomicETH,
+    "aeth": AETH,
+    "atomic_ack_eth": AtomicAckETH,
+    "immdt": ImmDt,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Opcodes
+
+FIRST, MIDDLE, LAST, ONLY = "first", "middle", "last", "only"
+
+
+@dataclass(frozen=True)
+class Opcode:
+    code: int
+    name: str           # as Linux names it, e.g. RC_SEND_LAST_WITH_IMMEDIATE
+    transport: str      # RC, UC, UD
+    operation: str      # SEND, RDMA_WRITE, RDMA_READ_REQUEST, RDMA_READ_RESPONSE, ...
+    position: str       # first/middle/last/only; a single-packet operation is "only"
+    headers: tuple      # Packet attributes of its extension headers, in wire order
+    payload: bool       # whether it may carry payload
+
+
+# Low five bits of the opcode: (name suffix, operation, position, headers, payload)
+_OPERATIONS = {
+    0x00: ("SEND_FIRST", "SEND", FIRST, (), True),
+    0x01: ("SEND_MIDDLE", "SEND", MIDDLE, (), True),
+    0x02: ("SEND_LAST", "SEND", LAST, (), True),
+    0x03: ("SEND_LAST_WITH_IMMEDIATE", "SEND", LAST, ("immdt",), True),
+    0x04: ("SEND_ONLY", "SEND", ONLY, (), True),
+    0x05: ("SEND_ONLY_WITH_IMMEDIATE", "SEND", ONLY, ("immdt",), True),
+    0x06: ("RDMA_WRITE_FIRST", "RDMA_WRITE", FIRST, ("reth",), True),
+    0x07: ("RDMA_WRITE_MIDDLE", "RDMA_WRITE", MIDDLE, (), True),
+    0x08: ("RDMA_WRITE_LAST", "RDMA_WRITE", LAST, (), True),
+    0x09: ("RDMA_WRITE_LAST_WITH_IMMEDIATE", "RDMA_WRITE", LAST, ("immdt",), True),
+    0x0A: ("RDMA_WRITE_ONLY", "RDMA_WRITE", ONLY, ("reth",), True),
+    0x0B: ("RDMA_WRITE_ONLY_WITH_IMMEDIATE", "RDMA_WRITE", ONLY, ("reth", "immdt"), True),
+    0x0C: ("RDMA_READ_REQUEST", "RDMA_READ_REQUEST", ONLY, ("reth",), False),
+    0x0D: ("RDMA_READ_RESPONSE_FIRST", "RDMA_READ_RESPONSE", FIRST, ("aeth",), True),
+    0x0E: ("RDMA_READ_RESPONSE_MIDDLE", "RDMA_READ_RESPONSE", MIDDLE, (), True),
+    0x0F: ("RDMA_READ_RESPONSE_LAST", "RDMA_READ_RESPONSE", LAST, ("aeth",), True),
+    0x10: ("RDMA_READ_RESPONSE_ONLY", "RDMA_READ_RESPONSE", ONLY, ("aeth",), True),
+    0x11: ("ACKNOWLEDGE", "ACKNOWLEDGE", ONLY, ("aeth",), False),
+    0x12: ("ATOMIC_ACKNOWLEDGE", "ATOMIC_ACKNOWLEDGE", ONLY, ("aeth", "atomic_ack_eth"), False),
+    0x13: ("COMPARE_SWAP", "COMPARE_SWAP", ONLY, ("atomic_eth",), False),
+    0x14: ("FETCH_ADD", "FETCH_ADD", ONLY, ("atomic_eth",), False),
+}
+
+# Transport -> (opcode base, the low five-bit codes it uses, headers every packet adds first)
+_TRANSPORTS = {
+    "RC": (0x00, range(0x00, 0x15), ()),
+    "UC": (0x20, range(0x00, 0x0C), ()),         # SEND and RDMA WRITE only
+    "UD": (0x60, (0x04, 0x05), ("deth",)),       # SEND only, always with a DETH
+}
+
+
+def _opcode_table():
+    table = {}
+    for transport, (base, lows, common) in _TRANSPORTS.items():
+        for low in lows:
+            suffix, operation, position, headers, payload = _OPERATIONS[low]
+            table[base | low] = Opcode(base | low, f"{transport}_{suffix}", transport, operation,
+                                       position, common + headers, payload)
+    return table
+
+
+OPCODES = _opcode_table()
+OPCODES_BY_NAME = {op.name: op for op in OPCODES.values()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Packets
+
+@dataclass
+class Packet:
+    """One packet: headers (extension headers None when absent) and payload (without pad)."""
+    lrh: LRH
+    bth: BTH
+    grh: GRH | None = None
+    deth: DETH | None = None
+    reth: RETH | None = None
+    atomic_eth: AtomicETH | None = None
+    aeth: AETH | None = None
+    atomic_ack_eth: AtomicAckETH | None = None
+    immdt: ImmDt | None = None
+    payload: bytes = b""
+
+    @property
+    def op(self):
+        """The opcode's table entry (KeyError for an opcode this codec does not know)."""
+        return OPCODES[self.bth.opcode]
+
+    def summary(self):
+        return (f"{self.op.name} dlid={self.lrh.dlid:#x} qp={self.bth.dest_qp:#x} "
+                f"psn={self.bth.psn:#x} payload={len(self.payload)}")
+
+
+def seal(body):
+    """Append ICRC and VCRC to a packet given from LRH through the pad. `build` uses it; tests
+    use it to make packets whose CRCs are right and whose other fields are wrong."""
+    with_icrc = bytes(body) + icrc_bytes(body)
+    return with_icrc + vcrc_bytes(with_icrc)
+
+
+def build(packet):
+    """The wire bytes of `packet`, LRH through VCRC, with LNH, PktLen, GRH PayLen, PadCnt, the
+    pad and both CRCs computed.
+
+    The packet must be one `parse` can read back: a known opcode with exactly its extension
+    headers, and no payload where the opcode carries none (ValueError otherwise). Payload sizes
+    are not checked, so a test can build a first packet shorter than the path MTU, or one
+    larger than any MTU, and see the receiver reject it.
+    """
+    op = OPCODES.get(packet.bth.opcode)
+    if op is None:
+        raise ValueError(f"unknown opcode {packet.bth.opcode:#04x}")
+    for name in EXTENSION_HEADERS:
+        present = getattr(packet, name) is not None
+        if present != (name in op.headers):
+            raise ValueError(f"{op.name} {'needs' if not present else 'has no'} {name}")
+    if packet.payload and not op.payload:
+        raise ValueError(f"{op.name} carries no payload")
+    padcnt = -len(packet.payload) & 3
+    transport = (packet.bth.pack(padcnt)
+                 + b"".join(getattr(packet, name).pack() for name in op.headers)
+                 + bytes(packet.payload) + bytes(padcnt))
+    if packet.grh is None:
+        network = b""
+        lnh = LNH_LOCAL
+    else:
+        network = packet.grh.pack(paylen=len(transport) + ICRC_BYTES)
+        lnh = LNH_GLOBAL
+    pktlen = (LRH.SIZE + len(network) + len(transport) + ICRC_BYTES) // 4
+    return seal(packet.lrh.pack(lnh, pktlen) + network + transport)
+
+
+def parse(data, mtu=None):
+    """Decode the wire bytes of one packet (LRH through VCRC) into a Packet, checking it on its
+    own: CRCs, lengths, versions, opcode, headers, pad and payload size for the opcode. First
+    and middle packets must carry exactly `mtu` bytes (when given; otherwise one of the valid
+    path MTUs), last and only packets at most `mtu` (or 4096). The first failed check raises
+    PacketError naming it.
+    """
+    data = bytes(data)
+    shortest = LRH.SIZE + BTH.SIZE + ICRC_BYTES + VCRC_BYTES
+    if len(data) < shortest:
+        raise PacketError("truncated", f"{len(data)} bytes, a packet has at least {shortest}")
+    # the VCRC first: it covers every byte, so a packet damaged in transit is reported as such
+    body = data[:-VCRC_BYTES]
+    if vcrc_bytes(body) != data[-VCRC_BYTES:]:
+        raise PacketError("VCRC", f"computed {vcrc_bytes(body).hex()}, "
+                                  f"packet carries {data[-VCRC_BYTES:].hex()}")
+
+    lver = data[0] & 0xF
+    if lver != 0:
+        raise PacketError("LRH LVer", f"{lver}, must be 0")
+    lnh = data[1] & 0x3
+    if lnh not in (LNH_LOCAL, LNH_GLOBAL):
+        raise PacketError("LRH LNH", f"{lnh}: not an IBA transport packet (2 local, 3 global)")
+    bth_at = LRH.SIZE + (GRH.SIZE if lnh == LNH_GLOBAL else 0)
+    if len(body) < bth_at + BTH.SIZE + ICRC_BYTES:
+        raise PacketError("truncated", f"{len(data)} bytes, too short for LNH={lnh}")
+    pktlen = int.from_bytes(data[4:6], "big") & 0x7FF
+    if 4 * pktlen != len(body):
+        raise PacketError("LRH PktLen", f"{pktlen} words ({4 * pktlen} bytes), packet has "
+                                        f"{len(body)} bytes from LRH through ICRC")
+    covered = body[:-ICRC_BYTES]
+    if icrc_bytes(covered) != body[-ICRC_BYTES:]:
+        raise PacketError("ICRC", f"computed {icrc_bytes(covered).hex()}, "
+                                  f"packet carries {body[-ICRC_BYTES:].hex()}")
+
+    grh = None
+    if lnh == LNH_GLOBAL:
+        grh_bytes = data[LRH.SIZE:bth_at]
+        if grh_bytes[0] >> 4 != GRH_IPVER:
+            raise PacketError("GRH IPVer", f"{grh_bytes[0] >> 4}, must be {GRH_IPVER}")
+        if grh_bytes[6] != GRH_NXTHDR:
+            raise PacketError("GRH NxtHdr", f"{grh_bytes[6]:#04x}, must be {GRH_NXTHDR:#04x}")
+        paylen = int.from_bytes(grh_bytes[4:6], "big")
+        if paylen != len(body) - bth_at:
+            raise PacketError("GRH PayLen", f"{paylen}, packet has {len(body) - bth_at} bytes "
+                                            "from BTH through ICRC")
+        grh = GRH.unpack(grh_bytes)
+
+    bth_bytes = data[bth_at:bth_at + BTH.SIZE]
+    if bth_bytes[1] & 0xF != 0:
+        raise PacketError("BTH TVer", f"{bth_bytes[1] & 0xF}, must be 0")
+    op = OPCODES.get(bth_bytes[0])
+    if op is None:
+        raise PacketError("BTH OpCode", f"{bth_bytes[0]:#04x} is not an RC, UC or UD opcode")
+    bth = BTH.unpack(bth_bytes)
+
+    at = bth_at + BTH.SIZE
+    extensions = {}
+    for name in op.headers:
+        cls = EXTENSION_HEADERS[name]
+        if at + cls.SIZE > len(covered):
+            raise PacketError("extension headers", f"{op.name} needs a {cls.__name__} "
+                                                   f"({cls.SIZE} bytes), {len(covered) - at} left")
+        extensions[name] = cls.unpack(covered[at:at + cls.SIZE])
+        at += cls.SIZE
+
+    padcnt = bth_bytes[1] >> 4 & 0x3
+    carried = len(covered) - at       # payload and pad
+    if padcnt and (not op.payload or op.position in (FIRST, MIDDLE)):
+        raise PacketError("BTH PadCnt", f"{padcnt}: only last and only packets with payload "
+                                        f"carry pad, not {op.name}")
+    if padcnt > carried:
+        raise PacketError("BTH PadCnt", f"{padcnt}, but only {carried} bytes follow the headers")
+    payload = covered[at:len(covered) - padcnt]
+    if any(covered[len(covered) - padcnt:]):
+        raise PacketError("pad bytes", f"{covered[len(covered) - padcnt:].hex()}, must be zero")
+    _check_payload_length(op, len(payload), mtu)
+    return Packet(lrh=LRH.unpack(data), bth=bth, grh=grh, payload=payload, **extensions)
+
+
+def _check_payload_length(op, size, mtu):
+    if not op.payload:
+        rule, ok = "none", size == 0
+    elif op.position in (FIRST, MIDDLE):
+        rule = f"the path MTU ({mtu})" if mtu else f"a path MTU {VALID_MTUS}"
+        ok = size == mtu if mtu else size in VALID_MTUS
+    elif op.position == LAST:
+        rule, ok = f"1 to {mtu or MAX_MTU}", 1 <= size <= (mtu or MAX_MTU)
+    else:
+        rule, ok = f"0 to {mtu or MAX_MTU}", size <= (mtu or MAX_MTU)
+    if not ok:
+        raise PacketError("payload length", f"{op.name} with {size} bytes, must carry {rule}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation of a message into packets
+
+@dataclass(frozen=True)
+class Segment:
+    """One packet of a message: its opcode, PSN and the slice of the message it carries."""
+    opcode: int
+    psn: int
+    offset: int
+    length: int
+    ackreq: bool
+
+
+SEGMENTED_OPERATIONS = ("SEND", "RDMA_WRITE", "RDMA_READ_RESPONSE")
+
+# (transport, operation, position, with immediate) -> opcode
+_BY_ROLE = {(op.transport, op.operation, op.position, "immdt" in op.headers): op.code
+            for op in OPCODES.values()}
+
+
+def segment(transport, operation, length, mtu, psn, immediate=False):
+    """The packets a packetizer sends for a message of `length` bytes: path-MTU first and
+    middle packets, then a last packet of 1 to MTU bytes; or one only packet (also for an
+    empty message). PSNs count up from `psn` modulo 2^24. Immediate data rides on the last or
+    only packet; RC requests ask for an ACK (AckReq) on it. A UD message must fit one packet.
+    """
+    if mtu not in VALID_MTUS:
+        raise ValueError(f"path MTU {mtu} is not one of {VALID_MTUS}")
+    if operation not in SEGMENTED_OPERATIONS:
+        raise ValueError(f"{operation} is not sent as a message of packets")
+    count = max(1, -(-length // mtu))
+    if transport == "UD" and count > 1:
+        raise ValueError(f"a UD message of {length} bytes does not fit a {mtu}-byte MTU")
+    segments = []
+    for index in range(count):
+        if count == 1:
+            position = ONLY
+        else:
+            position = FIRST if index == 0 else LAST if index == count - 1 else MIDDLE
+        ends = position in (LAST, ONLY)
+        code = _BY_ROLE.get((transport, operation, position, immediate and ends))
+        if code is None:
+            raise ValueError(f"{transport} has no {operation} {position} packet"
+                             + (" with immediate" if immediate else ""))
+        offset = index * mtu
+        ackreq = ends and transport == "RC" and operation != "RDMA_READ_RESPONSE"
+        segments.append(Segment(code, (psn + index) & PSN_MASK, offset,
+                                min(mtu, length - offset), ackreq))
+    return segments
+
+
+def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEFAULT_PKEY,
+              grh=None, deth=None, reth=None, aeth=None, immdt=None, se=False, migreq=False):
+    """The packets of one message (see `segment`), each with the headers its opcode carries:
+    `deth` on every UD packet, `reth` on the first or only RDMA WRITE packet, `aeth` on the
+    first, last and only READ response packets, `immdt` (which makes the message one with
+    immediate) and the solicited-event bit `se` on the last or only packet."""
+    offered = {"deth": deth, "reth": reth, "aeth": aeth, "immdt": immdt}
+    given = {name: header for name, header in offered.items() if header is not None}
+    used = set()
+    packets = []
+    for seg in segment(transport, operation, len(payload), mtu, psn, immediate=immdt is not None):
+        op = OPCODES[seg.opcode]
+        missing = [name for name in op.headers if name not in given]
+        if missing:
+            raise ValueError(f"{op.name} needs {', '.join(missing)}")
+        used.update(op.headers)
+        packets.append(Packet(
+            lrh=lrh, grh=grh,
+            bth=BTH(opcode=seg.opcode, dest_qp=dest_qp, psn=seg.psn, pkey=pkey,
+                    se=se and op.position in (LAST, ONLY), migreq=migreq, ackreq=seg.ackreq),
+            payload=bytes(payload[seg.offset:seg.offset + seg.length]),
+            **{name: given[name] for name in op.headers}))
+    unused = set(given) - used
+    if unused:
+        raise ValueError(f"{transport} {operation} carries no {', '.join(sorted(unused))}")
+    return packets

@@ -1,0 +1,63 @@
+"""Capture files of InfiniBand packets that Wireshark decodes natively.
+
+A pcap file (nanosecond timestamps) with link type ERF (197); every record is an ERF type 21
+(InfiniBand) record: a 16-byte ERF header, then the packet from LRH through VCRC. Wireshark
+4.0 has no dissector for the InfiniBand link type of its own (247), hence ERF.
+"""
+
+import struct
+
+PCAP_MAGIC_NS = 0xA1B23C4D      # pcap with nanosecond timestamps
+PCAP_VERSION = (2, 4)
+PCAP_SNAPLEN = 65535            # larger than any record: IB packets are at most 8 KiB
+LINKTYPE_ERF = 197
+
+ERF_HEADER_BYTES = 16
+ERF_TYPE_INFINIBAND = 21
+ERF_FLAG_VLEN = 0x04            # records are exactly as long as rlen says, not padded
+ERF_FLAG_RX_ERROR = 0x10        # the packet arrived with a link error (e.g. aborted)
+
+
+def erf_timestamp(time_ns):
+    """ERF's 64-bit 32.32 fixed-point seconds for a time in nanoseconds. The fraction is
+    rounded up, so that reading it back to nanoseconds, by truncation or by Wireshark's
+    rounding, gives `time_ns` again."""
+    seconds, ns = divmod(time_ns, 10**9)
+    return seconds << 32 | -(-(ns << 32) // 10**9)
+
+
+def erf_record(packet, time_ns, interface=0, rx_error=False):
+    """One ERF InfiniBand record: the ERF header and `packet` (LRH through VCRC).
+    `interface` is ERF's capture interface (0-3), e.g. the port a link belongs to."""
+    if not 0 <= interface <= 3:
+        raise ValueError(f"ERF capture interface {interface} is not 0-3")
+    flags = interface | ERF_FLAG_VLEN | (ERF_FLAG_RX_ERROR if rx_error else 0)
+    rlen = ERF_HEADER_BYTES + len(packet)
+    # timestamp little-endian; type, flags; record length, loss counter, wire length big-endian
+    return (struct.pack("<Q", erf_timestamp(time_ns))
+            + struct.pack(">BBHHH", ERF_TYPE_INFINIBAND, flags, rlen, 0, len(packet))
+            + bytes(packet))
+
+
+class PcapWriter:
+    """Writes ERF InfiniBand records to a pcap file: `write()` per packet, then `close()`
+    (or use it as a context manager)."""
+
+    def __init__(self, path):
+        self.file = open(path, "wb")
+        self.file.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, *PCAP_VERSION, 0, 0,
+                                    PCAP_SNAPLEN, LINKTYPE_ERF))
+
+    def write(self, packet, time_ns, interface=0, rx_error=False):
+        record = erf_record(packet, time_ns, interface, rx_error)
+        seconds, ns = divmod(time_ns, 10**9)
+        self.file.write(struct.pack("<IIII", seconds, ns, len(record), len(record)) + record)
+
+    def close(self):
+        self.file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
