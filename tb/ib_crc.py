@@ -39,13 +39,24 @@ def icrc_bytes(packet):
     return icrc(packet).to_bytes(4, "little")
 
 
+def _crc16_table():
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xD008 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_VCRC_TABLE = _crc16_table()  # a byte at a time: sniffing megabytes stays cheap
+
+
 def vcrc(data):
     """The VCRC value of LRH through ICRC."""
     crc = 0xFFFF
     for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xD008 if crc & 1 else crc >> 1
+        crc = (crc >> 8) ^ _VCRC_TABLE[(crc ^ byte) & 0xFF]
     return crc ^ 0xFFFF
 
 
