@@ -8,6 +8,13 @@ Both go on the wire least-significant byte first.
 
 import zlib
 
+# A published RC RDMA WRITE only packet (local, LNH=2), LRH through pad, and the ICRC it
+# carries on the wire: the known answer every ICRC implementation here is checked against.
+KAT_PACKET = bytes.fromhex(
+    "7012375c000e17d20a2024870087b1b3000dec2a01710a1c015d400238f27a05"
+    "0000000ebb884d85fd5cfba4728bc0690ed40000")
+KAT_ICRC = bytes.fromhex("9625b75a")
+
 LRH_BYTES = 8
 GRH_BYTES = 40
 LNH_GLOBAL = 3

@@ -17,8 +17,7 @@ import zlib
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from ib_crc import icrc, icrc_bytes, icrc_mask, vcrc
-from tests.test_ib_crc import KAT_ICRC, KAT_PACKET
+from ib_crc import KAT_ICRC, KAT_PACKET, icrc, icrc_bytes, icrc_mask, vcrc
 
 SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
