@@ -116,6 +116,11 @@ wire [15:0]  db_index;
 wire [15:0]  db_value;
 wire [NUM_CQ-1:0] cq_event;
 wire [NUM_CQ-1:0] cq_event_clear;
+wire [4:0]   pc_rd_index;
+wire [NUM_PORTS*32-1:0] pc_rd_data;
+wire [NUM_PORTS-1:0] pc_wr_en, pc_clear;
+wire [4:0]   pc_wr_index;
+wire [31:0]  pc_wr_data;
 wire [63:0]  lb_msgs;
 wire [63:0]  lb_bytes;
 wire [31:0]  cq_overflows;
@@ -149,6 +154,8 @@ rdma_regs #(
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
     .cq_event(cq_event), .cq_event_clear(cq_event_clear),
+    .pc_rd_index(pc_rd_index), .pc_rd_data(pc_rd_data), .pc_wr_en(pc_wr_en), .pc_clear(pc_clear),
+    .pc_wr_index(pc_wr_index), .pc_wr_data(pc_wr_data),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes), .cq_overflows(cq_overflows)
 );
 
@@ -421,6 +428,22 @@ responder #(
 );
 
 // ---------------------------------------------------------------- links
+// Each port's PMA counters. Loopback messages never reach a port, so nothing here counts them;
+// until the packet path exists no packet moves them either, and software can only load and
+// clear them.
+genvar p;
+generate
+    for (p = 0; p < NUM_PORTS; p = p + 1) begin : port
+        port_counters counters (
+            .clk(clk), .rst(rst),
+            .xmit_pkt(1'b0), .xmit_pktlen(11'd0), .rcv_pkt(1'b0), .rcv_pktlen(11'd0),
+            .rcv_error(1'b0), .xmit_discard(1'b0), .clear(pc_clear[p]),
+            .rd_index(pc_rd_index), .rd_data(pc_rd_data[p*32 +: 32]),
+            .wr_en(pc_wr_en[p]), .wr_index(pc_wr_index), .wr_data(pc_wr_data)
+        );
+    end
+endgenerate
+
 // No packet path yet: nothing is transmitted, and received packets are taken and dropped.
 assign m_axis_tx_tdata  = {NUM_PORTS*DATA_WIDTH{1'b0}};
 assign m_axis_tx_tkeep  = {NUM_PORTS*DATA_WIDTH/8{1'b0}};

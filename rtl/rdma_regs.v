@@ -60,12 +60,21 @@ module rdma_regs #(
 
     input  wire [NUM_CQ-1:0]           cq_event,
     output reg  [NUM_CQ-1:0]           cq_event_clear,
+    // port counter blocks (port_counters.v): one word read by index, loads and clears by port
+    output wire [4:0]                  pc_rd_index,
+    input  wire [NUM_PORTS*32-1:0]     pc_rd_data,
+    output reg  [NUM_PORTS-1:0]        pc_wr_en,
+    output reg  [NUM_PORTS-1:0]        pc_clear,
+    output reg  [4:0]                  pc_wr_index,
+    output reg  [31:0]                 pc_wr_data,
+
     input  wire [63:0]                 lb_msgs,
     input  wire [63:0]                 lb_bytes,
     input  wire [31:0]                 cq_overflows
 );
 
 localparam [7:0] CMD_LAST = 8'h0A;   // highest command opcode
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 
 localparam integer P_PORTS  = NUM_PORTS;
 localparam integer P_DW8    = DATA_WIDTH / 64;
@@ -86,6 +95,10 @@ wire [15:0] wa16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, w
 wire [15:0] db_qpn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x1000 + 8*qpn
 wire [15:0] db_cqn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x2000 + 8*cq
 wire [15:0] wr_port = {10'd0, wa16[11:6]} - 16'd4;     // 0x100 + 0x40*port
+wire [15:0] wr_pc_port = {12'd0, wa16[10:7]};          // 0x800 + 0x80*port: counters
+wire [4:0]  wr_pc_index = wa16[6:2];
+// counter words software may load (port_counters.v map); index 31 clears the port's counters
+wire wr_pc_loadable = wr_pc_index <= 5'd5 || (wr_pc_index >= 5'd8 && wr_pc_index <= 5'd19);
 
 reg         cmd_busy;
 reg  [7:0]  cmd_last_result;
@@ -99,6 +112,8 @@ integer b;
 always @(posedge clk) begin
     cmd_valid      <= 1'b0;
     db_valid       <= 1'b0;
+    pc_wr_en       <= {NUM_PORTS{1'b0}};
+    pc_clear       <= {NUM_PORTS{1'b0}};
     cq_event_clear <= {NUM_CQ{1'b0}};
     if (s_axil_bvalid && s_axil_bready)
         s_axil_bvalid <= 1'b0;
@@ -128,6 +143,17 @@ always @(posedge clk) begin
                     4'h7: port_gid[wr_port*128 +: 32] <= s_axil_wdata;
                     default: reg_errors <= sat_inc32(reg_errors);
                 endcase
+            end else begin
+                reg_errors <= sat_inc32(reg_errors);
+            end
+        end else if (wa16[15:11] == 5'b00001) begin
+            // 0x800: port counters
+            if (wr_pc_port < NUM_PORTS && wr_pc_index == 5'd31) begin
+                pc_clear[wr_pc_port[PORT_BITS-1:0]] <= 1'b1;
+            end else if (wr_pc_port < NUM_PORTS && wr_pc_loadable) begin
+                pc_wr_en[wr_pc_port[PORT_BITS-1:0]] <= 1'b1;
+                pc_wr_index <= wr_pc_index;
+                pc_wr_data  <= s_axil_wdata;
             end else begin
                 reg_errors <= sat_inc32(reg_errors);
             end
@@ -176,6 +202,10 @@ always @(posedge clk) begin
         db_type         <= 2'd0;
         db_index        <= 16'd0;
         db_value        <= 16'd0;
+        pc_wr_en        <= {NUM_PORTS{1'b0}};
+        pc_clear        <= {NUM_PORTS{1'b0}};
+        pc_wr_index     <= 5'd0;
+        pc_wr_data      <= 32'd0;
         reg_errors      <= 32'd0;
         port_lid        <= {NUM_PORTS*16{1'b0}};
         port_lmc        <= {NUM_PORTS*3{1'b0}};
@@ -190,6 +220,8 @@ assign s_axil_rresp   = 2'b00;
 
 wire [15:0] ra16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, s_axil_araddr[AXIL_ADDR_WIDTH-1:0]};
 wire [15:0] rd_port = {10'd0, ra16[11:6]} - 16'd4;
+wire [15:0] rd_pc_port = {12'd0, ra16[10:7]};
+assign pc_rd_index = ra16[6:2];
 
 reg [31:0] rd_word;
 always @* begin
@@ -210,6 +242,8 @@ always @* begin
         default: begin
             if (ra16[15:6] == 10'h010)
                 rd_word = cmd_data[ra16[5:2]*32 +: 32];
+            else if (ra16[15:11] == 5'b00001 && rd_pc_port < NUM_PORTS)
+                rd_word = pc_rd_data[rd_pc_port*32 +: 32];
             else if ((ra16[15:8] == 8'h01 || ra16[15:8] == 8'h02 || ra16[15:8] == 8'h03) && rd_port < NUM_PORTS)
                 case (ra16[5:2])
                     4'h0: rd_word = {16'd0, port_lid[rd_port*16 +: 16]};

@@ -22,9 +22,9 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from verbs import (
-    GRH_BYTES, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access, AHAttr, Counters,
-    Observer, PortReg, QPAttr, QPState, QPType, RecvWR, Reg, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode,
+    COUNTERS, GRH_BYTES, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
+    AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
+    SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
 
 RNR_RETRY_FOREVER = 7
@@ -190,6 +190,7 @@ class Model(Observer):
         self.expected = defaultdict(deque)  # (cqn, qpn, recv) -> ExpectedWC not yet seen
         self.image = MemoryImage()
         self.counters = Counters()  # predicted moves since the device was opened
+        self.port_counters = {}     # port -> {PortCounter: value}; loopback moves none of them
         self.ports, self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}, {}
         self._read_host = None
 
@@ -198,11 +199,34 @@ class Model(Observer):
     def on_open(self, dev):
         self.num_ports, self.num_qp, self.num_cq = dev.num_ports, dev.num_qp, dev.num_cq
         self.ports = dict(dev.ports)
+        # opened right after reset: every port counter starts at zero
+        self.port_counters = {port: dict.fromkeys(COUNTERS, 0) for port in self.ports}
         self._read_host = dev.read
 
     def on_write_reg(self, offset, value):
         if self._addresses_nothing(offset):
             self.counters.reg_errors += 1
+        elif Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
+            self._write_port_counter(offset, value)
+
+    def _port_counter_word(self, offset):
+        port, word = divmod(offset - Reg.PORT_COUNTERS, PORT_COUNTERS_STRIDE)
+        return port + 1, word // 4
+
+    def _write_port_counter(self, offset, value):
+        """Software loads a counter word, or clears the port's counters."""
+        port, word = self._port_counter_word(offset)
+        counters = self.port_counters[port]
+        if word == PortCounter.CLEAR:
+            counters.update(dict.fromkeys(counters, 0))
+            return
+        for counter in COUNTERS:
+            if counter == word:
+                width = min(counter.bits, 32)
+                low = value & ((1 << width) - 1)
+                counters[counter] = counters[counter] & ~((1 << width) - 1) | low
+            elif counter.bits == 64 and counter + 1 == word:
+                counters[counter] = counters[counter] & 0xFFFFFFFF | value << 32
 
     def _addresses_nothing(self, offset):
         """A write that lands on no writable register (docs/host-interface.md)."""
@@ -213,6 +237,11 @@ class Model(Observer):
             return (offset - Reg.SQ_DB) // 8 >= self.num_qp
         if Reg.CQ_CI_DB <= offset < Reg.CQ_CI_DB + _DOORBELL_SPAN:
             return (offset - Reg.CQ_CI_DB) // 8 >= self.num_cq
+        if Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
+            port, word = self._port_counter_word(offset)
+            loadable = word == PortCounter.CLEAR or any(
+                word in (c, c + 1) if c.bits == 64 else word == c for c in COUNTERS)
+            return port > self.num_ports or not loadable
         return not (Reg.CMD_DATA <= offset <= Reg.CMD or offset == Reg.EVENT)
 
     def on_mem_write(self, addr, data):

@@ -138,6 +138,11 @@ class Scoreboard(Observer):
     async def _counter_failures(self):
         got = await self.dev.read_counters() - self.dev.counters_at_open
         want = self.model.counters
-        return [f"counter {f.name.upper()}: expected +{getattr(want, f.name)}, got "
-                f"+{getattr(got, f.name)}"
-                for f in fields(Counters) if getattr(got, f.name) != getattr(want, f.name)]
+        failures = [f"counter {f.name.upper()}: expected +{getattr(want, f.name)}, got "
+                    f"+{getattr(got, f.name)}"
+                    for f in fields(Counters) if getattr(got, f.name) != getattr(want, f.name)]
+        for port, predicted in self.model.port_counters.items():
+            actual = await self.dev.port_counters(port)
+            failures += [f"port {port} {counter.name}: expected {value}, got {actual[counter]}"
+                         for counter, value in predicted.items() if actual[counter] != value]
+        return failures

@@ -21,10 +21,10 @@ from cocotb.triggers import ClockCycles
 
 from rdma_tb import open_device
 from verbs import (
-    GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
+    COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, cq_arm_db, cq_ci_db, encode_modify, port_reg, rq_db, sq_db,
-    ud_send,
+    WCOpcode, WCStatus, WROpcode, cq_arm_db, cq_ci_db, encode_modify, port_counter_reg,
+    port_reg, rq_db, sq_db, ud_send,
 )
 
 SEED = (int(os.environ["SEED"]) if os.environ.get("SEED")
@@ -1378,7 +1378,7 @@ async def test_cq_overflow(dut):
 
 # Writes to addresses the register map does not list (holes between registers, a hole in a
 # port block, past CMD_STATUS, past the CQ doorbells).
-UNLISTED = [0x000C, 0x0030, 0x00FC, 0x010C, 0x0448, 0x0800, 0x3000, 0xFFFC]
+UNLISTED = [0x000C, 0x0030, 0x00FC, 0x010C, 0x0448, 0x0818, 0x3000, 0xFFFC]
 
 
 @cocotb.test()
@@ -1661,6 +1661,45 @@ async def test_requester_refuses(dut, request):
 
 # ---------------------------------------------------------------------------------------------
 # 8. The TX links under heavy loopback traffic
+
+@cocotb.test()
+async def test_port_counters_load_clear_and_loopback_moves_none(dut):
+    """Every PMA counter of both ports reads zero after reset, takes a value loaded through its
+    register (all-ones too, as a saturation test starts), clears per port, ignores writes to
+    its reserved words (counted in REG_ERRORS), and does not move under loopback traffic of
+    every opcode."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    loaded = {}
+    for port in (1, 2):
+        assert set((await dev.port_counters(port)).values()) == {0}, f"port {port} after reset"
+        loaded[port] = {c: ((1 << c.bits) - 1) - port * (i + 1) for i, c in enumerate(COUNTERS)}
+        loaded[port][COUNTERS[0]] = 0xFFFFFFFF   # all-ones, where saturation starts
+        for counter, value in loaded[port].items():
+            await dev.load_port_counter(port, counter, value)
+        assert await dev.port_counters(port) == loaded[port], f"port {port} after loading"
+    for reserved in (6, 7, 20, 30):
+        await dev.write_reg(port_counter_reg(1, reserved), 0x1234)
+        assert await dev.read_reg(port_counter_reg(1, reserved)) == 0
+    await dev.write_reg(port_counter_reg(3, 0), 0x1234)   # no port 3
+    assert (await rdma.counter_moves()).reg_errors == 5
+
+    for port in (1, 2):
+        a, b = await rdma.connected_pair(QPType.RC, port=port)
+        local, remote = await rdma.region(8192), await rdma.region(8192)
+        await b.post_recv(RecvWR(remote.sge(0, 4096), wr_id=1))
+        await a.post_send([work_request(op, local.sge(0, 3000), remote.remote(4096), wr_id=op)
+                           for op in (WROpcode.SEND, WROpcode.RDMA_WRITE, WROpcode.RDMA_READ)])
+        await a.send_cq.wait(3)
+        await b.recv_cq.wait(1)
+    for port in (1, 2):
+        assert await dev.port_counters(port) == loaded[port], \
+            f"port {port}'s counters moved under loopback traffic"
+    await dev.clear_port_counters(2)
+    assert set((await dev.port_counters(2)).values()) == {0}
+    assert await dev.port_counters(1) == loaded[1], "clearing port 2 touched port 1"
+    await rdma.finish()
+
 
 @cocotb.test()
 async def test_tx_links_idle_under_loopback_load(dut):

@@ -47,6 +47,7 @@ class Reg(IntEnum):
     LB_BYTES = 0x0028
     PORT_BASE = 0x0100
     CMD_DATA = 0x0400
+    PORT_COUNTERS = 0x0800
     CMD = 0x0440
     CMD_STATUS = 0x0444
     SQ_DB = 0x1000
@@ -68,6 +69,37 @@ class PortReg(IntEnum):
 
 def port_reg(port, reg):
     return Reg.PORT_BASE + PORT_STRIDE * (port - 1) + reg
+
+
+PORT_COUNTERS_STRIDE = 0x80
+
+
+class PortCounter(IntEnum):
+    """Word index in a port's counter block (PMA PortCounters / PortCountersExtended)."""
+    XMIT_DATA = 0
+    RCV_DATA = 1
+    XMIT_PKTS = 2
+    RCV_PKTS = 3
+    RCV_ERRORS = 4          # 16 bits
+    XMIT_DISCARDS = 5       # 16 bits
+    XMIT_DATA_EXT = 8       # 64 bits: low word here, high word next
+    RCV_DATA_EXT = 10
+    XMIT_PKTS_EXT = 12
+    RCV_PKTS_EXT = 14
+    RCV_ERRORS_EXT = 16
+    XMIT_DISCARDS_EXT = 18
+    CLEAR = 31              # write: zero every counter of the port
+
+    @property
+    def bits(self):
+        return 64 if self >= PortCounter.XMIT_DATA_EXT else 16 if self >= PortCounter.RCV_ERRORS else 32
+
+
+COUNTERS = tuple(c for c in PortCounter if c != PortCounter.CLEAR)
+
+
+def port_counter_reg(port, index):
+    return Reg.PORT_COUNTERS + PORT_COUNTERS_STRIDE * (port - 1) + 4 * index
 
 
 def sq_db(qpn):
@@ -591,6 +623,24 @@ class Device:
     async def read_counters(self):
         return Counters(await self._read64(Reg.LB_MSGS), await self._read64(Reg.LB_BYTES),
                         await self.read_reg(Reg.CQ_OVERFLOWS), await self.read_reg(Reg.REG_ERRORS))
+
+    async def port_counters(self, port):
+        """Every PMA counter of `port`, {PortCounter: value}."""
+        values = {}
+        for counter in COUNTERS:
+            reg = port_counter_reg(port, counter)
+            values[counter] = (await self._read64(reg) if counter.bits == 64
+                               else await self.read_reg(reg))
+        return values
+
+    async def clear_port_counters(self, port):
+        await self.write_reg(port_counter_reg(port, PortCounter.CLEAR), 1)
+
+    async def load_port_counter(self, port, counter, value):
+        """Preset a counter (e.g. near all-ones, to see it saturate)."""
+        await self.write_reg(port_counter_reg(port, counter), value & 0xFFFFFFFF)
+        if counter.bits == 64:
+            await self.write_reg(port_counter_reg(port, counter) + 4, value >> 32)
 
     async def wait_event(self):
         """Wait until some CQ has an event (or the TB's timeout), acknowledge every pending
