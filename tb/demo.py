@@ -12,8 +12,8 @@ from pathlib import Path
 import cocotb
 
 from rdma_tb import PORT_SETUP, open_device
-from verbs import (Access, GlobalRoute, QPType, RecvWR, RemoteAddr, connect, rdma_read,
-                   rdma_write, send, ud_send)
+from verbs import (Access, GlobalRoute, PortCounter, QPType, RecvWR, RemoteAddr, connect,
+                   rdma_read, rdma_write, send, ud_send)
 
 REPORT = Path(os.environ.get("DEMO_REPORT", "demo_report.txt"))
 
@@ -64,6 +64,7 @@ async def demo(dut):
 
     rows = []
     before_all = await dev.read_counters()
+    ports_before = {port: await dev.port_counters(port) for port in (1, 2)}
     for title, qp, wr, recv in program:
         if recv:
             await recv[0].post_recv(recv[1])
@@ -81,6 +82,7 @@ async def demo(dut):
                      "bypass" if lb else "not loopback", describe_wc(send_wc), describe_wc(recv_wc),
                      f"{tx[0]}/{tx[1]}"))
     after_all = await dev.read_counters()
+    ports_after = {port: await dev.port_counters(port) for port in (1, 2)}
     await sb.check()
     tb.assert_links_idle()
 
@@ -98,6 +100,11 @@ async def demo(dut):
         f"LB_BYTES {before_all.lb_bytes} -> {after_all.lb_bytes}",
         f"TX link beats: port 1 {len(tb.tx_beats(1))}, port 2 {len(tb.tx_beats(2))} "
         "(the packet path is not built yet: nothing leaves on a link)",
+        *(f"port {port} counters: " + ", ".join(
+            f"{c.name} {ports_before[port][c]}->{ports_after[port][c]}"
+            for c in (PortCounter.XMIT_PKTS, PortCounter.XMIT_DATA, PortCounter.RCV_PKTS,
+                      PortCounter.RCV_DATA, PortCounter.RCV_ERRORS))
+          for port in (1, 2)),
         "scoreboard: every completion, memory image and guard byte matched the reference model",
     ]
     REPORT.write_text("\n".join(lines) + "\n")
