@@ -1,0 +1,114 @@
+// Appends a short tail (a CRC) after the last byte of each frame of a byte stream.
+//
+// The packetizer computes the ICRC and the VCRC over the beats that pass into this stage, and
+// the CRC engines give their result in the same cycle as the frame's last beat (s_tail, read
+// with s_valid & s_ready & s_last). The tail lands right after that beat's last enabled byte;
+// when it does not fit the beat, the rest goes in one extra beat, for which the input waits one
+// cycle. Every beat but a frame's last must be full; s_sb (sideband) rides with the frame.
+`default_nettype none
+
+module pkt_append #(
+    parameter DATA_WIDTH = 64,     // beat width in bits, at least 8 * TAIL_BYTES
+    parameter TAIL_BYTES = 4,      // bytes appended to each frame
+    parameter SB_WIDTH = 12        // sideband bits carried with every beat
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    input  wire                     s_valid,
+    output wire                     s_ready,
+    input  wire [DATA_WIDTH-1:0]    s_data,
+    input  wire [DATA_WIDTH/8-1:0]  s_keep,     // contiguous from byte 0
+    input  wire                     s_last,
+    input  wire [SB_WIDTH-1:0]      s_sb,
+    input  wire [8*TAIL_BYTES-1:0]  s_tail,     // least-significant byte goes first
+
+    output reg                      m_valid,
+    input  wire                     m_ready,
+    output reg  [DATA_WIDTH-1:0]    m_data,
+    output reg  [DATA_WIDTH/8-1:0]  m_keep,
+    output reg                      m_last,
+    output reg  [SB_WIDTH-1:0]      m_sb
+);
+
+localparam KEEP_WIDTH = DATA_WIDTH / 8;
+localparam CNT_WIDTH = $clog2(KEEP_WIDTH + TAIL_BYTES + 1);
+localparam WIDE = DATA_WIDTH + 8 * TAIL_BYTES;
+
+reg                     sp_valid;   // tail bytes that did not fit the frame's last beat
+reg [8*TAIL_BYTES-1:0]  sp_data;
+reg [CNT_WIDTH-1:0]     sp_count;
+
+wire load = ~m_valid | m_ready;
+assign s_ready = load & ~sp_valid;
+
+// Enabled bytes of the input beat (the keep is contiguous, so the count of ones).
+reg [CNT_WIDTH-1:0] count;
+integer i;
+always @* begin
+    count = {CNT_WIDTH{1'b0}};
+    for (i = 0; i < KEEP_WIDTH; i = i + 1)
+        count = count + {{(CNT_WIDTH-1){1'b0}}, s_keep[i]};
+end
+
+// The beat's bytes with the tail placed right after them; disabled input bytes are zeroed so
+// the OR does not mix junk into the tail.
+reg [DATA_WIDTH-1:0] clean;
+always @* begin
+    for (i = 0; i < KEEP_WIDTH; i = i + 1)
+        clean[8*i +: 8] = s_keep[i] ? s_data[8*i +: 8] : 8'h00;
+end
+wire [WIDE-1:0] tail_wide = {{DATA_WIDTH{1'b0}}, s_tail};
+wire [WIDE-1:0] merged = {{(8*TAIL_BYTES){1'b0}}, clean} | (tail_wide << {count, 3'b000});
+wire [CNT_WIDTH-1:0] total = count + TAIL_BYTES[CNT_WIDTH-1:0];
+wire fits = total <= KEEP_WIDTH[CNT_WIDTH-1:0];
+
+// A contiguous keep of n bytes.
+function [KEEP_WIDTH-1:0] thermo(input [CNT_WIDTH-1:0] n);
+    integer b;
+    begin
+        for (b = 0; b < KEEP_WIDTH; b = b + 1)
+            thermo[b] = b < n;
+    end
+endfunction
+
+always @(posedge clk) begin
+    if (load) begin
+        if (sp_valid) begin
+            m_valid <= 1'b1;
+            m_data <= {{(DATA_WIDTH-8*TAIL_BYTES){1'b0}}, sp_data};
+            m_keep <= thermo(sp_count);
+            m_last <= 1'b1;
+            sp_valid <= 1'b0;
+        end else if (s_valid) begin
+            m_valid <= 1'b1;
+            m_sb <= s_sb;
+            if (!s_last) begin
+                m_data <= s_data;
+                m_keep <= s_keep;
+                m_last <= 1'b0;
+            end else if (fits) begin
+                m_data <= merged[DATA_WIDTH-1:0];
+                m_keep <= thermo(total);
+                m_last <= 1'b1;
+            end else begin
+                m_data <= merged[DATA_WIDTH-1:0];
+                m_keep <= {KEEP_WIDTH{1'b1}};
+                m_last <= 1'b0;
+                sp_valid <= 1'b1;
+                sp_data <= merged[WIDE-1:DATA_WIDTH];
+                sp_count <= total - KEEP_WIDTH[CNT_WIDTH-1:0];
+            end
+        end else begin
+            m_valid <= 1'b0;
+        end
+    end
+    if (rst) begin
+        m_valid <= 1'b0;
+        sp_valid <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,157 @@
+// The headers of one packet of a message (combinational): LRH, GRH, BTH and the extension
+// headers its opcode carries, as a byte string with byte 0 (LRH byte 0) in hdr[7:0], and their
+// length. Multi-byte fields go on the wire most-significant byte first; GIDs too
+// (sgid[127:120] is the first SGID byte on the wire).
+//
+// The opcode follows from the message kind, the transport and the packet's place in the
+// message; it decides the extension headers, and with the payload length they decide PktLen,
+// PayLen and PadCnt.
+`default_nettype none
+
+module pkt_header (
+    input  wire [2:0]   kind,       // 0 SEND, 1 RDMA WRITE, 2 READ request, 3 READ response, 4 ACK
+    input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD
+    input  wire         imm_valid,
+    input  wire [31:0]  imm,
+    input  wire         solicited,
+    input  wire [15:0]  dlid,
+    input  wire [15:0]  slid,
+    input  wire [3:0]   sl,
+    input  wire         is_global,
+    input  wire [7:0]   tclass,
+    input  wire [19:0]  flow_label,
+    input  wire [7:0]   hop_limit,
+    input  wire [127:0] sgid,
+    input  wire [127:0] dgid,
+    input  wire [15:0]  pkey,
+    input  wire [23:0]  dest_qpn,
+    input  wire [31:0]  qkey,
+    input  wire [23:0]  src_qpn,
+    input  wire [63:0]  raddr,
+    input  wire [31:0]  rkey,
+    input  wire [31:0]  dma_len,
+    input  wire [7:0]   syndrome,
+    input  wire [23:0]  msn,
+
+    input  wire         first,      // the message's first packet
+    input  wire         last,       // the message's last packet (both for an only packet)
+    input  wire [23:0]  psn,
+    input  wire [12:0]  plen,       // payload bytes of this packet
+
+    output reg  [639:0] hdr,        // up to 80 bytes: LRH + GRH + BTH + RETH + ImmDt
+    output reg  [6:0]   hdr_len,    // header bytes, a multiple of 4
+    output reg  [10:0]  pktlen      // LRH PktLen: 4-byte words LRH .. ICRC
+);
+
+localparam [2:0] K_SEND = 3'd0;
+localparam [2:0] K_WRITE = 3'd1;
+localparam [2:0] K_READ_REQ = 3'd2;
+localparam [2:0] K_READ_RESP = 3'd3;
+localparam [2:0] K_ACK = 3'd4;
+localparam [2:0] T_RC = 3'd2;
+localparam [2:0] T_UC = 3'd3;
+localparam [2:0] T_UD = 3'd4;
+
+function [15:0] be16(input [15:0] v);
+    be16 = {v[7:0], v[15:8]};
+endfunction
+function [23:0] be24(input [23:0] v);
+    be24 = {v[7:0], v[15:8], v[23:16]};
+endfunction
+function [31:0] be32(input [31:0] v);
+    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
+endfunction
+function [63:0] be64(input [63:0] v);
+    be64 = {be32(v[31:0]), be32(v[63:32])};
+endfunction
+function [127:0] be128(input [127:0] v);
+    be128 = {be64(v[63:0]), be64(v[127:64])};
+endfunction
+
+wire ends = last;                           // last or only
+wire middle = ~first & ~last;
+wire only = first & last;
+wire with_imm = imm_valid & ends & (kind == K_SEND || kind == K_WRITE);
+wire has_deth = transport == T_UD;
+wire has_reth = (kind == K_WRITE && first) || kind == K_READ_REQ;
+wire has_aeth = (kind == K_READ_RESP && !middle) || kind == K_ACK;
+wire ackreq = transport == T_RC && ends && (kind == K_SEND || kind == K_WRITE);
+wire [1:0] padcnt = 2'd0 - plen[1:0];
+
+// Low five bits of the opcode for the packet's role.
+reg [4:0] low;
+always @* begin
+    case (kind)
+    K_SEND:      low = only ? (with_imm ? 5'h05 : 5'h04) : first ? 5'h00 :
+                       last ? (with_imm ? 5'h03 : 5'h02) : 5'h01;
+    K_WRITE:     low = only ? (with_imm ? 5'h0B : 5'h0A) : first ? 5'h06 :
+                       last ? (with_imm ? 5'h09 : 5'h08) : 5'h07;
+    K_READ_REQ:  low = 5'h0C;
+    K_READ_RESP: low = only ? 5'h10 : first ? 5'h0D : last ? 5'h0F : 5'h0E;
+    default:     low = 5'h11;
+    endcase
+end
+wire [7:0] opcode = {transport == T_UD ? 3'b011 : transport == T_UC ? 3'b001 : 3'b000, low};
+
+// Bytes after the GRH through the ICRC (GRH PayLen), and the header length.
+reg [6:0] tr_len;     // BTH and extension headers
+always @* begin
+    tr_len = 7'd12;
+    if (has_deth) tr_len = tr_len + 7'd8;
+    if (has_reth) tr_len = tr_len + 7'd16;
+    if (has_aeth) tr_len = tr_len + 7'd4;
+    if (with_imm) tr_len = tr_len + 7'd4;
+end
+wire [13:0] paylen = {7'd0, tr_len} + {1'b0, plen} + {12'd0, padcnt} + 14'd4;
+
+integer at;   // byte position of the next header
+always @* begin
+    hdr = 640'd0;
+    hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
+    pktlen = {6'd0, hdr_len[6:2]} + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
+    // LRH: VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID
+    hdr[15:8] = {sl, 2'b00, is_global ? 2'd3 : 2'd2};
+    hdr[31:16] = be16(dlid);
+    hdr[47:32] = be16({5'd0, pktlen});
+    hdr[63:48] = be16(slid);
+    at = 8;
+    if (is_global) begin
+        hdr[8*at +: 32] = be32({4'd6, tclass, flow_label});
+        hdr[8*at+32 +: 16] = be16({2'd0, paylen});
+        hdr[8*at+48 +: 8] = 8'h1B;
+        hdr[8*at+56 +: 8] = hop_limit;
+        hdr[8*at+64 +: 128] = be128(sgid);
+        hdr[8*at+192 +: 128] = be128(dgid);
+        at = 48;
+    end
+    // BTH
+    hdr[8*at +: 8] = opcode;
+    hdr[8*at+8 +: 8] = {solicited & ends, 1'b0, padcnt, 4'd0};
+    hdr[8*at+16 +: 16] = be16(pkey);
+    hdr[8*at+40 +: 24] = be24(dest_qpn);
+    hdr[8*at+64 +: 8] = {ackreq, 7'd0};
+    hdr[8*at+72 +: 24] = be24(psn);
+    at = at + 12;
+    if (has_deth) begin
+        hdr[8*at +: 32] = be32(qkey);
+        hdr[8*at+40 +: 24] = be24(src_qpn);
+        at = at + 8;
+    end
+    if (has_reth) begin
+        hdr[8*at +: 64] = be64(raddr);
+        hdr[8*at+64 +: 32] = be32(rkey);
+        hdr[8*at+96 +: 32] = be32(dma_len);
+        at = at + 16;
+    end
+    if (has_aeth) begin
+        hdr[8*at +: 8] = syndrome;
+        hdr[8*at+8 +: 24] = be24(msn);
+        at = at + 4;
+    end
+    if (with_imm)
+        hdr[8*at +: 32] = be32(imm);
+end
+
+endmodule
+
+`resetall
