@@ -1,15 +1,22 @@
 // The device's DMA engine: one command at a time, over one AXI4 master.
 //
-//   COPY  (mode 0): len bytes host src -> host dst, any alignment of either, any length
-//   STORE (mode 1): len (1..64) bytes of s_cmd_data -> host dst
-//   LOAD  (mode 2): len (1..64) bytes host src -> m_done_data
-//   mode 3 is not a command: it completes at once with m_done_error set
+//   COPY         (mode 0): len bytes host src -> host dst, any alignment of either, any length
+//   STORE        (mode 1): len (1..64) bytes of s_cmd_data -> host dst
+//   LOAD         (mode 2): len (1..64) bytes host src -> m_done_data
+//   READ_STREAM  (mode 3): len bytes host src (any alignment) -> m_axis_rd, byte 0 in tdata[7:0]
+//                          of the first beat, tkeep full but on the last beat, tlast on it
+//   WRITE_STREAM (mode 4): len bytes from s_axis_wr (same beat layout) -> host dst (any alignment)
+//   modes 5-7 are not commands: they complete at once with m_done_error set
 // A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
-// repeats the data block, LOAD wraps around m_done_data) rather than hanging.
+// repeats the data block, LOAD wraps around m_done_data) rather than hanging. A WRITE_STREAM
+// whose stream ends early or late (tlast, last tkeep) against len sets m_done_error and still
+// finishes, writing nothing outside [dst, dst+len) (see dma_rd_engine). A command with len 0
+// moves nothing on any bus or stream.
 //
-// All three modes go through the same pipeline:
-//   dma_rd_engine (AR bursts + R, or the STORE block) -> dma_realign -> dma_wr_engine (AW/W/B,
-//   or the LOAD result)
+// All modes go through the same pipeline, so the packet path shares one read path, one
+// realigner and one write path with the host-to-host moves:
+//   dma_rd_engine (AR bursts + R, the STORE block, or the write stream) -> dma_realign ->
+//   dma_wr_engine (AW/W/B, the LOAD result, or the read stream)
 // Reads are beat-aligned; the realigner shifts source bytes to their destination lanes and the
 // write side strobes only the bytes of [dst, dst+len). Read and write bursts run concurrently,
 // so a long COPY streams one beat per cycle once the pipeline is full.
@@ -27,14 +34,28 @@ module dma_mover #(
     // command: one at a time; s_cmd_ready is low from acceptance until the done pulse
     input  wire                     s_cmd_valid,
     output wire                     s_cmd_ready,
-    input  wire [1:0]               s_cmd_mode,      // 0 COPY host->host, 1 STORE s_cmd_data->host, 2 LOAD host->m_done_data
-    input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD: any byte address
-    input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE: any byte address
+    input  wire [2:0]               s_cmd_mode,      // 0 COPY, 1 STORE, 2 LOAD, 3 READ_STREAM, 4 WRITE_STREAM
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD/READ_STREAM: any byte address
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE/WRITE_STREAM: any byte address
     input  wire [LEN_WIDTH-1:0]     s_cmd_len,       // bytes; STORE/LOAD at most 64; 0 completes at once with no bus traffic
     input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]
     output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
     output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
     output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
+
+    // READ_STREAM output; lanes past len in the last beat are zero
+    output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
+    output wire                     m_axis_rd_tvalid,
+    input  wire                     m_axis_rd_tready,
+    output wire                     m_axis_rd_tlast,
+
+    // WRITE_STREAM input; tready is low outside a WRITE_STREAM command
+    input  wire [DATA_WIDTH-1:0]    s_axis_wr_tdata,
+    input  wire [DATA_WIDTH/8-1:0]  s_axis_wr_tkeep,
+    input  wire                     s_axis_wr_tvalid,
+    output wire                     s_axis_wr_tready,
+    input  wire                     s_axis_wr_tlast,
 
     // AXI4 master
     output wire [AXI_ID_WIDTH-1:0]  m_axi_awid,
@@ -80,9 +101,10 @@ localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
 localparam [LEN_WIDTH:0] B_M1 = {{(LEN_WIDTH+1-BL){1'b0}}, {BL{1'b1}}};  // B - 1: rounds a byte end up to whole beats
 
-localparam [1:0] MODE_STORE = 2'd1;
-localparam [1:0] MODE_LOAD = 2'd2;
-localparam [1:0] MODE_NONE = 2'd3;   // not a command (COPY is the remaining mode 0)
+localparam [2:0] MODE_STORE = 3'd1;     // s_cmd_data -> host
+localparam [2:0] MODE_LOAD = 3'd2;      // host -> m_done_data
+localparam [2:0] MODE_RD_STREAM = 3'd3; // host -> m_axis_rd
+localparam [2:0] MODE_WR_STREAM = 3'd4; // s_axis_wr -> host (COPY is mode 0, above 4 is no command)
 
 localparam [1:0] ST_IDLE = 2'd0;   // waiting for a command
 localparam [1:0] ST_SETUP = 2'd1;  // command latched: derive the set-up and start the engines
@@ -90,7 +112,7 @@ localparam [1:0] ST_RUN = 2'd2;    // engines running until the last beat and B 
 
 reg [1:0]             state;
 reg                   cmd_ready;
-reg [1:0]             cmd_mode;
+reg [2:0]             cmd_mode;
 reg [ADDR_WIDTH-1:0]  cmd_src;
 reg [ADDR_WIDTH-1:0]  cmd_dst;
 reg [LEN_WIDTH-1:0]   cmd_len;
@@ -101,13 +123,18 @@ assign s_cmd_ready = cmd_ready;
 wire cmd_fire = s_cmd_valid && cmd_ready;
 wire start = state == ST_SETUP;
 
-// Per-command set-up, from the latched command (STORE reads its block from offset 0, LOAD
-// writes its result from offset 0).
+// Per-command set-up, from the latched command (STORE and WRITE_STREAM read their source from
+// offset 0, LOAD and READ_STREAM deliver their result from offset 0).
 wire is_store = cmd_mode == MODE_STORE;
 wire is_load = cmd_mode == MODE_LOAD;
-wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : cmd_src[BL-1:0];
-wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : cmd_dst[BL-1:0];
-wire [ADDR_WIDTH-1:0] dst_addr = is_load ? {ADDR_WIDTH{1'b0}} : cmd_dst;
+wire is_rd_stream = cmd_mode == MODE_RD_STREAM;
+wire is_wr_stream = cmd_mode == MODE_WR_STREAM;
+wire src_zero = is_store || is_wr_stream;
+wire dst_zero = is_load || is_rd_stream;
+wire [BL-1:0] src_off = src_zero ? {BL{1'b0}} : cmd_src[BL-1:0];
+wire [BL-1:0] dst_off = dst_zero ? {BL{1'b0}} : cmd_dst[BL-1:0];
+wire [ADDR_WIDTH-1:0] dst_addr = dst_zero ? {ADDR_WIDTH{1'b0}} : cmd_dst;
+wire bad_mode = s_cmd_mode > MODE_WR_STREAM;
 
 wire [LEN_WIDTH:0] in_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
 wire [LEN_WIDTH:0] out_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
@@ -116,6 +143,7 @@ wire rl_skip = src_off > dst_off;
 // the realigner makes in_beats - skip beats by itself; one more when the destination needs it
 wire rl_flush = (out_beats + {{LEN_WIDTH{1'b0}}, rl_skip}) > in_beats;
 wire [BL-1:0] last_off = dst_off + cmd_len[BL-1:0] - 1'b1;
+wire [BL-1:0] src_last_off = cmd_len[BL-1:0] - 1'b1;   // WRITE_STREAM: last byte's lane
 
 // pipeline links
 wire [DATA_WIDTH-1:0] src_data;
@@ -137,6 +165,8 @@ dma_rd_engine #(
     .rst(rst),
     .start(start),
     .cfg_store(is_store),
+    .cfg_stream(is_wr_stream),
+    .cfg_last_off(src_last_off),
     .cfg_addr(cmd_src[ADDR_WIDTH-1:BL]),
     .cfg_beats(in_beats[LEN_WIDTH-1:0]),
     .store_data(cmd_data),
@@ -156,6 +186,11 @@ dma_rd_engine #(
     .m_axi_rlast(m_axi_rlast),
     .m_axi_rvalid(m_axi_rvalid),
     .m_axi_rready(m_axi_rready),
+    .s_axis_tdata(s_axis_wr_tdata),
+    .s_axis_tkeep(s_axis_wr_tkeep),
+    .s_axis_tvalid(s_axis_wr_tvalid),
+    .s_axis_tready(s_axis_wr_tready),
+    .s_axis_tlast(s_axis_wr_tlast),
     .m_data(src_data),
     .m_last(src_last),
     .m_valid(src_valid),
@@ -192,7 +227,8 @@ dma_wr_engine #(
     .clk(clk),
     .rst(rst),
     .start(start),
-    .cfg_load(is_load),
+    .cfg_load(dst_zero),
+    .cfg_stream(is_rd_stream),
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),
     .cfg_last_off(last_off),
@@ -222,6 +258,11 @@ dma_wr_engine #(
     .ld_valid(ld_valid),
     .ld_idx(ld_idx),
     .ld_data(ld_data),
+    .m_axis_tdata(m_axis_rd_tdata),
+    .m_axis_tkeep(m_axis_rd_tkeep),
+    .m_axis_tvalid(m_axis_rd_tvalid),
+    .m_axis_tready(m_axis_rd_tready),
+    .m_axis_tlast(m_axis_rd_tlast),
     .wr_error(wr_error),
     .done(wr_done)
 );
@@ -239,10 +280,10 @@ always @(posedge clk) begin
                 cmd_len     <= s_cmd_len;
                 cmd_data    <= s_cmd_data;
                 m_done_data <= 512'd0;
-                if (s_cmd_len == {LEN_WIDTH{1'b0}} || s_cmd_mode == MODE_NONE) begin
+                if (s_cmd_len == {LEN_WIDTH{1'b0}} || bad_mode) begin
                     // nothing to move (or no such mode): finish now, ready stays up
                     m_done_valid <= 1'b1;
-                    m_done_error <= s_cmd_mode == MODE_NONE;
+                    m_done_error <= bad_mode;
                 end else begin
                     cmd_ready <= 1'b0;
                     state     <= ST_SETUP;

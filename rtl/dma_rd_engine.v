@@ -1,6 +1,14 @@
-// Source side of the engine: issues the AR bursts of a COPY or LOAD and turns the R beats into
-// a beat stream, or (STORE) serves the command's data block as the same kind of beat stream,
-// so that everything after this point is common to the three modes.
+// Source side of the engine: issues the AR bursts of a COPY, LOAD or READ_STREAM and turns the
+// R beats into a beat stream, or serves the command's data block (STORE) or the beats of the
+// s_axis write stream (WRITE_STREAM) as the same kind of beat stream, so that everything after
+// this point is common to all modes.
+//
+// WRITE_STREAM takes exactly cfg_beats beats. The stream must end (tlast) on the last of them
+// with the last beat's tkeep equal to cfg_last_off's mask and full tkeep before; anything else
+// sets rd_error but still finishes: after an early tlast the missing beats are made up as zeros
+// (the write side strobes only [dst, dst+len) anyway), and when tlast is late the rest of the
+// stream up to its tlast is taken and dropped, so the producer is never left hanging either.
+// tkeep only decides the error: the data lanes of every beat are passed on as they are.
 `default_nettype none
 
 module dma_rd_engine #(
@@ -15,6 +23,8 @@ module dma_rd_engine #(
 
     input  wire                     start,       // one pulse per command with bytes to move
     input  wire                     cfg_store,   // source is store_data, not host memory
+    input  wire                     cfg_stream,  // source is the s_axis write stream, not host memory
+    input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // stream: byte offset of the last byte in its beat
     input  wire [ADDR_WIDTH-1:$clog2(DATA_WIDTH/8)] cfg_addr, // source beat address (COPY/LOAD)
     input  wire [LEN_WIDTH-1:0]     cfg_beats,   // source beats, at least 1
     input  wire [511:0]             store_data,  // STORE source, held by the top for the command
@@ -36,13 +46,20 @@ module dma_rd_engine #(
     input  wire                     m_axi_rvalid,
     output wire                     m_axi_rready,
 
+    // WRITE_STREAM source: byte 0 in tdata[7:0] of the first beat
+    input  wire [DATA_WIDTH-1:0]    s_axis_tdata,
+    input  wire [DATA_WIDTH/8-1:0]  s_axis_tkeep,
+    input  wire                     s_axis_tvalid,
+    output wire                     s_axis_tready,
+    input  wire                     s_axis_tlast,
+
     output wire [DATA_WIDTH-1:0]    m_data,
     output wire                     m_last,      // last source beat of the command
     output wire                     m_valid,
     input  wire                     m_ready,
 
-    output reg                      rd_error,    // an R beat of this command was not OKAY
-    output wire                     idle         // no AR left to issue, no read burst in flight
+    output reg                      rd_error,    // an R beat was not OKAY, or the write stream did not match the length
+    output wire                     idle         // no AR left to issue, no read burst in flight, no stream beat to drop
 );
 
 localparam BEAT_LOG = $clog2(DATA_WIDTH / 8);
@@ -53,6 +70,10 @@ localparam [OW-1:0] OUT_LIMIT = MAX_RD_BURSTS - 1;
 localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
 
 reg                  store;
+reg                  stream;
+reg                  ended;      // stream: tlast came early, the remaining beats are zeros
+reg                  drain;      // stream: all beats taken but no tlast yet, dropping until it
+reg [DATA_WIDTH/8-1:0] last_keep; // stream: the tkeep the last beat must have
 reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the slice
 reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
 
@@ -62,13 +83,28 @@ wire last = left == {{(LEN_WIDTH-1){1'b0}}, 1'b1};
 wire slice_ready;
 wire ar_busy;
 wire [DATA_WIDTH-1:0] store_beat;
-wire src_valid = run && (store || m_axi_rvalid);
+wire from_axis = stream && !ended;   // the next beat comes from the write stream
+wire src_valid = run && (store || (stream ? (ended || s_axis_tvalid) : m_axi_rvalid));
 wire src_fire = src_valid && slice_ready;
 wire ar_fire = m_axi_arvalid && m_axi_arready;
 wire r_fire = m_axi_rvalid && m_axi_rready;
+wire axis_fire = src_fire && from_axis;
+wire [DATA_WIDTH/8-1:0] want_keep = last ? last_keep : {(DATA_WIDTH/8){1'b1}};
 
-assign m_axi_rready = run && !store && slice_ready;
-assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}};
+assign m_axi_rready = run && !store && !stream && slice_ready;
+assign s_axis_tready = drain || (run && from_axis && slice_ready);
+assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}} && !drain;
+
+// the beat entering the slice: store block, stream beat (zeros once ended) or R data
+reg [DATA_WIDTH-1:0] src_data;
+always @* begin
+    if (store)
+        src_data = store_beat;
+    else if (stream)
+        src_data = ended ? {DATA_WIDTH{1'b0}} : s_axis_tdata;
+    else
+        src_data = m_axi_rdata;
+end
 
 assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
 assign m_axi_arsize = SIZE;
@@ -85,7 +121,7 @@ dma_axi_burst #(
 ) u_ar (
     .clk(clk),
     .rst(rst),
-    .start(start && !cfg_store),
+    .start(start && !cfg_store && !cfg_stream),
     .start_addr(cfg_addr),
     .start_beats(cfg_beats),
     .allow(out_bursts < OUT_LIMIT),
@@ -117,7 +153,7 @@ dma_skid #(
 ) u_slice (
     .clk(clk),
     .rst(rst),
-    .s_data({last, store ? store_beat : m_axi_rdata}),
+    .s_data({last, src_data}),
     .s_valid(src_valid),
     .s_ready(slice_ready),
     .m_data({m_last, m_data}),
@@ -127,11 +163,25 @@ dma_skid #(
 
 always @(posedge clk) begin
     if (start) begin
-        store    <= cfg_store;
-        left     <= cfg_beats;
-        rd_error <= 1'b0;
+        store     <= cfg_store;
+        stream    <= cfg_stream;
+        ended     <= 1'b0;
+        last_keep <= {(DATA_WIDTH/8){1'b1}} >> ~cfg_last_off;
+        left      <= cfg_beats;
+        rd_error  <= 1'b0;
     end else if (src_fire) begin
         left <= left - 1'b1;
+    end
+
+    if (axis_fire) begin
+        if (s_axis_tkeep != want_keep || s_axis_tlast != last)
+            rd_error <= 1'b1;
+        if (s_axis_tlast && !last)
+            ended <= 1'b1;
+        if (last && !s_axis_tlast)
+            drain <= 1'b1;
+    end else if (drain && s_axis_tvalid && s_axis_tlast) begin
+        drain <= 1'b0;
     end
 
     // a beat with a foreign ID is as wrong as an error response
@@ -146,6 +196,9 @@ always @(posedge clk) begin
 
     if (rst) begin
         left       <= {LEN_WIDTH{1'b0}};
+        drain      <= 1'b0;
+        stream     <= 1'b0;
+        ended      <= 1'b0;
         out_bursts <= {OW{1'b0}};
         rd_error   <= 1'b0;
     end

@@ -1,6 +1,7 @@
 // Destination side of the engine: takes the realigned beats and either writes them to host
 // memory (COPY/STORE: AW bursts, W beats with strobes for the bytes of the transfer only, B
-// responses counted) or hands them to the top as LOAD result beats.
+// responses counted), or hands them to the top as LOAD result beats, or (READ_STREAM) puts them
+// out on the m_axis read stream, where the consumer's tready is the only flow control.
 //
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
@@ -16,7 +17,8 @@ module dma_wr_engine #(
     input  wire                     rst,
 
     input  wire                     start,        // one pulse per command with bytes to move
-    input  wire                     cfg_load,     // beats go to the LOAD result, not to memory
+    input  wire                     cfg_load,     // beats go to the LOAD result or the read stream, not to memory
+    input  wire                     cfg_stream,   // with cfg_load: beats go to the read stream
     input  wire [ADDR_WIDTH-1:0]    cfg_addr,     // destination byte address (offset 0 for LOAD)
     input  wire [LEN_WIDTH-1:0]     cfg_beats,    // destination beats, at least 1
     input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // byte offset of the last byte in its beat
@@ -51,6 +53,13 @@ module dma_wr_engine #(
     output reg  [((DATA_WIDTH < 512) ? $clog2(512/DATA_WIDTH) : 1)-1:0] ld_idx,
     output wire [DATA_WIDTH-1:0]    ld_data,      // bytes outside the transfer are zero
 
+    // READ_STREAM beats: byte 0 in tdata[7:0] of the first beat, lanes past the end are zero
+    output wire [DATA_WIDTH-1:0]    m_axis_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_tkeep,
+    output wire                     m_axis_tvalid,
+    input  wire                     m_axis_tready,
+    output wire                     m_axis_tlast,
+
     output reg                      wr_error,     // a B response of this command was not OKAY
     output wire                     done          // every beat taken and every B received
 );
@@ -64,6 +73,7 @@ localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
 localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
 
 reg                   load;
+reg                   stream;
 reg                   active;      // destination beats still expected
 reg                   first;       // next beat is the command's first
 reg [BB-1:0]          pos;         // beat position between burst boundaries
@@ -78,7 +88,7 @@ wire beat_fire = s_valid && s_ready;
 
 wire [B-1:0] strb = (first ? first_mask : {B{1'b1}}) & (s_last ? last_mask : {B{1'b1}});
 
-assign s_ready = load || m_axi_wready;
+assign s_ready = load ? (!stream || m_axis_tready) : m_axi_wready;
 
 assign m_axi_wdata = s_data;
 assign m_axi_wstrb = strb;
@@ -93,7 +103,12 @@ assign m_axi_awlock = 1'b0;
 assign m_axi_awcache = 4'b0011;    // normal, non-cacheable, bufferable
 assign m_axi_awprot = 3'b000;
 
-assign ld_valid = s_valid && load;
+assign ld_valid = s_valid && load && !stream;
+
+assign m_axis_tdata = ld_data;
+assign m_axis_tkeep = strb;
+assign m_axis_tvalid = s_valid && stream;
+assign m_axis_tlast = s_last;
 
 genvar i;
 generate
@@ -126,6 +141,7 @@ dma_axi_burst #(
 always @(posedge clk) begin
     if (start) begin
         load       <= cfg_load;
+        stream     <= cfg_stream;
         active     <= 1'b1;
         first      <= 1'b1;
         pos        <= cfg_addr[BOUND_LOG-1:BEAT_LOG];
@@ -153,6 +169,7 @@ always @(posedge clk) begin
 
     if (rst) begin
         active    <= 1'b0;
+        stream    <= 1'b0;
         b_pending <= {LEN_WIDTH{1'b0}};
         wr_error  <= 1'b0;
     end

@@ -296,17 +296,26 @@ req_arb #(.CLIENTS(3), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma
     .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error})
 );
 
+wire [DATA_WIDTH-1:0]   dma_rd_tdata_unused;
+wire [DATA_WIDTH/8-1:0] dma_rd_tkeep_unused;
+wire                    dma_rd_tvalid_unused, dma_rd_tlast_unused, dma_wr_tready_unused;
 dma_mover #(
     .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH), .LEN_WIDTH(32)
 ) mover (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_valid), .s_cmd_ready(dma_ready),
-    .s_cmd_mode(dma_data[1:0]),
+    .s_cmd_mode({1'b0, dma_data[1:0]}),
     .s_cmd_src_addr(dma_data[2 +: ADDR_WIDTH]),
     .s_cmd_dst_addr(dma_data[2+ADDR_WIDTH +: ADDR_WIDTH]),
     .s_cmd_len(dma_data[2+2*ADDR_WIDTH +: 32]),
     .s_cmd_data(dma_data[2+2*ADDR_WIDTH+32 +: 512]),
     .m_done_valid(dma_done), .m_done_error(dma_error), .m_done_data(dma_rdata),
+    // no stream command is issued yet (modes 3/4): the streams stay idle
+    .m_axis_rd_tdata(dma_rd_tdata_unused), .m_axis_rd_tkeep(dma_rd_tkeep_unused),
+    .m_axis_rd_tvalid(dma_rd_tvalid_unused), .m_axis_rd_tready(1'b1),
+    .m_axis_rd_tlast(dma_rd_tlast_unused),
+    .s_axis_wr_tdata({DATA_WIDTH{1'b0}}), .s_axis_wr_tkeep({(DATA_WIDTH/8){1'b0}}),
+    .s_axis_wr_tvalid(1'b0), .s_axis_wr_tready(dma_wr_tready_unused), .s_axis_wr_tlast(1'b0),
     .m_axi_awid(m_axi_awid), .m_axi_awaddr(m_axi_awaddr), .m_axi_awlen(m_axi_awlen),
     .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst), .m_axi_awlock(m_axi_awlock),
     .m_axi_awcache(m_axi_awcache), .m_axi_awprot(m_axi_awprot),
@@ -453,7 +462,9 @@ assign m_axis_tx_tuser  = {NUM_PORTS{1'b0}};
 assign s_axis_rx_tready = {NUM_PORTS{1'b1}};
 
 wire unused = ^{m_axis_tx_tready, s_axis_rx_tdata, s_axis_rx_tkeep, s_axis_rx_tvalid,
-                s_axis_rx_tlast, s_axis_rx_tuser, cqe_rsp_unused};
+                s_axis_rx_tlast, s_axis_rx_tuser, cqe_rsp_unused,
+                dma_rd_tdata_unused, dma_rd_tkeep_unused, dma_rd_tvalid_unused,
+                dma_rd_tlast_unused, dma_wr_tready_unused};
 
 endmodule
 

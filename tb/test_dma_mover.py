@@ -11,12 +11,14 @@ import random
 
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
-from cocotbext.axi import AxiBus, AxiRam
+from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 MODE_COPY = 0
 MODE_STORE = 1
 MODE_LOAD = 2
-MODE_NONE = 3
+MODE_RD_STREAM = 3
+MODE_WR_STREAM = 4
+MODE_NONE = 5           # 5, 6 and 7 are not commands
 
 MEM_SIZE = 4 << 20      # host RAM: the lower half holds sources, the upper half destinations
 DST_BASE = 2 << 20
@@ -50,6 +52,12 @@ class TB:
         self.shadow = bytearray(self.rng.randbytes(MEM_SIZE))
         self.ram.write(0, bytes(self.shadow))
 
+        # the payload streams: READ_STREAM out to a sink, WRITE_STREAM in from a source
+        self.rd_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_rd"), dut.clk, dut.rst)
+        self.wr_source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_wr"), dut.clk, dut.rst)
+        for model in (self.rd_sink, self.wr_source):
+            model.log.setLevel(logging.WARNING)
+
         if backpressure:
             self.set_backpressure()
 
@@ -65,6 +73,14 @@ class TB:
         dut.s_cmd_dst_addr.value = 0
         dut.s_cmd_len.value = 0
         dut.s_cmd_data.value = 0
+
+    def set_stream_backpressure(self):
+        """Random stalls on both payload streams (tready low on READ_STREAM, tvalid gaps on
+        WRITE_STREAM)."""
+        for model in (self.rd_sink, self.wr_source):
+            rng = random.Random(self.rng.random())
+            p = self.rng.uniform(0.2, 0.6)
+            model.set_pause_generator(iter(lambda: rng.random() < p, None))
 
     def set_backpressure(self):
         """Random stalls on all five channels, each with its own stall probability."""
@@ -204,6 +220,51 @@ class TB:
         assert data == want, f"{what}: got {data.hex()} want {want.hex()} (SEED={SEED})"
 
 
+    # --- the stream modes ---------------------------------------------------------------------
+
+    async def read_stream(self, src, length):
+        """READ_STREAM: the stream must carry exactly the source bytes, byte 0 in lane 0, full
+        tkeep but on the last beat, zero lanes after the end, tlast on the last beat only."""
+        self.refresh(src - 64, length + 128)
+        error, _, cycles = await self.command(MODE_RD_STREAM, src, 0, length)
+        what = f"READ_STREAM src=0x{src:x} len={length}"
+        assert error == 0, f"{what}: m_done_error set (SEED={SEED})"
+        frame = self.rd_sink.recv_nowait(compact=False)   # the last beat was taken before done
+        assert self.rd_sink.empty(), f"{what}: more than one frame (tlast early) (SEED={SEED})"
+        nbytes = -(-length // self.beat) * self.beat
+        assert len(frame.tdata) == nbytes, \
+            f"{what}: {len(frame.tdata)} lane bytes, want {nbytes} (SEED={SEED})"
+        want = bytes(self.shadow[src:src + length]).ljust(nbytes, b"\0")
+        if bytes(frame.tdata) != want:
+            i = next(k for k in range(nbytes) if frame.tdata[k] != want[k])
+            raise AssertionError(f"{what}: byte {i} got {frame.tdata[i]:#04x} want {want[i]:#04x} "
+                                 f"(SEED={SEED})")
+        assert list(frame.tkeep) == [1] * length + [0] * (nbytes - length), \
+            f"{what}: tkeep wrong (SEED={SEED})"
+        return cycles
+
+    async def write_stream(self, dst, length, sent=None, expect_error=0):
+        """WRITE_STREAM of `length` bytes from a stream frame of `sent` bytes (default the same).
+        With a mismatch, bytes of the frame inside the range must land, bytes of the range the
+        frame did not cover may be anything, and nothing outside [dst, dst+len) may change."""
+        sent = length if sent is None else sent
+        data = self.rng.randbytes(sent)
+        await self.wr_source.send(AxiStreamFrame(data))
+        n = min(length, sent)
+        self.shadow[dst:dst + n] = data[:n]
+        error, _, cycles = await self.command(MODE_WR_STREAM, 0, dst, length)
+        what = f"WRITE_STREAM dst=0x{dst:x} len={length} frame={sent}"
+        assert error == expect_error, f"{what}: m_done_error={error} (SEED={SEED})"
+        # every beat of the frame was taken, also the ones after len
+        for _ in range(4):
+            await RisingEdge(self.dut.clk)
+        assert self.wr_source.idle(), f"{what}: the stream was not drained (SEED={SEED})"
+        if n < length:   # the engine made up the missing bytes: whatever it wrote is accepted
+            self.shadow[dst + n:dst + length] = self.ram.read(dst + n, length - n)
+        self.check_region(dst - 4096, dst + length + 4096, what)
+        return cycles
+
+
 def random_length(rng):
     r = rng.random()
     if r < 0.35:
@@ -254,18 +315,20 @@ async def run_store_load(tb, lengths_for):
 
 @cocotb.test()
 async def test_zero_length_and_bad_mode(dut):
-    """len 0 finishes at once with no bus traffic; mode 3 finishes with an error."""
+    """len 0 finishes at once with no bus or stream traffic; modes 5-7 finish with an error."""
     tb = TB(dut, "zero_length_and_bad_mode")
     await tb.reset()
-    for mode in (MODE_COPY, MODE_STORE, MODE_LOAD):
+    for mode in (MODE_COPY, MODE_STORE, MODE_LOAD, MODE_RD_STREAM, MODE_WR_STREAM):
         error, data, cycles = await tb.command(mode, 0x1234, DST_BASE + 0x567, 0, b"\xff" * 64)
         assert error == 0 and cycles <= 2, f"mode {mode} len 0: error={error} cycles={cycles}"
         assert data == bytes(64)
-    error, _, cycles = await tb.command(MODE_NONE, 0x100, DST_BASE + 0x100, 64)
-    assert error == 1 and cycles <= 2, f"mode 3: error={error} cycles={cycles}"
+    for mode in (5, 6, 7):
+        error, _, cycles = await tb.command(mode, 0x100, DST_BASE + 0x100, 64)
+        assert error == 1 and cycles <= 2, f"mode {mode}: error={error} cycles={cycles}"
     for _ in range(10):
         await RisingEdge(dut.clk)
     assert not any(tb.counts.values()), f"bus traffic for commands that move nothing: {tb.counts}"
+    assert tb.rd_sink.empty() and dut.s_axis_wr_tready.value == 0, "stream traffic"
     tb.check_all("after zero-length commands")
     # and the engine still works afterwards
     await tb.copy(0x10, DST_BASE + 0x33, 200)
@@ -382,3 +445,89 @@ async def test_throughput(dut):
     # reads must be pipelined: more than one AR in flight while data streams
     tb.log.info("at most %d read bursts were in flight", tb.max_reads_open)
     assert tb.max_reads_open >= 2, "read bursts were not overlapped"
+
+
+def stream_cases(tb):
+    """(offset, length): every byte offset 0..63 with a random length 1..9000 (all beat
+    alignments at every width, several times over), the edge lengths at random offsets, and
+    64 KiB."""
+    rng = tb.rng
+    cases = [(off, max(1, random_length(rng))) for off in range(64)]
+    cases += [(rng.randrange(0, 64), n) for n in edge_lengths(tb.beat) if n]
+    cases.append((rng.randrange(0, 64), 64 << 10))
+    rng.shuffle(cases)
+    return cases
+
+
+@cocotb.test()
+async def test_read_stream_random(dut):
+    """READ_STREAM at every source alignment, lengths 1..9000 and 64 KiB, the consumer stalling
+    at random (and, on event simulators, the AXI slave too)."""
+    tb = TB(dut, "read_stream_random", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    cases = stream_cases(tb)
+    for off, length in cases:
+        src = tb.rng.randrange(1, (DST_BASE - 0x20000) // 4096) * 4096 + off
+        await tb.read_stream(src, length)
+    tb.check_all("after READ_STREAM")
+    tb.log.info("%d READ_STREAM commands checked", len(cases))
+
+
+@cocotb.test()
+async def test_write_stream_random(dut):
+    """WRITE_STREAM at every destination alignment, lengths 1..9000 and 64 KiB, the producer
+    pausing at random (and, on event simulators, the AXI slave stalling too)."""
+    tb = TB(dut, "write_stream_random", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    cases = stream_cases(tb)
+    for off, length in cases:
+        dst = DST_BASE + tb.rng.randrange(1, (DST_BASE - 0x20000) // 4096) * 4096 + off
+        await tb.write_stream(dst, length)
+    tb.check_all("after WRITE_STREAM")
+    tb.log.info("%d WRITE_STREAM commands checked", len(cases))
+
+
+@cocotb.test()
+async def test_write_stream_mismatch(dut):
+    """A stream that ends early or late against len: error, no hang, whole stream taken,
+    nothing written outside [dst, dst+len); good commands work afterwards."""
+    tb = TB(dut, "write_stream_mismatch", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    b = tb.beat
+    rng = tb.rng
+    n = 0
+    for length in (1, b - 1, b, b + 1, 3 * b + 5, 1000, 5000):
+        for sent in {1, length - 1, length + 1, length - b, length + b, length // 2, 2 * length + 7,
+                     length + 3 * b + 1}:
+            if sent < 1 or sent == length:
+                continue
+            dst = DST_BASE + rng.randrange(1, 400) * 4096 + rng.randrange(0, 64)
+            await tb.write_stream(dst, length, sent, expect_error=1)
+            n += 1
+            # and the next command, a good one, is not disturbed by the bad one
+            dst = DST_BASE + rng.randrange(400, 500) * 4096 + rng.randrange(0, 64)
+            await tb.write_stream(dst, rng.randrange(1, 300))
+    tb.check_all("after mismatched WRITE_STREAMs")
+    tb.log.info("%d mismatched WRITE_STREAM commands checked", n)
+
+
+@cocotb.test()
+async def test_stream_throughput(dut):
+    """64 KiB READ_STREAM and WRITE_STREAM with no stalls anywhere: cycles from accept to done."""
+    tb = TB(dut, "stream_throughput")
+    await tb.reset()
+    length = 64 << 10
+    beats = length // tb.beat
+    limit = int(1.05 * beats) + 64
+    for name, off in (("aligned", 0), ("offset 29", 29)):
+        cycles = await tb.read_stream(0x10000 + off, length)
+        tb.log.info("THROUGHPUT w=%d READ_STREAM %s: 64 KiB in %d cycles for %d beats: %.1f%%",
+                    tb.width, name, cycles, beats, 100.0 * beats / cycles)
+        assert cycles <= limit, f"READ_STREAM {name}: {cycles} cycles, more than {limit}"
+        cycles = await tb.write_stream(DST_BASE + 0x30000 + off, length)
+        tb.log.info("THROUGHPUT w=%d WRITE_STREAM %s: 64 KiB in %d cycles for %d beats: %.1f%%",
+                    tb.width, name, cycles, beats, 100.0 * beats / cycles)
+        assert cycles <= limit, f"WRITE_STREAM {name}: {cycles} cycles, more than {limit}"

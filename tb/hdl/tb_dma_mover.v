@@ -1,6 +1,7 @@
 // Simulation harness for dma_mover: makes the clock in Verilog (much faster than a cocotb
 // Clock), keeps a free-running cycle counter for throughput figures, and passes every other
-// port through, the AXI master under the m_axi_* names cocotbext-axi expects.
+// port through, the AXI master under the m_axi_* names cocotbext-axi expects and the two
+// payload streams under m_axis_rd_* / s_axis_wr_*.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -14,7 +15,7 @@ module tb_dma_mover #(
 
     input  wire                     s_cmd_valid,
     output wire                     s_cmd_ready,
-    input  wire [1:0]               s_cmd_mode,
+    input  wire [2:0]               s_cmd_mode,
     input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,
     input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,
     input  wire [LEN_WIDTH-1:0]     s_cmd_len,
@@ -22,6 +23,17 @@ module tb_dma_mover #(
     output wire                     m_done_valid,
     output wire                     m_done_error,
     output wire [511:0]             m_done_data,
+
+    output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
+    output wire                     m_axis_rd_tvalid,
+    input  wire                     m_axis_rd_tready,
+    output wire                     m_axis_rd_tlast,
+    input  wire [DATA_WIDTH-1:0]    s_axis_wr_tdata,
+    input  wire [DATA_WIDTH/8-1:0]  s_axis_wr_tkeep,
+    input  wire                     s_axis_wr_tvalid,
+    output wire                     s_axis_wr_tready,
+    input  wire                     s_axis_wr_tlast,
 
     output wire [AXI_ID_WIDTH-1:0]  m_axi_awid,
     output wire [ADDR_WIDTH-1:0]    m_axi_awaddr,
@@ -64,6 +76,37 @@ module tb_dma_mover #(
 reg clk = 1'b0;
 always #2 clk = ~clk;
 
+// The stream models read the DUT's stream outputs. Verilator resumes a coroutine woken by the
+// rising edge of clk after that edge's register updates, so a model would read the values of
+// the next handshake instead of the one that just happened; under Verilator the models get
+// copies registered on the same edge, which then show exactly the pre-edge values.
+wire [DATA_WIDTH-1:0]   rd_tdata;
+wire [DATA_WIDTH/8-1:0] rd_tkeep;
+wire                    rd_tvalid, rd_tlast, wr_tready;
+`ifdef VERILATOR
+reg [DATA_WIDTH-1:0]    rd_tdata_q;
+reg [DATA_WIDTH/8-1:0]  rd_tkeep_q;
+reg                     rd_tvalid_q = 1'b0, rd_tlast_q, wr_tready_q = 1'b0;
+always @(posedge clk) begin
+    rd_tdata_q  <= rd_tdata;
+    rd_tkeep_q  <= rd_tkeep;
+    rd_tvalid_q <= rd_tvalid;
+    rd_tlast_q  <= rd_tlast;
+    wr_tready_q <= wr_tready;
+end
+assign m_axis_rd_tdata = rd_tdata_q;
+assign m_axis_rd_tkeep = rd_tkeep_q;
+assign m_axis_rd_tvalid = rd_tvalid_q;
+assign m_axis_rd_tlast = rd_tlast_q;
+assign s_axis_wr_tready = wr_tready_q;
+`else
+assign m_axis_rd_tdata = rd_tdata;
+assign m_axis_rd_tkeep = rd_tkeep;
+assign m_axis_rd_tvalid = rd_tvalid;
+assign m_axis_rd_tlast = rd_tlast;
+assign s_axis_wr_tready = wr_tready;
+`endif
+
 // Free-running cycle counter: throughput checks read it at command accept and at done.
 reg [63:0] cycle = 64'd0;
 always @(posedge clk) cycle <= cycle + 64'd1;
@@ -80,6 +123,12 @@ dma_mover #(
     .s_cmd_src_addr(s_cmd_src_addr), .s_cmd_dst_addr(s_cmd_dst_addr),
     .s_cmd_len(s_cmd_len), .s_cmd_data(s_cmd_data),
     .m_done_valid(m_done_valid), .m_done_error(m_done_error), .m_done_data(m_done_data),
+    .m_axis_rd_tdata(rd_tdata), .m_axis_rd_tkeep(rd_tkeep),
+    .m_axis_rd_tvalid(rd_tvalid), .m_axis_rd_tready(m_axis_rd_tready),
+    .m_axis_rd_tlast(rd_tlast),
+    .s_axis_wr_tdata(s_axis_wr_tdata), .s_axis_wr_tkeep(s_axis_wr_tkeep),
+    .s_axis_wr_tvalid(s_axis_wr_tvalid), .s_axis_wr_tready(wr_tready),
+    .s_axis_wr_tlast(s_axis_wr_tlast),
     .m_axi_awid(m_axi_awid), .m_axi_awaddr(m_axi_awaddr), .m_axi_awlen(m_axi_awlen),
     .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst), .m_axi_awlock(m_axi_awlock),
     .m_axi_awcache(m_axi_awcache), .m_axi_awprot(m_axi_awprot),
