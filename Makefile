@@ -5,7 +5,8 @@
 #   make waves   open the last waveform in GTKWave
 #   make bench   clock-cycle benchmarks, table + sim/out/bench.json
 #   make clean   remove build and output folders
-# Set-up is automatic: a .venv from requirements.txt, and Icarus from Debian when missing.
+# Set-up is automatic: a .venv from requirements.txt, and Icarus (and tshark, to check our
+# pcaps) from Debian when missing.
 
 SIM ?= icarus
 export SIM
@@ -29,6 +30,8 @@ $(STAMP): requirements.txt
 	@touch $@
 
 simulator:
+	@command -v tshark >/dev/null 2>&1 || sh sim/apt-install.sh tshark || \
+	  echo "tshark is missing: the test that Wireshark decodes our pcaps will be skipped"
 	@if [ "$(SIM)" = icarus ]; then \
 	  command -v iverilog >/dev/null 2>&1 || sh sim/apt-install.sh iverilog; \
 	fi
