@@ -10,16 +10,14 @@ Randomness comes from one seed, printed at the start of each test; SEED=<n> repl
 """
 
 import logging
-import os
-import random
 import zlib
 
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from ib_crc import KAT_ICRC, KAT_PACKET, icrc, icrc_bytes, icrc_mask, vcrc
+from seed import SEED, test_rng
 
-SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
 LNH_LOCAL = 2
 LNH_GLOBAL = 3
@@ -33,8 +31,7 @@ class TB:
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = random.Random(f"{SEED}:{test_name}")
-        self.log.info("%s: SEED=%d (replay with SEED=%d)", test_name, SEED, SEED)
+        self.rng = test_rng(test_name, self.log)
         self.nbytes = len(dut.icrc_data) // 8
         for name in ("icrc_valid", "icrc_data", "icrc_keep", "icrc_last",
                      "crc_valid", "crc_first", "crc_data", "crc_keep"):

@@ -6,12 +6,12 @@ one seed, printed at the start of each test; SEED=<n> replays a run.
 """
 
 import logging
-import os
 import random
 
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from seed import SEED, test_rng
 
 MODE_COPY = 0
 MODE_STORE = 1
@@ -27,7 +27,6 @@ DST_BASE = 2 << 20
 # and the RTL then disagree about which beats were handed over. Backpressure runs on event
 # simulators only.
 ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
-SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
 
 class TB:
@@ -35,8 +34,7 @@ class TB:
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = random.Random(f"{SEED}:{test_name}")
-        self.log.info("%s: SEED=%d (replay with SEED=%d)", test_name, SEED, SEED)
+        self.rng = test_rng(test_name, self.log)
 
         self.width = len(dut.m_axi_wdata)
         self.beat = self.width // 8

@@ -11,21 +11,19 @@ Randomness comes from one seed, printed at the start of each test; SEED=<n> repl
 """
 
 import logging
-import os
-import random
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 import ib_packet as ib
+from seed import test_rng
 
 # On Verilator, cocotb resumes edge triggers after the edge's register updates, so the
 # cocotbext-axi models see post-edge VALID/READY; with their pause generators on, the models
 # and the RTL disagree about which beats were handed over (the same limit tb/test_dma_mover.py
 # notes). Random TX backpressure and payload pauses run on event simulators only.
 ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
-SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
 KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
         "ACKNOWLEDGE": 4}
@@ -107,8 +105,7 @@ class TB:
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = random.Random(f"{SEED}:{test_name}")
-        self.log.info("%s: SEED=%d (replay with SEED=%d)", test_name, SEED, SEED)
+        self.rng = test_rng(test_name, self.log)
         self.nbytes = len(dut.m_axis_tx_tdata) // 8
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_pl"), dut.tb_clk,
                                       dut.rst)

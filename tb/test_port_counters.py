@@ -9,13 +9,11 @@ Randomness comes from one seed, printed at the start of each test; SEED=<n> repl
 """
 
 import logging
-import os
-import random
 
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+from seed import SEED, test_rng
 
-SEED = int(os.environ["SEED"]) if os.environ.get("SEED") else random.SystemRandom().randrange(1 << 32)
 
 # The six counters in index order (port_counters.v): name, width, the event that moves it and
 # whether it adds that event's PktLen (else 1).
@@ -90,8 +88,7 @@ class TB:
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = random.Random(f"{SEED}:{test_name}")
-        self.log.info("%s: SEED=%d (replay with SEED=%d)", test_name, SEED, SEED)
+        self.rng = test_rng(test_name, self.log)
         self.model = Model()
         self.max_len = (1 << len(dut.xmit_pktlen)) - 1
         for name in ("xmit_pkt", "xmit_pktlen", "rcv_pkt", "rcv_pktlen", "rcv_error",

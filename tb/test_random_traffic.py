@@ -31,7 +31,6 @@ every DATA_WIDTH; only the interleaving, which depends on the device's timing, d
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections import Counter, deque
@@ -40,6 +39,7 @@ from dataclasses import dataclass, replace
 import cocotb
 
 from rdma_tb import PORT_SETUP, open_device
+from seed import seed_from_env
 from verbs import (
     GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, QPState, QPType, QueueFull,
     RecvWR, RemoteAddr, SendFlags, SendWR, WROpcode, rdma_read, rdma_write, send, ud_send,
@@ -97,11 +97,6 @@ SILENT_ERRORS = {
     QPType.UC: RKEY_ERRORS + RECV_ERRORS,
     QPType.UD: RECV_ERRORS + ["qkey_mismatch", "ud_unreachable"],
 }
-
-
-def seed_from_env():
-    value = os.environ.get("SEED", "")
-    return int(value) if value.strip() else random.SystemRandom().randrange(1 << 32)
 
 
 def length_bucket(n):

@@ -11,7 +11,6 @@ Payloads and background bytes come from one seed, logged at the start of every t
 SEED=<n> replays a run.
 """
 
-import os
 import random
 import struct
 from enum import Enum
@@ -20,6 +19,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from rdma_tb import open_device
+from seed import SEED
 from verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
@@ -27,8 +27,6 @@ from verbs import (
     port_reg, rq_db, sq_db, ud_send,
 )
 
-SEED = (int(os.environ["SEED"]) if os.environ.get("SEED")
-        else random.SystemRandom().randrange(1 << 32))
 
 ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 QKEY = 0x1234ABCD

@@ -5,7 +5,6 @@ The seed comes from $SEED, else a fresh one per test, printed; a failure names i
 """
 
 import os
-import random
 import sys
 
 import pytest
@@ -13,15 +12,13 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import simrun  # noqa: E402
 
-
-def _seed():
-    value = os.environ.get("SEED", "")
-    return int(value) if value.strip() else random.SystemRandom().randrange(1 << 32)
+sys.path.append(str(simrun.TB))
+from seed import seed_from_env  # noqa: E402
 
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_random_traffic(w):
-    seed = _seed()
+    seed = seed_from_env()
     print(f"random traffic at DATA_WIDTH={w}: SEED={seed}")
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
