@@ -2,16 +2,20 @@
 // port's TX link (docs/packet-path.md).
 //
 // Structure, in the order a packet flows:
-//   fill    for each packet, asks for its payload chunk (requests run one chunk ahead) and
-//           writes it into one of two packet buffers (ping-pong), already shifted by the
-//           packet's header length, so the send side reads whole beats with no realignment.
-//           A packet is sent only once its payload is all buffered, so the link never waits on
-//           the payload stream within a packet; a buffer is refilled behind the send side's
-//           read position, so at full size the fill keeps pace with the link.
+//   request asks the DMA mover for a packet's payload chunk only when a packet buffer is free
+//           and not already promised to an earlier request (the requests run up to BUFFERS
+//           chunks ahead of the link). So once a request is accepted, its whole chunk is taken
+//           at one beat per cycle (s_axis_pl_tready stays high) whatever the link does: the
+//           shared mover never waits on this port's link.
+//   fill    writes each chunk as it arrives, word for word, into the next of BUFFERS whole-
+//           packet buffers (a ring). A packet is sent only once its payload is all buffered,
+//           so the link never waits on the payload stream within a packet.
 //           The buffer is read combinationally (the send stage registers the beat); a
 //           block-RAM target would move that read one stage earlier.
-//   send    reads a full buffer out beat by beat, puts the headers (pkt_header) over the first
-//           bytes and zeros over the pad: LRH .. pad.
+//   send    reads a full buffer out in order and builds LRH .. pad one beat a cycle: the
+//           headers (pkt_header) over the first hdr_len bytes, the payload after them (each
+//           beat from the word read now and the one read the beat before, shifted by hdr_len
+//           mod the beat width), zeros over the pad.
 //   icrc    ib_icrc over that stream; pkt_append places the ICRC after the pad.
 //   vcrc    crc_stream (CRC-16) over LRH .. ICRC; a second pkt_append places the VCRC.
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
@@ -21,7 +25,8 @@
 
 module packetizer #(
     parameter DATA_WIDTH = 64,     // link and payload beat width in bits: 64, 256 or 512
-    parameter MAX_PAYLOAD = 4096   // largest path MTU in bytes (packet buffer size)
+    parameter MAX_PAYLOAD = 4096,  // largest path MTU in bytes (packet buffer size)
+    parameter BUFFERS = 3          // whole-packet buffers, >= 2: 3 = on the link, waiting, filling
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -91,9 +96,18 @@ module packetizer #(
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam KEEP_BITS = $clog2(KEEP_WIDTH);
 localparam HDR_MAX = 80;                                  // LRH + GRH + BTH + RETH + ImmDt
-localparam BANK_WORDS_MIN = (HDR_MAX + MAX_PAYLOAD + 3) / KEEP_WIDTH + 2;
-localparam BANK_BITS = $clog2(BANK_WORDS_MIN);            // words per buffer: a power of 2
-localparam BANK_WORDS = 1 << BANK_BITS;
+localparam BUF_WORDS = (MAX_PAYLOAD + KEEP_WIDTH - 1) / KEEP_WIDTH;   // payload words a buffer
+localparam MEM_WORDS = BUFFERS * BUF_WORDS;
+localparam ADDR_BITS = $clog2(MEM_WORDS);
+localparam BEAT_BITS = $clog2((HDR_MAX + MAX_PAYLOAD + 3) / KEEP_WIDTH + 2);  // frame beats
+localparam IDX_BITS = $clog2(BUFFERS);
+localparam CNT_BITS = $clog2(BUFFERS + 1);
+localparam MEM_LAST = MEM_WORDS - 1;
+localparam [ADDR_BITS-1:0] BUF_STEP = BUF_WORDS[ADDR_BITS-1:0];
+localparam [ADDR_BITS-1:0] LAST_WORD = MEM_LAST[ADDR_BITS-1:0];
+localparam BUF_LAST = BUFFERS - 1;
+localparam [IDX_BITS-1:0] LAST_BUF = BUF_LAST[IDX_BITS-1:0];
+localparam [CNT_BITS-1:0] ALL_BUFS = BUFFERS[CNT_BITS-1:0];
 localparam SB_WIDTH = 12;                                 // {message's last packet, PktLen}
 
 localparam [2:0] K_READ_REQ = 3'd2;
@@ -113,88 +127,54 @@ wire no_payload = desc_kind == K_READ_REQ || desc_kind == K_ACK;
 wire [31:0] mtu_bytes = 32'd128 << desc_mtu;
 
 // ------------------------------------------------------------------------------------------
+// Packet buffers: BUFFERS slots of BUF_WORDS words in one memory, used as a ring. Slot i
+// starts at word i * BUF_WORDS and holds its packet's payload from word 0, unshifted. n_full
+// slots (from s_buf on) hold a packet not yet completely read out; the fill side writes the
+// slot after them.
+
+reg [DATA_WIDTH-1:0] mem [0:MEM_WORDS-1];
+reg [CNT_BITS-1:0] n_full;
+
+// Per-slot packet description, written when the slot is full.
+reg [12:0] m_plen [0:BUFFERS-1];
+reg [23:0] m_psn [0:BUFFERS-1];
+reg [BUFFERS-1:0] m_first;
+reg [BUFFERS-1:0] m_last;
+
+// ------------------------------------------------------------------------------------------
 // Fill side
 
-localparam [2:0] F_IDLE = 3'd0;     // no message, or all its packets are buffered
-localparam [2:0] F_NEXT = 3'd1;     // first packet, or a packet without payload
-localparam [2:0] F_DATA = 3'd3;     // chunk arriving
-localparam [2:0] F_FLUSH = 3'd4;    // last realigned word
-localparam [2:0] F_CLOSE = 3'd5;    // all written: wait until the buffer's last packet is sent
+localparam [1:0] F_IDLE = 2'd0;     // no message, or all its packets are buffered
+localparam [1:0] F_NEXT = 2'd1;     // first packet, or a packet without payload
+localparam [1:0] F_DATA = 2'd2;     // a chunk may arrive
 
-reg  [2:0]  f_state;
-reg         f_bank;           // buffer being filled
+reg  [1:0]  f_state;
+reg  [IDX_BITS-1:0]  f_buf;   // slot being filled
+reg  [ADDR_BITS-1:0] f_base;  // its first word
+reg  [ADDR_BITS-1:0] f_ptr;   // next word to write
 reg  [31:0] f_off;            // message offset of the packet being filled
 reg  [23:0] f_psn;
 assign done_psn = f_psn;      // the filler stopped after the last packet, one PSN past it
 reg         f_first;
-reg  [BANK_BITS-1:0] f_count; // payload words written so far
-reg  [DATA_WIDTH-1:0] f_prev; // previous payload beat (its top bytes start the next word)
 
 wire [31:0] f_rem = desc_len - f_off;
 wire        f_last = no_payload || f_rem <= mtu_bytes;
 wire [12:0] f_plen = no_payload ? 13'd0 : f_last ? f_rem[12:0] : mtu_bytes[12:0];
 
-reg  s_bank;                  // buffer being sent
-reg  [BANK_BITS-1:0] s_beat;  // its beat (buffer word) being read
-
-// Per-buffer packet description, written when the buffer is full.
-reg  [1:0]  full;
-reg  [12:0] m_plen [0:1];
-reg  [23:0] m_psn [0:1];
-reg  [1:0]  m_first;
-reg  [1:0]  m_last;
-
-wire [639:0] f_hdr_unused;
-wire [6:0]  f_hdr_len;
-wire [10:0] f_pktlen_unused;
-pkt_header f_hdr (
-    .kind(desc_kind), .transport(desc_transport), .imm_valid(desc_imm_valid), .imm(desc_imm),
-    .solicited(desc_solicited), .dlid(desc_dlid), .slid(desc_slid), .sl(desc_sl),
-    .is_global(desc_is_global), .tclass(desc_tclass), .flow_label(desc_flow_label),
-    .hop_limit(desc_hop_limit), .sgid(desc_sgid), .dgid(desc_dgid), .pkey(desc_pkey),
-    .dest_qpn(desc_dest_qpn), .qkey(desc_qkey), .src_qpn(desc_src_qpn), .raddr(desc_raddr),
-    .rkey(desc_rkey), .dma_len(desc_dma_len), .syndrome(desc_syndrome), .msn(desc_msn),
-    .first(f_first), .last(f_last), .psn(f_psn), .plen(f_plen),
-    .hdr(f_hdr_unused), .hdr_len(f_hdr_len), .pktlen(f_pktlen_unused)
-);
-
-// The payload starts right after the headers: byte s of buffer word hdr_len / KEEP_WIDTH.
-wire [KEEP_BITS-1:0] f_shift = f_hdr_len[KEEP_BITS-1:0];
-wire [BANK_BITS-1:0] f_base = {{(BANK_BITS-7+KEEP_BITS){1'b0}}, f_hdr_len[6:KEEP_BITS]};
-wire [BANK_BITS-1:0] f_word = f_base + f_count;   // next buffer word to write
-
-// A realigned word: the top f_shift bytes of the previous beat, then this beat's bytes (in the
-// flush cycle, the previous beat's top bytes alone).
-wire [DATA_WIDTH-1:0] f_stream_data = (f_state == F_FLUSH) ? {DATA_WIDTH{1'b0}} : s_axis_pl_tdata;
-wire [2*DATA_WIDTH-1:0] f_pair = {f_stream_data, f_prev};
-localparam PAIR_BITS = KEEP_BITS + 4;                    // bit index into two beats
-wire [PAIR_BITS-1:0] f_rshift = DATA_WIDTH[PAIR_BITS-1:0] - {1'b0, f_shift, 3'b000};
-wire [DATA_WIDTH-1:0] f_wdata = f_pair[f_rshift +: DATA_WIDTH];
-
-// A buffer may be refilled while it is still being sent, behind the send side's read position
-// (words are written and read in ascending order), so the next chunk streams in while the
-// previous packet is on the link and the fill never lags by a request's latency. The packet
-// description is replaced only once the buffer is free (f_free).
-wire s_done;
-wire f_free = ~full[f_bank] | (s_done & (s_bank == f_bank));
-wire f_word_ok = ~full[f_bank] | ((s_bank == f_bank) & (s_beat > f_word));
-
-assign s_axis_pl_tready = (f_state == F_DATA) & f_word_ok;
+// A beat arrives only for a requested chunk, and a chunk is requested only with a slot free
+// for it, so the fill side takes every beat the moment it comes.
+assign s_axis_pl_tready = f_state == F_DATA;
 wire f_beat = s_axis_pl_tvalid & s_axis_pl_tready;
-wire f_flush = (f_state == F_FLUSH) & f_word_ok;
 
-reg [DATA_WIDTH-1:0] mem [0:2*BANK_WORDS-1];
-wire f_we = f_beat | f_flush;
 always @(posedge clk) begin
-    if (f_we)
-        mem[{f_bank, f_word}] <= f_wdata;
+    if (f_beat)
+        mem[f_ptr] <= s_axis_pl_tdata;
 end
 
-// The packet in f_bank is complete: describe it and move on.
-wire f_done = f_free & ((f_state == F_NEXT && f_plen == 13'd0)
-                     || (f_beat && s_axis_pl_tlast && f_shift == {KEEP_BITS{1'b0}})
-                     || f_flush
-                     || f_state == F_CLOSE);
+// The packet in f_buf is complete: describe it and move on.
+wire f_done = (f_state == F_NEXT && f_plen == 13'd0 && n_full != ALL_BUFS)
+           || (f_beat && s_axis_pl_tlast);
+wire [ADDR_BITS-1:0] f_base_next = (f_buf == LAST_BUF) ? {ADDR_BITS{1'b0}} : f_base + BUF_STEP;
 
 always @(posedge clk) begin
     case (f_state)
@@ -206,86 +186,80 @@ always @(posedge clk) begin
             f_first <= 1'b1;
         end
     F_NEXT:
-        if (f_plen != 13'd0) begin
+        if (f_plen != 13'd0)
             f_state <= F_DATA;
-            f_count <= {BANK_BITS{1'b0}};
-        end
-    F_DATA:
-        if (f_beat) begin
-            f_count <= f_count + 1'b1;
-            f_prev <= s_axis_pl_tdata;
-            if (s_axis_pl_tlast)
-                f_state <= (f_shift != {KEEP_BITS{1'b0}}) ? F_FLUSH : F_CLOSE;
-        end
-    F_FLUSH:
-        if (f_flush) begin
-            f_count <= f_count + 1'b1;
-            f_state <= F_CLOSE;
-        end
-    default: ;
+    default:
+        if (f_beat)
+            f_ptr <= f_ptr + 1'b1;
     endcase
-    if (s_done)
-        full[s_bank] <= 1'b0;
-    if (f_done) begin             // after the clear: a buffer freed and refilled at once is full
-        full[f_bank] <= 1'b1;
-        m_plen[f_bank] <= f_plen;
-        m_psn[f_bank] <= f_psn;
-        m_first[f_bank] <= f_first;
-        m_last[f_bank] <= f_last;
-        f_bank <= ~f_bank;
+    if (f_done) begin
+        m_plen[f_buf] <= f_plen;
+        m_psn[f_buf] <= f_psn;
+        m_first[f_buf] <= f_first;
+        m_last[f_buf] <= f_last;
+        f_buf <= (f_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : f_buf + 1'b1;
+        f_base <= f_base_next;
+        f_ptr <= f_base_next;
         f_first <= 1'b0;
         f_psn <= f_psn + 1'b1;
         f_off <= f_off + mtu_bytes;
         // the packet after a first or middle one always carries payload, so no F_NEXT cycle
         f_state <= f_last ? F_IDLE : F_DATA;
-        f_count <= {BANK_BITS{1'b0}};
     end
     if (rst) begin
         f_state <= F_IDLE;
-        f_bank <= 1'b0;
-        full <= 2'b00;
+        f_buf <= {IDX_BITS{1'b0}};
+        f_base <= {ADDR_BITS{1'b0}};
+        f_ptr <= {ADDR_BITS{1'b0}};
     end
 end
 
-// Chunk requests run up to one chunk ahead of the one being received, so the next chunk's
-// request latency hides behind the current chunk and the payload arrives back to back.
+// A chunk is requested only when a slot is free that no earlier request has been promised:
+// full slots plus chunks requested and not yet completely written stay within BUFFERS.
 reg  [31:0] r_off;            // message offset of the next chunk to request
 reg         r_all;            // every chunk of the message has been requested
-reg  [1:0]  r_out;            // chunks requested and not yet completely buffered
+reg  [CNT_BITS-1:0] r_out;    // chunks requested and not yet completely buffered
 
 wire [31:0] r_rem = desc_len - r_off;
 wire        r_last = r_rem <= mtu_bytes;
 wire        r_xfer = pl_req_valid & pl_req_ready;
 wire        f_chunk_done = f_done & (f_plen != 13'd0);
+wire [CNT_BITS:0] r_taken = {1'b0, n_full} + {1'b0, r_out};
+wire        r_room = r_taken < {1'b0, ALL_BUFS};
 
 always @(posedge clk) begin
     if (r_xfer) begin
         pl_req_valid <= 1'b0;
         r_off <= r_off + mtu_bytes;
         r_all <= r_last;
-    end else if (active && !pl_req_valid && !r_all && r_out != 2'd2) begin
+    end else if (active && !pl_req_valid && !r_all && r_room) begin
         pl_req_valid <= 1'b1;
         pl_req_offset <= r_off;
         pl_req_len <= r_last ? r_rem[12:0] : mtu_bytes[12:0];
     end
-    r_out <= r_out + {1'b0, r_xfer} - {1'b0, f_chunk_done};
+    r_out <= r_out + {{(CNT_BITS-1){1'b0}}, r_xfer} - {{(CNT_BITS-1){1'b0}}, f_chunk_done};
     if (start) begin
         r_off <= 32'd0;
         r_all <= no_payload || desc_len == 32'd0;
     end
     if (rst) begin
         pl_req_valid <= 1'b0;
-        r_out <= 2'd0;
+        r_out <= {CNT_BITS{1'b0}};
         r_all <= 1'b1;
     end
 end
 
 // ------------------------------------------------------------------------------------------
-// Send side: LRH .. pad, one beat a cycle from a full buffer
+// Send side: LRH .. pad, one beat a cycle from a full slot
 
 reg  s_msg_sent;              // the message's last packet has been read out
+reg  [IDX_BITS-1:0]  s_buf;   // slot being sent
+reg  [ADDR_BITS-1:0] s_base;  // its first word
+reg  [ADDR_BITS-1:0] s_ptr;   // the payload word this beat reads
+reg  [BEAT_BITS-1:0] s_beat;  // the frame beat being built
+reg  [DATA_WIDTH-1:0] s_prev; // the payload word the previous beat read
 
-wire [12:0] s_plen = m_plen[s_bank];
+wire [12:0] s_plen = m_plen[s_buf];
 wire [639:0] s_hdr;
 wire [6:0]  s_hdr_len;
 wire [10:0] s_pktlen;
@@ -296,7 +270,7 @@ pkt_header s_hdr_gen (
     .hop_limit(desc_hop_limit), .sgid(desc_sgid), .dgid(desc_dgid), .pkey(desc_pkey),
     .dest_qpn(desc_dest_qpn), .qkey(desc_qkey), .src_qpn(desc_src_qpn), .raddr(desc_raddr),
     .rkey(desc_rkey), .dma_len(desc_dma_len), .syndrome(desc_syndrome), .msn(desc_msn),
-    .first(m_first[s_bank]), .last(m_last[s_bank]), .psn(m_psn[s_bank]), .plen(s_plen),
+    .first(m_first[s_buf]), .last(m_last[s_buf]), .psn(m_psn[s_buf]), .plen(s_plen),
     .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen)
 );
 
@@ -304,13 +278,23 @@ pkt_header s_hdr_gen (
 // s_end (a multiple of 4).
 wire [13:0] s_pay_end = {7'd0, s_hdr_len} + {1'b0, s_plen};
 wire [13:0] s_end = (s_pay_end + 14'd3) & ~14'd3;
-wire [13:0] s_beat_start = {{(14-BANK_BITS){1'b0}}, s_beat} << KEEP_BITS;
+wire [13:0] s_beat_start = {{(14-BEAT_BITS){1'b0}}, s_beat} << KEEP_BITS;
 wire        s_final = s_end <= s_beat_start + KEEP_WIDTH[13:0];   // this beat holds the frame's end
+// Beat j (from the one the header ends in, hdr_len / KEEP_WIDTH) reads payload word
+// j - hdr_len / KEEP_WIDTH: its bytes from hdr_len mod KEEP_WIDTH on are that word's first
+// bytes, the bytes before are the previous word's last ones.
+wire        s_reads = s_beat_start + KEEP_WIDTH[13:0] > {7'd0, s_hdr_len};
 
 localparam HDR_PAD = ((HDR_MAX * 8 + DATA_WIDTH - 1) / DATA_WIDTH) * DATA_WIDTH;
 wire [HDR_PAD-1:0] s_hdr_wide = {{(HDR_PAD-640){1'b0}}, s_hdr};
 wire [HDR_PAD-1:0] s_hdr_beat = s_hdr_wide >> (s_beat_start * 8);
-wire [DATA_WIDTH-1:0] s_mem = mem[{s_bank, s_beat}];
+wire [DATA_WIDTH-1:0] s_mem = mem[s_ptr];
+
+wire [KEEP_BITS-1:0] s_shift = s_hdr_len[KEEP_BITS-1:0];
+wire [2*DATA_WIDTH-1:0] s_pair = {s_mem, s_prev};
+localparam PAIR_BITS = KEEP_BITS + 4;                    // bit index into two words
+wire [PAIR_BITS-1:0] s_rshift = DATA_WIDTH[PAIR_BITS-1:0] - {1'b0, s_shift, 3'b000};
+wire [DATA_WIDTH-1:0] s_pay = s_pair[s_rshift +: DATA_WIDTH];
 
 reg [DATA_WIDTH-1:0] s_data;
 reg [KEEP_WIDTH-1:0] s_keep;
@@ -322,7 +306,7 @@ always @* begin
         if (s_pos < {7'd0, s_hdr_len})
             s_data[8*b +: 8] = s_hdr_beat[8*b +: 8];
         else if (s_pos < s_pay_end)
-            s_data[8*b +: 8] = s_mem[8*b +: 8];
+            s_data[8*b +: 8] = s_pay[8*b +: 8];
         else
             s_data[8*b +: 8] = 8'h00;
         s_keep[b] = s_pos < s_end;
@@ -337,8 +321,9 @@ reg                   a_last;
 reg [SB_WIDTH-1:0]    a_sb;
 wire                  a_ready;
 
-wire s_go = full[s_bank] & ~s_msg_sent & (~a_valid | a_ready);
-assign s_done = s_go & s_final;
+wire s_go = (n_full != {CNT_BITS{1'b0}}) & ~s_msg_sent & (~a_valid | a_ready);
+wire s_done = s_go & s_final;
+wire [ADDR_BITS-1:0] s_base_next = (s_buf == LAST_BUF) ? {ADDR_BITS{1'b0}} : s_base + BUF_STEP;
 
 always @(posedge clk) begin
     if (~a_valid | a_ready)
@@ -348,22 +333,33 @@ always @(posedge clk) begin
         a_data <= s_data;
         a_keep <= s_keep;
         a_last <= s_final;
-        a_sb <= {m_last[s_bank], s_pktlen};
+        a_sb <= {m_last[s_buf], s_pktlen};
         s_beat <= s_beat + 1'b1;
+        s_prev <= s_mem;
+        // the final beat of a packet may read one word past its payload (bytes it does not
+        // use): past the last slot that wraps to word 0
+        if (s_reads)
+            s_ptr <= (s_ptr == LAST_WORD) ? {ADDR_BITS{1'b0}} : s_ptr + 1'b1;
         if (s_final) begin
-            s_beat <= {BANK_BITS{1'b0}};
-            s_bank <= ~s_bank;
-            if (m_last[s_bank])
+            s_beat <= {BEAT_BITS{1'b0}};
+            s_buf <= (s_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : s_buf + 1'b1;
+            s_base <= s_base_next;
+            s_ptr <= s_base_next;
+            if (m_last[s_buf])
                 s_msg_sent <= 1'b1;
         end
     end
     if (retire)
         s_msg_sent <= 1'b0;
+    n_full <= n_full + {{(CNT_BITS-1){1'b0}}, f_done} - {{(CNT_BITS-1){1'b0}}, s_done};
     if (rst) begin
         a_valid <= 1'b0;
-        s_bank <= 1'b0;
-        s_beat <= {BANK_BITS{1'b0}};
+        s_buf <= {IDX_BITS{1'b0}};
+        s_base <= {ADDR_BITS{1'b0}};
+        s_ptr <= {ADDR_BITS{1'b0}};
+        s_beat <= {BEAT_BITS{1'b0}};
         s_msg_sent <= 1'b0;
+        n_full <= {CNT_BITS{1'b0}};
     end
 end
 

@@ -75,6 +75,84 @@ wire tb_clk = clk;
 reg [63:0] cycle = 64'd0;
 always @(posedge clk) cycle <= cycle + 64'd1;
 
+// Link stalls for test_no_mover_stall, made here on the RTL's clock so the packetizer and the
+// sink model agree on every handshake on both simulators: while tx_stall_en is set (by the
+// test, with a nonzero tx_lfsr seed), tx_hold keeps the link not-ready in pseudo-random
+// stretches: 100 .. 2147 cycles held, 1 .. 256 cycles free, or 64 .. 575 cycles of random
+// per-cycle backpressure. The sink then sees tvalid only in cycles the packetizer hands over.
+reg        tx_stall_en = 1'b0;
+reg [31:0] tx_lfsr = 32'd1;
+reg [11:0] tx_left = 12'd0;     // cycles left in the current stretch
+reg        tx_random = 1'b0;    // the stretch is per-cycle random
+reg        tx_hold = 1'b0;
+always @(posedge clk) begin
+    tx_lfsr <= {1'b0, tx_lfsr[31:1]} ^ (tx_lfsr[0] ? 32'h80200003 : 32'd0);
+    if (!tx_stall_en) begin
+        tx_left <= 12'd0;
+        tx_hold <= 1'b0;
+    end else if (tx_left == 12'd0) begin
+        tx_random <= 1'b0;
+        if (tx_lfsr[3:0] < 4'd6) begin
+            tx_left <= 12'd100 + {1'b0, tx_lfsr[14:4]};
+            tx_hold <= 1'b1;
+        end else if (tx_lfsr[3:0] < 4'd11) begin
+            tx_left <= {4'd0, tx_lfsr[11:4]};
+            tx_hold <= 1'b0;
+        end else begin
+            tx_left <= 12'd64 + {3'd0, tx_lfsr[12:4]};
+            tx_random <= 1'b1;
+        end
+    end else begin
+        tx_left <= tx_left - 12'd1;
+        if (tx_random)
+            tx_hold <= tx_lfsr[7] & tx_lfsr[13];
+    end
+end
+
+// The no-stall check, counted on the RTL's clock edge (exact on both simulators): chunk
+// requests accepted whose last beat has not been taken; cycles in which one was outstanding
+// while s_axis_pl_tready was low; cycles inside a chunk (after its first beat, before its last)
+// in which no beat was taken (the test's payload source never pauses inside a chunk).
+reg [15:0] pl_outstanding = 16'd0;
+reg [31:0] pl_stall_cycles = 32'd0;
+reg [63:0] pl_first_stall = 64'd0;
+reg [31:0] pl_chunk_gaps = 32'd0;
+reg [31:0] pl_chunks = 32'd0;
+reg        pl_in_chunk = 1'b0;
+wire       pl_beat = s_axis_pl_tvalid & s_axis_pl_tready;
+always @(posedge clk) begin
+    pl_outstanding <= pl_outstanding + {15'd0, pl_req_valid & pl_req_ready}
+                      - {15'd0, pl_beat & s_axis_pl_tlast};
+    if (pl_outstanding != 16'd0 && !s_axis_pl_tready) begin
+        pl_stall_cycles <= pl_stall_cycles + 32'd1;
+        if (pl_stall_cycles == 32'd0)
+            pl_first_stall <= cycle;
+    end
+    if (pl_in_chunk && !pl_beat)
+        pl_chunk_gaps <= pl_chunk_gaps + 32'd1;
+    if (pl_beat) begin
+        pl_in_chunk <= !s_axis_pl_tlast;
+        if (s_axis_pl_tlast)
+            pl_chunks <= pl_chunks + 32'd1;
+    end
+    if (rst) begin              // each test starts with a reset
+        pl_outstanding <= 16'd0;
+        pl_stall_cycles <= 32'd0;
+        pl_chunk_gaps <= 32'd0;
+        pl_chunks <= 32'd0;
+        pl_in_chunk <= 1'b0;
+    end
+end
+
+wire dut_tx_tvalid;
+assign m_axis_tx_tvalid = dut_tx_tvalid & ~tx_hold;
+reg [31:0] tx_blocked = 32'd0;  // cycles a beat waited on tx_hold
+always @(posedge clk)
+    if (rst)
+        tx_blocked <= 32'd0;
+    else if (dut_tx_tvalid && tx_hold)
+        tx_blocked <= tx_blocked + 32'd1;
+
 packetizer #(
     .DATA_WIDTH(DATA_WIDTH),
     .MAX_PAYLOAD(MAX_PAYLOAD)
@@ -121,8 +199,8 @@ packetizer #(
     .s_axis_pl_tlast(s_axis_pl_tlast),
     .m_axis_tx_tdata(m_axis_tx_tdata),
     .m_axis_tx_tkeep(m_axis_tx_tkeep),
-    .m_axis_tx_tvalid(m_axis_tx_tvalid),
-    .m_axis_tx_tready(m_axis_tx_tready),
+    .m_axis_tx_tvalid(dut_tx_tvalid),
+    .m_axis_tx_tready(m_axis_tx_tready & ~tx_hold),
     .m_axis_tx_tlast(m_axis_tx_tlast),
     .m_axis_tx_tuser(m_axis_tx_tuser),
     .pkt_sent(pkt_sent),
