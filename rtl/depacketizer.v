@@ -1,0 +1,544 @@
+// Depacketizer (one per port): the RX link's packets, checked, to decoded headers and payload
+// (docs/packet-path.md).
+//
+// Structure, in the order a packet flows:
+//   write    every beat of a frame goes into one of BUFFERS packet buffers (a ring) as it
+//            arrives, while crc_stream (VCRC, over the whole frame) and ib_icrc (ICRC, over
+//            LRH .. ICRC) run over it and the first 80 bytes are captured into a header
+//            register. Both CRCs are checked by their residue: a CRC run over a message and its
+//            own CRC (least-significant byte first) ends on a constant.
+//   verdict  the cycle after tlast, every check on the captured header and the frame's length
+//            (parallel, no chain through the fields): good or bad, the rcv_* event, and for a
+//            good packet its decoded fields into the buffer's header slot.
+//   header   buffers are served in ring order. A bad one is skipped (nothing of it is
+//            presented). A good one's header is loaded into the m_hdr_* registers once the
+//            previous packet's payload has left (headers and payloads strictly alternate).
+//   fetch    independently, and up to the output register ahead of the header handshake, the
+//            payload is read from the buffer: output beat k is bytes hdr_len + k*B .. + B - 1,
+//            i.e. two adjacent buffer words (two read ports) through one shifter by
+//            hdr_len mod B. A buffer is free again once both its header and its last payload
+//            word have been taken.
+// The input never waits on the output directly: s_axis_rx_tready is "the next buffer in the ring
+// is free", a register. With BUFFERS = 2 and a consumer that takes headers and payload at once, a
+// buffer is free exactly when the link starts the packet after next, for the shortest header
+// (20 bytes) and a full 4096-byte payload, so back-to-back maximum packets stream without a gap.
+`default_nettype none
+
+module depacketizer #(
+    parameter DATA_WIDTH = 256,   // link and payload beat width in bits: 64, 128, 256 or 512
+    parameter MAX_PAYLOAD = 4096, // largest payload accepted in bytes (path MTU)
+    parameter BUFFERS = 2         // whole-packet buffers: the link keeps arriving while one drains
+) (
+    input  wire clk,
+    input  wire rst,
+
+    // RX link: one packet per frame, LRH byte 0 in tdata[7:0] of the first beat, tkeep
+    // contiguous from byte 0, tlast on the beat with the VCRC's last byte; tuser (on any beat,
+    // sampled with tlast) = sender aborted the packet
+    input  wire [DATA_WIDTH-1:0]    s_axis_rx_tdata,
+    input  wire [DATA_WIDTH/8-1:0]  s_axis_rx_tkeep,
+    input  wire                     s_axis_rx_tvalid,
+    output wire                     s_axis_rx_tready,
+    input  wire                     s_axis_rx_tlast,
+    input  wire                     s_axis_rx_tuser,
+    input  wire                     s_axis_rx_tid,      // 1: the frame came from the internal loopback
+
+    // the port's own address
+    input  wire [15:0]              port_lid,
+    input  wire [2:0]               port_lmc,
+    input  wire [127:0]             port_gid,
+    input  wire [15:0]              port_pkey,
+
+    // header of a good packet (valid/ready; stays stable while valid)
+    output wire                     m_hdr_valid,
+    input  wire                     m_hdr_ready,
+    output wire [7:0]               m_hdr_opcode,
+    output wire                     m_hdr_se,           // BTH solicited event
+    output wire [23:0]              m_hdr_dest_qpn,
+    output wire                     m_hdr_ackreq,
+    output wire [23:0]              m_hdr_psn,
+    output wire [15:0]              m_hdr_slid,
+    output wire [15:0]              m_hdr_dlid,
+    output wire [3:0]               m_hdr_sl,
+    output wire                     m_hdr_is_global,    // the packet had a GRH
+    output wire [7:0]               m_hdr_tclass,
+    output wire [19:0]              m_hdr_flow_label,
+    output wire [7:0]               m_hdr_hop_limit,
+    output wire [127:0]             m_hdr_sgid,         // first GID byte on the wire in [127:120]
+    output wire [127:0]             m_hdr_dgid,
+    output wire [63:0]              m_hdr_raddr,        // RETH, 0 when absent
+    output wire [31:0]              m_hdr_rkey,
+    output wire [31:0]              m_hdr_dma_len,
+    output wire [31:0]              m_hdr_qkey,         // DETH, 0 when absent
+    output wire [23:0]              m_hdr_src_qpn,
+    // ImmDt, 0 when absent: the exact inverse of pkt_header's placement, i.e. the first wire byte
+    // in bits [31:24], so the imm a packetizer sends comes out unchanged
+    output wire [31:0]              m_hdr_imm,
+    output wire [7:0]               m_hdr_syndrome,     // AETH, 0 when absent
+    output wire [23:0]              m_hdr_msn,
+    output wire [12:0]              m_hdr_plen,         // payload bytes (pad excluded)
+    output wire                     m_hdr_internal,     // s_axis_rx_tid of this packet
+
+    // after the header handshake, the payload (nothing when plen == 0): byte 0 in tdata[7:0],
+    // every beat full but the last, tkeep contiguous, tlast on the last payload beat
+    output wire [DATA_WIDTH-1:0]    m_axis_pl_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_pl_tkeep,
+    output wire                     m_axis_pl_tvalid,
+    input  wire                     m_axis_pl_tready,
+    output wire                     m_axis_pl_tlast,
+    input  wire                     pl_drop,            // instead of reading the payload: drop it
+
+    // verdict events, one cycle each, per packet that arrived
+    output reg                      rcv_pkt,            // a good packet ...
+    output reg  [10:0]              rcv_pktlen,         // ... and its LRH PktLen
+    output reg                      rcv_error,          // a bad packet, dropped
+    output reg                      rcv_internal        // s_axis_rx_tid of that packet
+);
+
+localparam KEEP_WIDTH = DATA_WIDTH / 8;
+localparam KEEP_BITS = $clog2(KEEP_WIDTH);
+localparam HDR_MAX = 80;                                   // LRH + GRH + BTH + RETH + ImmDt
+localparam FRAME_MAX = HDR_MAX + MAX_PAYLOAD + 3 + 4 + 2;  // + pad, ICRC, VCRC
+localparam BANK_BITS = $clog2((FRAME_MAX + KEEP_WIDTH - 1) / KEEP_WIDTH);
+localparam BANK_WORDS = 1 << BANK_BITS;                    // words per buffer: a power of 2
+localparam BUF_BITS = BUFFERS > 1 ? $clog2(BUFFERS) : 1;
+localparam MEM_WORDS = BUFFERS * BANK_WORDS;
+localparam MEM_BITS = $clog2(MEM_WORDS);
+localparam CNT_BITS = BANK_BITS + 1;                       // frame beats, saturating
+localparam [15:0] MAX_PLEN = MAX_PAYLOAD;
+localparam [15:0] ICRC_RESIDUE_HI = 16'h2144;              // CRC-32 of anything + its CRC
+localparam [15:0] ICRC_RESIDUE_LO = 16'hDF1C;
+localparam [15:0] VCRC_RESIDUE = 16'hAA90;                 // CRC-16 of anything + its CRC
+localparam integer LAST_BUF = BUFFERS - 1;
+
+function [BUF_BITS-1:0] next_buf(input [BUF_BITS-1:0] b);
+    next_buf = (b == LAST_BUF[BUF_BITS-1:0]) ? {BUF_BITS{1'b0}} : b + 1'b1;
+endfunction
+
+// Wire order (most-significant byte first) to a number, for fields read from the byte string.
+function [15:0] be16(input [15:0] v);
+    be16 = {v[7:0], v[15:8]};
+endfunction
+function [23:0] be24(input [23:0] v);
+    be24 = {v[7:0], v[15:8], v[23:16]};
+endfunction
+function [31:0] be32(input [31:0] v);
+    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
+endfunction
+function [63:0] be64(input [63:0] v);
+    be64 = {be32(v[31:0]), be32(v[63:32])};
+endfunction
+function [127:0] be128(input [127:0] v);
+    be128 = {be64(v[63:0]), be64(v[127:64])};
+endfunction
+
+// Per-buffer state, in ring order: occ (a frame ended in it), vdone (its verdict is made),
+// good, and which of the two readers (header, fetch) has passed it.
+reg  [BUFFERS-1:0] occ;
+reg  [BUFFERS-1:0] vdone;
+reg  [BUFFERS-1:0] good;
+reg  [BUFFERS-1:0] hpass;
+reg  [BUFFERS-1:0] fpass;
+
+// ------------------------------------------------------------------------------------------
+// Write side
+
+reg  [BUF_BITS-1:0] w_bank;         // buffer the arriving frame goes into
+reg  [CNT_BITS-1:0] w_beat;         // beats of the frame so far, saturating at BANK_WORDS
+reg                 w_user;         // tuser on an earlier beat
+reg                 w_holey;        // an earlier beat was not full
+reg                 w_over;         // an earlier beat did not fit the buffer
+
+assign s_axis_rx_tready = ~occ[w_bank];
+wire rx_xfer = s_axis_rx_tvalid & s_axis_rx_tready;
+wire w_first = w_beat == {CNT_BITS{1'b0}};
+wire w_room = ~w_beat[CNT_BITS-1];
+
+// Buffer b is words b * BANK_WORDS .. + BANK_WORDS - 1.
+reg [DATA_WIDTH-1:0] mem [0:MEM_WORDS-1];
+/* verilator lint_off UNUSEDSIGNAL */  // with BUFFERS = 1 the buffer bit is always 0
+wire [BUF_BITS+BANK_BITS-1:0] w_addr = {w_bank, w_beat[BANK_BITS-1:0]};
+/* verilator lint_on UNUSEDSIGNAL */
+always @(posedge clk) begin
+    if (rx_xfer && w_room)
+        mem[w_addr[MEM_BITS-1:0]] <= s_axis_rx_tdata;
+end
+
+// The first HDR_MAX bytes of the frame (stale bytes past a short frame's end are never used:
+// the length checks reject a packet whose headers do not fit).
+reg [8*HDR_MAX-1:0] cap;
+wire [31:0] w_beat32 = {{(32-CNT_BITS){1'b0}}, w_beat};
+integer p;
+always @(posedge clk) begin
+    for (p = 0; p < HDR_MAX; p = p + 1)
+        if (rx_xfer && w_beat32 == p / KEEP_WIDTH)
+            cap[8*p +: 8] <= s_axis_rx_tdata[8*(p % KEEP_WIDTH) +: 8];
+end
+
+// Bytes in this beat.
+reg [KEEP_BITS:0] rx_nbytes;
+integer k;
+always @* begin
+    rx_nbytes = {(KEEP_BITS+1){1'b0}};
+    for (k = 0; k < KEEP_WIDTH; k = k + 1)
+        rx_nbytes = rx_nbytes + {{KEEP_BITS{1'b0}}, s_axis_rx_tkeep[k]};
+end
+
+wire [15:0] vcrc;
+crc_stream #(
+    .DATA_WIDTH(DATA_WIDTH), .CRC_WIDTH(16),
+    .POLY(16'hD008), .INIT(16'hFFFF), .XOR_OUT(16'hFFFF)
+) vcrc_chk (
+    .clk(clk), .rst(rst),
+    .s_valid(rx_xfer), .s_first(w_first), .s_data(s_axis_rx_tdata), .s_keep(s_axis_rx_tkeep),
+    .m_crc(vcrc)
+);
+
+// The ICRC check runs over LRH .. ICRC: the last beat without the VCRC's two bytes (a last
+// beat of only those two enables nothing, which leaves the CRC as it was).
+wire [31:0] icrc;
+wire icrc_valid_unused;
+ib_icrc #(.DATA_WIDTH(DATA_WIDTH)) icrc_chk (
+    .clk(clk), .rst(rst),
+    .s_valid(rx_xfer), .s_data(s_axis_rx_tdata),
+    .s_keep(s_axis_rx_tlast ? s_axis_rx_tkeep >> 2 : s_axis_rx_tkeep),
+    .s_last(s_axis_rx_tlast),
+    .m_icrc(icrc), .m_icrc_valid(icrc_valid_unused)
+);
+
+// The frame's tail, registered at tlast for the verdict in the next cycle.
+reg                 t_valid;
+reg  [BUF_BITS-1:0] t_bank;
+reg  [15:0]         t_bytes;        // frame bytes, LRH .. VCRC
+reg                 t_bad_link;     // tuser, a CRC wrong, a hole, or too long for the buffer
+reg                 t_tid;
+
+wire [15:0] w_bytes = {{(16-CNT_BITS-KEEP_BITS){1'b0}}, w_beat, {KEEP_BITS{1'b0}}}
+                    + {{(15-KEEP_BITS){1'b0}}, rx_nbytes};
+
+always @(posedge clk) begin
+    t_valid <= 1'b0;
+    if (rx_xfer) begin
+        if (s_axis_rx_tlast) begin
+            t_valid <= 1'b1;
+            t_bank <= w_bank;
+            t_bytes <= w_bytes;
+            t_bad_link <= w_user | s_axis_rx_tuser | w_holey | w_over | ~w_room
+                        | (vcrc != VCRC_RESIDUE) | (icrc != {ICRC_RESIDUE_HI, ICRC_RESIDUE_LO});
+            t_tid <= s_axis_rx_tid;
+            w_bank <= next_buf(w_bank);
+            w_beat <= {CNT_BITS{1'b0}};
+            w_user <= 1'b0;
+            w_holey <= 1'b0;
+            w_over <= 1'b0;
+        end else begin
+            if (w_room)
+                w_beat <= w_beat + 1'b1;
+            w_user <= w_user | s_axis_rx_tuser;
+            w_holey <= w_holey | ~&s_axis_rx_tkeep;
+            w_over <= w_over | ~w_room;
+        end
+    end
+    if (rst) begin
+        t_valid <= 1'b0;
+        w_bank <= {BUF_BITS{1'b0}};
+        w_beat <= {CNT_BITS{1'b0}};
+        w_user <= 1'b0;
+        w_holey <= 1'b0;
+        w_over <= 1'b0;
+    end
+end
+
+// ------------------------------------------------------------------------------------------
+// Verdict: the captured header, decoded
+
+// (VL, the reserved bits, BTH M, Resv8a and the AckReq byte's reserved bits are not checked)
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0]  lrh = cap[0 +: 64];
+wire [95:0]  bth = lrh[9:8] == 2'd3 ? cap[8*48 +: 96] : cap[8*8 +: 96];
+wire [15:0]  lrh_len = {lrh[39:32], lrh[47:40]};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [319:0] grh = cap[64 +: 320];
+wire         glob = lrh[9:8] == 2'd3;
+wire [159:0] ext = glob ? cap[8*60 +: 160] : cap[8*20 +: 160];   // extension headers
+
+wire [3:0]   lver = lrh[3:0];
+wire [3:0]   sl = lrh[15:12];
+wire [15:0]  dlid = be16(lrh[16 +: 16]);
+wire [10:0]  pktlen = lrh_len[10:0];
+wire [15:0]  slid = be16(lrh[48 +: 16]);
+
+wire [3:0]   ipver = grh[7:4];
+wire [7:0]   tclass = {grh[3:0], grh[15:12]};
+wire [19:0]  flow_label = {grh[11:8], grh[23:16], grh[31:24]};
+wire [15:0]  paylen = be16(grh[32 +: 16]);
+wire [7:0]   nxthdr = grh[48 +: 8];
+wire [7:0]   hop_limit = grh[56 +: 8];
+wire [127:0] sgid = be128(grh[64 +: 128]);
+wire [127:0] dgid = be128(grh[192 +: 128]);
+
+wire [7:0]   opcode = bth[7:0];
+wire         se = bth[15];
+wire [1:0]   padcnt = bth[13:12];
+wire [3:0]   tver = bth[11:8];
+wire [15:0]  pkey = be16(bth[16 +: 16]);
+wire [23:0]  dest_qpn = be24(bth[40 +: 24]);
+wire         ackreq = bth[71];
+wire [23:0]  psn = be24(bth[72 +: 24]);
+
+// Opcodes: RC 0x00-0x11, UC 0x20-0x2B, UD 0x64 and 0x65.
+wire [2:0]   tr = opcode[7:5];
+wire [4:0]   low = opcode[4:0];
+wire op_known = (tr == 3'd0 && low <= 5'h11) || (tr == 3'd1 && low <= 5'h0B)
+             || opcode == 8'h64 || opcode == 8'h65;
+wire has_deth = tr == 3'd3;
+wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C;
+wire has_aeth = low == 5'h0D || low == 5'h0F || low == 5'h10 || low == 5'h11;
+wire has_imm = low == 5'h03 || low == 5'h05 || low == 5'h09 || low == 5'h0B;
+wire first_middle = low == 5'h00 || low == 5'h01 || low == 5'h06 || low == 5'h07
+                 || low == 5'h0D || low == 5'h0E;
+
+wire [31:0]  qkey = has_deth ? be32(ext[0 +: 32]) : 32'd0;
+wire [23:0]  src_qpn = has_deth ? be24(ext[40 +: 24]) : 24'd0;
+wire [63:0]  raddr = has_reth ? be64(ext[0 +: 64]) : 64'd0;
+wire [31:0]  rkey = has_reth ? be32(ext[64 +: 32]) : 32'd0;
+wire [31:0]  dma_len = has_reth ? be32(ext[96 +: 32]) : 32'd0;
+wire [7:0]   syndrome = has_aeth ? ext[7:0] : 8'd0;
+wire [23:0]  msn = has_aeth ? be24(ext[8 +: 24]) : 24'd0;
+// ImmDt follows a DETH (UD), a RETH (WRITE only with imm), or the BTH directly.
+wire [31:0]  imm_wire = has_deth ? ext[64 +: 32] : has_reth ? ext[128 +: 32] : ext[0 +: 32];
+wire [31:0]  imm = has_imm ? be32(imm_wire) : 32'd0;
+
+wire [6:0]   hdr_len = (glob ? 7'd60 : 7'd20) + (has_deth ? 7'd8 : 7'd0)
+                     + (has_reth ? 7'd16 : 7'd0) + (has_aeth ? 7'd4 : 7'd0)
+                     + (has_imm ? 7'd4 : 7'd0);
+
+// Lengths: body = LRH .. ICRC; the payload is what the headers, the pad and the ICRC leave.
+wire [15:0]  body = t_bytes - 16'd2;
+wire [15:0]  hdr_icrc_pad = {9'd0, hdr_len} + 16'd4 + {14'd0, padcnt};
+wire [15:0]  plen = body - hdr_icrc_pad;
+wire [15:0]  lmc_mask = (16'd1 << port_lmc) - 16'd1;
+
+wire len_ok = t_bytes[1:0] == 2'b10 && t_bytes >= 16'd26;
+wire pktlen_ok = {3'd0, pktlen, 2'b00} == body;
+wire grh_ok = !glob || (ipver == 4'd6 && nxthdr == 8'h1B && paylen == body - 16'd48
+                        && dgid == port_gid);
+wire dlid_ok = ((dlid ^ port_lid) & ~lmc_mask) == 16'd0;
+wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
+wire fits = body >= hdr_icrc_pad && plen <= MAX_PLEN;
+wire pad_ok = !(first_middle && padcnt != 2'd0);
+
+wire v_good = !t_bad_link && len_ok && lver == 4'd0 && lrh[9] && pktlen_ok && grh_ok
+           && dlid_ok && tver == 4'd0 && op_known && fits && pad_ok && pkey_ok;
+
+// A good packet's fields, kept with its buffer until its header is presented.
+localparam HF_W = 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32 + 32
+                + 32 + 24 + 32 + 8 + 24 + 13 + 1;
+wire [HF_W-1:0] v_fields = {
+    opcode, se, dest_qpn, ackreq, psn, slid, dlid, sl, glob,
+    glob ? tclass : 8'd0, glob ? flow_label : 20'd0, glob ? hop_limit : 8'd0,
+    glob ? sgid : 128'd0, glob ? dgid : 128'd0,
+    raddr, rkey, dma_len, qkey, src_qpn, imm, syndrome, msn, plen[12:0], t_tid};
+
+reg [HF_W-1:0] hslot [0:BUFFERS-1];
+reg [19:0]     fslot [0:BUFFERS-1];       // {plen, hdr_len} for the fetch side
+
+always @(posedge clk) begin
+    rcv_pkt <= t_valid & v_good;
+    rcv_error <= t_valid & ~v_good;
+    rcv_pktlen <= pktlen;
+    rcv_internal <= t_tid;
+    if (t_valid) begin
+        hslot[t_bank] <= v_fields;
+        fslot[t_bank] <= {plen[12:0], hdr_len};
+    end
+    if (rst) begin
+        rcv_pkt <= 1'b0;
+        rcv_error <= 1'b0;
+    end
+end
+
+// ------------------------------------------------------------------------------------------
+// Header side: the m_hdr_* registers
+
+reg  [BUF_BITS-1:0] h_bank;     // next buffer whose header is due
+reg                 hv;         // m_hdr_valid
+reg  [HF_W-1:0]     hout;
+reg                 pl_open;    // the presented packet's payload has not all left yet
+reg                 dropping;   // ... and is being dropped
+
+wire o_take;
+wire o_last_q;
+wire pl_close = o_take & o_last_q;
+
+wire h_here = occ[h_bank] & vdone[h_bank] & ~hpass[h_bank];
+wire h_skip = h_here & ~good[h_bank];
+wire h_load = h_here & good[h_bank] & ~hv & (~pl_open | pl_close);
+wire h_pass = h_skip | h_load;
+wire hshake = hv & m_hdr_ready;
+
+assign m_hdr_valid = hv;
+assign {m_hdr_opcode, m_hdr_se, m_hdr_dest_qpn, m_hdr_ackreq, m_hdr_psn, m_hdr_slid, m_hdr_dlid,
+        m_hdr_sl, m_hdr_is_global, m_hdr_tclass, m_hdr_flow_label, m_hdr_hop_limit, m_hdr_sgid,
+        m_hdr_dgid, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn, m_hdr_imm,
+        m_hdr_syndrome, m_hdr_msn, m_hdr_plen, m_hdr_internal} = hout;
+
+wire pl_pending = pl_open | (hshake & m_hdr_plen != 13'd0);
+
+always @(posedge clk) begin
+    if (hshake)
+        hv <= 1'b0;
+    if (h_load) begin
+        hv <= 1'b1;
+        hout <= hslot[h_bank];
+    end
+    if (h_pass)
+        h_bank <= next_buf(h_bank);
+    if (hshake && m_hdr_plen != 13'd0)
+        pl_open <= 1'b1;
+    if (pl_drop && pl_pending)
+        dropping <= 1'b1;
+    if (pl_close) begin
+        pl_open <= 1'b0;
+        dropping <= 1'b0;
+    end
+    if (rst) begin
+        hv <= 1'b0;
+        h_bank <= {BUF_BITS{1'b0}};
+        pl_open <= 1'b0;
+        dropping <= 1'b0;
+    end
+end
+
+// ------------------------------------------------------------------------------------------
+// Fetch side: payload beats from the buffer through one shifter into the output register
+
+reg  [BUF_BITS-1:0]  f_bank;    // buffer whose payload is being read
+reg  [BANK_BITS-1:0] f_beat;    // its next output beat
+
+wire [19:0]          f_slot = fslot[f_bank];
+wire [6:0]           f_hdr_len = f_slot[6:0];
+wire [12:0]          f_plen = f_slot[19:7];
+wire [15:0]          f_last_beat = ({3'd0, f_plen} - 16'd1) >> KEEP_BITS;
+wire [BANK_BITS-1:0] f_base = {{(BANK_BITS-7+KEEP_BITS){1'b0}}, f_hdr_len[6:KEEP_BITS]};
+wire [BANK_BITS-1:0] f_word = f_base + f_beat;
+wire [BANK_BITS-1:0] f_word_next = f_word + 1'b1;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [BUF_BITS+BANK_BITS-1:0] f_addr_lo = {f_bank, f_word};
+wire [BUF_BITS+BANK_BITS-1:0] f_addr_hi = {f_bank, f_word_next};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [KEEP_BITS-1:0] f_rem = f_plen[KEEP_BITS-1:0];
+wire [KEEP_WIDTH-1:0] f_last_keep = (f_rem == {KEEP_BITS{1'b0}}) ? {KEEP_WIDTH{1'b1}}
+                                  : ~({KEEP_WIDTH{1'b1}} << f_rem);
+
+// Global stall: the fetch stage and the output register move together whenever the output
+// register is empty or its beat leaves.
+reg  o_valid;
+wire en = ~o_valid | o_take;
+
+wire f_here = occ[f_bank] & vdone[f_bank] & ~fpass[f_bank];
+wire f_skip = f_here & (~good[f_bank] | f_plen == 13'd0);
+wire f_rd = f_here & good[f_bank] & (f_plen != 13'd0) & en;
+wire f_end = f_rd & ({{(16-BANK_BITS){1'b0}}, f_beat} == f_last_beat);
+wire f_pass = f_skip | f_end;
+
+reg                   a_valid;      // fetch stage: the two words of one output beat
+reg  [DATA_WIDTH-1:0] a_lo;
+reg  [DATA_WIDTH-1:0] a_hi;
+reg  [KEEP_BITS-1:0]  a_shift;
+reg  [KEEP_WIDTH-1:0] a_keep;
+reg                   a_last;
+
+always @(posedge clk) begin
+    if (en) begin
+        a_valid <= f_rd;
+        a_lo <= mem[f_addr_lo[MEM_BITS-1:0]];
+        a_hi <= mem[f_addr_hi[MEM_BITS-1:0]];
+        a_shift <= f_hdr_len[KEEP_BITS-1:0];
+        a_keep <= f_end ? f_last_keep : {KEEP_WIDTH{1'b1}};
+        a_last <= f_end;
+    end
+    if (f_rd)
+        f_beat <= f_end ? {BANK_BITS{1'b0}} : f_beat + 1'b1;
+    if (f_pass)
+        f_bank <= next_buf(f_bank);
+    if (rst) begin
+        a_valid <= 1'b0;
+        f_bank <= {BUF_BITS{1'b0}};
+        f_beat <= {BANK_BITS{1'b0}};
+    end
+end
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [2*DATA_WIDTH-1:0] a_pair = {a_hi, a_lo} >> {a_shift, 3'b000};   // the low half is the beat
+/* verilator lint_on UNUSEDSIGNAL */
+
+// Bytes past the payload's end read as zero (not the pad, ICRC or an older packet's bytes).
+reg  [DATA_WIDTH-1:0] a_keep_bits;
+integer kb;
+always @* begin
+    for (kb = 0; kb < KEEP_WIDTH; kb = kb + 1)
+        a_keep_bits[8*kb +: 8] = {8{a_keep[kb]}};
+end
+
+reg  [DATA_WIDTH-1:0] o_data;
+reg  [KEEP_WIDTH-1:0] o_keep;
+reg                   o_last;
+assign o_last_q = o_last;
+assign o_take = o_valid & pl_open & (m_axis_pl_tready | dropping);
+
+always @(posedge clk) begin
+    if (en) begin
+        o_valid <= a_valid;
+        o_data <= a_pair[DATA_WIDTH-1:0] & a_keep_bits;
+        o_keep <= a_keep;
+        o_last <= a_last;
+    end
+    if (rst)
+        o_valid <= 1'b0;
+end
+
+assign m_axis_pl_tvalid = o_valid & pl_open & ~dropping;
+assign m_axis_pl_tdata = o_data;
+assign m_axis_pl_tkeep = o_keep;
+assign m_axis_pl_tlast = o_last;
+
+// ------------------------------------------------------------------------------------------
+// Buffer bookkeeping: a frame's end fills its buffer, the verdict marks it, and once both
+// readers have passed it (a bad one: both skip it) it is free.
+
+integer i;
+always @(posedge clk) begin
+    for (i = 0; i < BUFFERS; i = i + 1) begin
+        if ((occ[i] && (fpass[i] || (f_pass && f_bank == i[BUF_BITS-1:0])))
+                && (hpass[i] || (h_pass && h_bank == i[BUF_BITS-1:0]))) begin
+            occ[i] <= 1'b0;
+            vdone[i] <= 1'b0;
+            good[i] <= 1'b0;
+            fpass[i] <= 1'b0;
+            hpass[i] <= 1'b0;
+        end else begin
+            if (f_pass && f_bank == i[BUF_BITS-1:0])
+                fpass[i] <= 1'b1;
+            if (h_pass && h_bank == i[BUF_BITS-1:0])
+                hpass[i] <= 1'b1;
+        end
+        if (rx_xfer && s_axis_rx_tlast && w_bank == i[BUF_BITS-1:0])
+            occ[i] <= 1'b1;
+        if (t_valid && t_bank == i[BUF_BITS-1:0]) begin
+            vdone[i] <= 1'b1;
+            good[i] <= v_good;
+        end
+    end
+    if (rst) begin
+        occ <= {BUFFERS{1'b0}};
+        vdone <= {BUFFERS{1'b0}};
+        good <= {BUFFERS{1'b0}};
+        fpass <= {BUFFERS{1'b0}};
+        hpass <= {BUFFERS{1'b0}};
+    end
+end
+
+endmodule
+
+`resetall
