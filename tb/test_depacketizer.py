@@ -146,12 +146,15 @@ class TB:
         self.events = []            # ("pkt", pktlen, internal) / ("err", None, internal)
         self.stalls = 0             # cycles the RX link had a beat and was not ready
         self.rx_beats = []          # cycle of every RX beat transferred
+        self.pl_beats = []          # cycle of every payload beat transferred
+        self.hdr_cycles = []        # cycle of every header handshake
         # what the monitor does
         self.hdr_ready_p = 1.0      # probability of m_hdr_ready in a cycle
         self.pl_ready_p = 1.0       # probability of m_axis_pl_tready in a cycle
         self.drop_set = set()       # header indices whose payload is dropped with pl_drop
         self.stray_drop_p = 0.0     # probability of a pl_drop pulse with no payload pending
         self.stray_drops = 0
+        self.drops_with_hdr = 0     # payloads dropped by a pulse in the handshake cycle
         self.tx_payload = b""
         self.expected = []          # (header, payload or None when dropped) per good packet
         self.expected_events = []
@@ -176,6 +179,7 @@ class TB:
         dut = self.dut
         hdr_ready = pl_ready = 0
         drop_now = False
+        drop_with_hdr = False       # pl_drop was driven together with m_hdr_ready
         current = bytearray()
         open_hdr = None             # header index whose payload is being received
         full = (1 << self.nbytes) - 1
@@ -199,6 +203,7 @@ class TB:
                 assert keep == (1 << n) - 1, f"tkeep {keep:#x} not contiguous"
                 assert last or keep == full, f"tkeep {keep:#x} on a beat before the last"
                 data = int(dut.m_axis_pl_tdata.value).to_bytes(self.nbytes, "little")
+                self.pl_beats.append(int(dut.cycle.value))
                 current += data[:n]
                 if last:
                     self.payloads.append((open_hdr, bytes(current)))
@@ -211,19 +216,28 @@ class TB:
                 hdr = {name: int(getattr(dut, f"m_hdr_{name}").value) for name in HDR_FIELDS}
                 index = len(self.headers)
                 self.headers.append(hdr)
+                self.hdr_cycles.append(int(dut.cycle.value))
                 if hdr["plen"]:
                     if index in self.drop_set:
-                        drop_now = True
+                        drop_now = not drop_with_hdr
+                        self.drops_with_hdr += int(drop_with_hdr)
                         self.payloads.append((index, None))
                     else:
                         open_hdr = index
             # drive the next cycle
             hdr_ready = int(self.rng.random() < self.hdr_ready_p)
             pl_ready = 0 if drop_now else int(self.rng.random() < self.pl_ready_p)
-            if not drop_now and open_hdr is None and self.rng.random() < self.stray_drop_p:
-                drop_now = True         # nothing pending (and no header taken with it)
-                hdr_ready = 0
-                self.stray_drops += 1
+            drop_with_hdr = False
+            if not drop_now and open_hdr is None:
+                if len(self.headers) in self.drop_set and self.rng.random() < 0.5:
+                    # pl_drop in the handshake cycle itself (a stray pulse if no header comes)
+                    drop_now = drop_with_hdr = True
+                    hdr_ready = 1
+                    pl_ready = 0
+                elif self.rng.random() < self.stray_drop_p:
+                    drop_now = True     # nothing pending (and no header taken with it)
+                    hdr_ready = 0
+                    self.stray_drops += 1
             dut.m_hdr_ready.value = hdr_ready
             dut.m_axis_pl_tready.value = pl_ready
             dut.pl_drop.value = int(drop_now)
@@ -495,28 +509,31 @@ async def test_bad_packets_back_to_back(dut):
 
 @cocotb.test()
 async def test_pl_drop(dut):
-    """pl_drop after the header handshake releases the packet: none of its payload appears, the
-    next packets come through; a pulse with no payload pending is ignored."""
+    """pl_drop in the header handshake cycle or after it releases the packet: none of its
+    payload appears, the next packets come through; a pulse with no payload pending is
+    ignored."""
     tb = TB(dut, "test_pl_drop")
     rng = tb.rng
     tb.pl_ready_p = 0.8
     tb.stray_drop_p = 0.05
     await tb.reset()
-    for i in range(40):
+    for i in range(60):
         opcode = rng.choice([0x04, 0x0A, 0x24, 0x64, 0x10, 0x11, 0x0C])
         n = legal_length(rng, opcode, [0, 1, 100, 1000, MAX_PAYLOAD])
         await tb.send_good(tb.port.packet(rng, opcode, n), drop=rng.random() < 0.5)
     await tb.drain()
     tb.check("pl_drop")
-    tb.log.info("%d payloads dropped, %d stray pl_drop pulses ignored", len(tb.drop_set),
-                tb.stray_drops)
-    assert tb.stray_drops > 0
+    tb.log.info("%d payloads dropped (%d by a pulse in the handshake cycle), %d stray pl_drop "
+                "pulses ignored", len(tb.drop_set), tb.drops_with_hdr, tb.stray_drops)
+    assert tb.stray_drops > 0 and tb.drops_with_hdr > 0
 
 
 @cocotb.test()
 async def test_back_to_back_max_throughput(dut):
     """Back-to-back maximum-size packets (4096-byte SEND only, the shortest header) with the
-    consumer always ready: the RX link is never stalled, one beat per cycle in and out."""
+    consumer always ready: the RX link is never stalled (not one cycle with a beat offered and
+    tready low) and takes one beat a cycle; the output gives one payload beat a cycle and
+    spends exactly one cycle per packet on its header handshake."""
     tb = TB(dut, "test_back_to_back_max_throughput")
     rng = tb.rng
     await tb.reset()
@@ -534,6 +551,17 @@ async def test_back_to_back_max_throughput(dut):
     assert len(tb.rx_beats) == count * beats_per
     assert tb.stalls == 0, f"the RX link was stalled for {tb.stalls} cycles"
     assert window == count * beats_per, "the RX link idled inside the stream"
+    # The output keeps pace: a packet every max(link beats, payload beats + header) cycles.
+    pl_per = MAX_PAYLOAD // tb.nbytes
+    period = max(beats_per, pl_per + 1)
+    out_window = tb.pl_beats[-1] - tb.pl_beats[0] + 1
+    tb.log.info("output: %d payload beats in %d cycles, a packet every %s cycles",
+                len(tb.pl_beats), out_window,
+                sorted({b - a for a, b in zip(tb.hdr_cycles, tb.hdr_cycles[1:])}))
+    assert len(tb.pl_beats) == count * pl_per
+    for a, b in zip(tb.hdr_cycles, tb.hdr_cycles[1:]):
+        assert b - a == period, f"headers {b - a} cycles apart, expected {period}"
+    assert out_window == (count - 1) * period + pl_per, "the payload output idled"
 
 
 # ---------------------------------------------------------------------------------------------
