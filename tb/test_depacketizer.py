@@ -155,6 +155,9 @@ class TB:
         self.stray_drop_p = 0.0     # probability of a pl_drop pulse with no payload pending
         self.stray_drops = 0
         self.drops_with_hdr = 0     # payloads dropped by a pulse in the handshake cycle
+        self.late_drops = 0         # payloads dropped after some of their beats were read
+        self.late_completed = set()  # drops meant to come late that the tlast beat overtook
+        self.full_payloads = {}     # header index -> payload, for packets meant to be dropped
         self.tx_payload = b""
         self.expected = []          # (header, payload or None when dropped) per good packet
         self.expected_events = []
@@ -180,6 +183,7 @@ class TB:
         hdr_ready = pl_ready = 0
         drop_now = False
         drop_with_hdr = False       # pl_drop was driven together with m_hdr_ready
+        late_drop = None            # header index whose payload is to be dropped midway
         current = bytearray()
         open_hdr = None             # header index whose payload is being received
         full = (1 << self.nbytes) - 1
@@ -206,6 +210,9 @@ class TB:
                 self.pl_beats.append(int(dut.cycle.value))
                 current += data[:n]
                 if last:
+                    if open_hdr == late_drop:
+                        self.late_completed.add(open_hdr)
+                        late_drop = None
                     self.payloads.append((open_hdr, bytes(current)))
                     current = bytearray()
                     open_hdr = None
@@ -218,13 +225,21 @@ class TB:
                 self.headers.append(hdr)
                 self.hdr_cycles.append(int(dut.cycle.value))
                 if hdr["plen"]:
-                    if index in self.drop_set:
+                    if index in self.drop_set and not drop_with_hdr and self.rng.random() < 0.5:
+                        open_hdr = late_drop = index    # read some beats, then drop
+                    elif index in self.drop_set:
                         drop_now = not drop_with_hdr
                         self.drops_with_hdr += int(drop_with_hdr)
                         self.payloads.append((index, None))
                     else:
                         open_hdr = index
             # drive the next cycle
+            if late_drop is not None and open_hdr == late_drop and self.rng.random() < 0.5:
+                drop_now = True                 # midway through the payload
+                self.payloads.append((late_drop, None))
+                self.late_drops += 1
+                open_hdr = late_drop = None
+                current = bytearray()
             hdr_ready = int(self.rng.random() < self.hdr_ready_p)
             pl_ready = 0 if drop_now else int(self.rng.random() < self.pl_ready_p)
             drop_with_hdr = False
@@ -259,6 +274,7 @@ class TB:
         index = len(self.expected)
         if drop and pkt.payload:
             self.drop_set.add(index)
+            self.full_payloads[index] = bytes(pkt.payload)
         self.expected.append((expected_header(pkt, internal),
                               None if drop and pkt.payload else bytes(pkt.payload)))
         self.expected_events.append(("pkt", (len(wire) - 2) // 4, internal))
@@ -296,8 +312,10 @@ class TB:
             f"{what}: {len(self.payloads)} payloads, expected {len(exp_payloads)}")
         for (gi, gp), (ei, ep) in zip(self.payloads, exp_payloads):
             assert gi == ei, f"{what}: payload for header {gi}, expected {ei}"
-            if ep is None:
-                assert gp is None
+            if ep is None and gi in self.late_completed:
+                assert gp == self.full_payloads[gi], f"{what}: payload {gi} read to its end"
+            elif ep is None:
+                assert gp is None, f"{what}: payload {gi} was dropped, yet it came out"
             else:
                 assert gp == ep, (f"{what}: payload {gi}: {len(gp)} bytes, expected {len(ep)}; "
                                   f"first difference at "
@@ -509,9 +527,9 @@ async def test_bad_packets_back_to_back(dut):
 
 @cocotb.test()
 async def test_pl_drop(dut):
-    """pl_drop in the header handshake cycle or after it releases the packet: none of its
-    payload appears, the next packets come through; a pulse with no payload pending is
-    ignored."""
+    """pl_drop in the header handshake cycle, after it, or midway through the payload releases
+    the packet: nothing more of its payload appears, the next packets come through; a pulse
+    with no payload pending is ignored."""
     tb = TB(dut, "test_pl_drop")
     rng = tb.rng
     tb.pl_ready_p = 0.8
@@ -523,9 +541,11 @@ async def test_pl_drop(dut):
         await tb.send_good(tb.port.packet(rng, opcode, n), drop=rng.random() < 0.5)
     await tb.drain()
     tb.check("pl_drop")
-    tb.log.info("%d payloads dropped (%d by a pulse in the handshake cycle), %d stray pl_drop "
-                "pulses ignored", len(tb.drop_set), tb.drops_with_hdr, tb.stray_drops)
-    assert tb.stray_drops > 0 and tb.drops_with_hdr > 0
+    tb.log.info("%d payloads dropped (%d by a pulse in the handshake cycle, %d midway, %d read "
+                "to the end before the pulse), %d stray pl_drop pulses ignored",
+                len(tb.drop_set), tb.drops_with_hdr, tb.late_drops, len(tb.late_completed),
+                tb.stray_drops)
+    assert tb.stray_drops > 0 and tb.drops_with_hdr > 0 and tb.late_drops > 0
 
 
 @cocotb.test()
