@@ -281,9 +281,12 @@ class TB:
         await self.source.send(AxiStreamFrame(wire, tid=internal))
 
     async def send_bad(self, wire, internal=0, tuser=0):
-        """Send a frame that must be dropped with rcv_error and nothing presented."""
+        """Send a frame that must be dropped with rcv_error and nothing presented. `wire` is the
+        bytes, or (bytes, per-byte tkeep) for a frame with a hole."""
         self.expected_events.append(("err", None, internal))
-        await self.source.send(AxiStreamFrame(bytes(wire), tid=internal, tuser=tuser))
+        wire, tkeep = wire if isinstance(wire, tuple) else (wire, None)
+        await self.source.send(AxiStreamFrame(bytes(wire), tkeep=tkeep, tid=internal,
+                                              tuser=tuser))
 
     async def drain(self, limit=200000):
         """Wait until everything sent has been presented (or the limit)."""
@@ -407,6 +410,10 @@ def bad_frames(tb):
     w = bytearray(ib.build(good()))
     w[-1] ^= 0x01
     out.append(("VCRC wrong", w, 0))
+    w = ib.build(good(n=3 * tb.nbytes))
+    keep = [1] * len(w)
+    keep[tb.nbytes + 3] = 0                         # a byte missing from a middle beat
+    out.append(("tkeep hole in a middle beat", (w, keep), 0))
     w = bytearray(ib.build(good(grh=True)))
     w[-3] ^= 0x80                                   # an ICRC byte, VCRC made right again
     body = bytes(w[:-2])
