@@ -106,8 +106,7 @@ localparam MEM_WORDS = BUFFERS * BANK_WORDS;
 localparam MEM_BITS = $clog2(MEM_WORDS);
 localparam CNT_BITS = BANK_BITS + 1;                       // frame beats, saturating
 localparam [15:0] MAX_PLEN = MAX_PAYLOAD;
-localparam [15:0] ICRC_RESIDUE_HI = 16'h2144;              // CRC-32 of anything + its CRC
-localparam [15:0] ICRC_RESIDUE_LO = 16'hDF1C;
+localparam [31:0] ICRC_RESIDUE = 32'h2144DF1C;            // CRC-32 of anything + its CRC
 localparam [15:0] VCRC_RESIDUE = 16'hAA90;                 // CRC-16 of anything + its CRC
 localparam integer LAST_BUF = BUFFERS - 1;
 
@@ -224,7 +223,7 @@ always @(posedge clk) begin
             t_bank <= w_bank;
             t_bytes <= w_bytes;
             t_bad_link <= w_user | s_axis_rx_tuser | w_holey | w_over | ~w_room
-                        | (vcrc != VCRC_RESIDUE) | (icrc != {ICRC_RESIDUE_HI, ICRC_RESIDUE_LO});
+                        | (vcrc != VCRC_RESIDUE) | (icrc != ICRC_RESIDUE);
             t_tid <= s_axis_rx_tid;
             w_bank <= next_buf(w_bank);
             w_beat <= {CNT_BITS{1'b0}};
@@ -367,9 +366,10 @@ reg  [HF_W-1:0]     hout;
 reg                 pl_open;    // the presented packet's payload has not all left yet
 reg                 dropping;   // ... and is being dropped
 
-wire o_take;
-wire o_last_q;
-wire pl_close = o_take & o_last_q;
+reg  o_valid;                   // the output register (fetch side, below) holds a beat
+reg  o_last;                    // ... its packet's last
+wire o_take;                    // ... and it leaves (or is dropped) this cycle
+wire pl_close = o_take & o_last;
 
 wire h_here = occ[h_bank] & vdone[h_bank] & ~hpass[h_bank];
 wire h_skip = h_here & ~good[h_bank];
@@ -433,7 +433,6 @@ wire [KEEP_WIDTH-1:0] f_last_keep = (f_rem == {KEEP_BITS{1'b0}}) ? {KEEP_WIDTH{1
 
 // Global stall: the fetch stage and the output register move together whenever the output
 // register is empty or its beat leaves.
-reg  o_valid;
 wire en = ~o_valid | o_take;
 
 wire f_here = occ[f_bank] & vdone[f_bank] & ~fpass[f_bank];
@@ -483,8 +482,6 @@ end
 
 reg  [DATA_WIDTH-1:0] o_data;
 reg  [KEEP_WIDTH-1:0] o_keep;
-reg                   o_last;
-assign o_last_q = o_last;
 assign o_take = o_valid & pl_open & (m_axis_pl_tready | dropping);
 
 always @(posedge clk) begin
