@@ -26,7 +26,8 @@ module ah_table #(
     output wire [7:0]               ah_hop_limit,
     output wire [7:0]               ah_tclass,
     output wire [19:0]              ah_flow_label,
-    output wire [127:0]             ah_dgid
+    output wire [127:0]             ah_dgid,
+    output wire [3:0]               ah_rate       // static rate divisor: 0 or 1 full port rate
 );
 
 `include "rdma_defs.vh"
@@ -45,6 +46,7 @@ reg [7:0]            h_hop    [0:NUM_AH-1];
 reg [7:0]            h_tclass [0:NUM_AH-1];
 reg [19:0]           h_flow   [0:NUM_AH-1];
 reg [127:0]          h_dgid   [0:NUM_AH-1];
+reg [3:0]            h_rate   [0:NUM_AH-1];
 
 wire [AH_BITS-1:0] ri = ah[AH_BITS-1:0];
 assign ah_valid         = ah < NUM_AH && h_valid[ri];
@@ -58,13 +60,14 @@ assign ah_hop_limit     = h_hop[ri];
 assign ah_tclass        = h_tclass[ri];
 assign ah_flow_label    = h_flow[ri];
 assign ah_dgid          = h_dgid[ri];
+assign ah_rate          = h_rate[ri];
 
 wire [AH_BITS-1:0] ci = cmd_index[AH_BITS-1:0];
 wire [7:0] c_port = cmd_data[6*8 +: 8];
 
-// 0x04 static rate belongs to the packet path; the rest of the block is reserved
+// 0x04 bits 7:4 of the static rate and the rest of the block are reserved
 wire unused_cmd = ^{cmd_data[511:256], cmd_data[111:104], cmd_data[47:41], cmd_data[95:84],
-                    cmd_data[39:32], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS]};
+                    cmd_data[39:36], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS]};
 
 wire do_create, do_destroy;
 ctx_cmd #(.CREATE_OP(CMD_CREATE_AH), .DESTROY_OP(CMD_DESTROY_AH), .COUNT(NUM_AH)) cmd (
@@ -89,6 +92,7 @@ always @(posedge clk) begin
         h_tclass[ci] <= cmd_data[12*8 +: 8];
         h_pd[ci]     <= cmd_data[14*8 +: 16];
         h_dgid[ci]   <= gid_from_block(cmd_data[16*8 +: 128]);
+        h_rate[ci]   <= cmd_data[4*8 +: 4];
     end
     if (rst) begin
         for (i = 0; i < NUM_AH; i = i + 1)

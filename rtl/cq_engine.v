@@ -29,7 +29,7 @@ module cq_engine #(
     input  wire [272:0]             s_req_data,
     output reg                      m_rsp_valid,
 
-    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}
     output reg                      m_dma_valid,
     input  wire                     m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
@@ -42,7 +42,7 @@ module cq_engine #(
 
 `include "rdma_defs.vh"
 
-localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam CQN_BITS = $clog2(NUM_CQ);
 
 reg                   c_valid [0:NUM_CQ-1];

@@ -71,8 +71,8 @@ module depacketizer #(
     output wire [31:0]              m_hdr_dma_len,
     output wire [31:0]              m_hdr_qkey,         // DETH, 0 when absent
     output wire [23:0]              m_hdr_src_qpn,
-    // ImmDt, 0 when absent: the exact inverse of pkt_header's placement, i.e. the first wire byte
-    // in bits [31:24], so the imm a packetizer sends comes out unchanged
+    // ImmDt, 0 when absent: 4 opaque bytes, the first wire byte in bits [7:0] (host memory
+    // order, as pkt_header takes them)
     output wire [31:0]              m_hdr_imm,
     output wire [7:0]               m_hdr_syndrome,     // AETH, 0 when absent
     output wire [23:0]              m_hdr_msn,
@@ -306,7 +306,7 @@ wire [7:0]   syndrome = has_aeth ? ext[7:0] : 8'd0;
 wire [23:0]  msn = has_aeth ? be24(ext[8 +: 24]) : 24'd0;
 // ImmDt follows a DETH (UD), a RETH (WRITE only with imm), or the BTH directly.
 wire [31:0]  imm_wire = has_deth ? ext[64 +: 32] : has_reth ? ext[128 +: 32] : ext[0 +: 32];
-wire [31:0]  imm = has_imm ? be32(imm_wire) : 32'd0;
+wire [31:0]  imm = has_imm ? imm_wire : 32'd0;
 
 wire [6:0]   hdr_len = (glob ? 7'd60 : 7'd20) + (has_deth ? 7'd8 : 7'd0)
                      + (has_reth ? 7'd16 : 7'd0) + (has_aeth ? 7'd4 : 7'd0)

@@ -126,7 +126,7 @@ always @* begin
     end
     // BTH
     hdr[8*at +: 8] = opcode;
-    hdr[8*at+8 +: 8] = {solicited & ends, 1'b0, padcnt, 4'd0};
+    hdr[8*at+8 +: 8] = {solicited & ends & (kind == K_SEND || kind == K_WRITE), 1'b0, padcnt, 4'd0};
     hdr[8*at+16 +: 16] = be16(pkey);
     hdr[8*at+40 +: 24] = be24(dest_qpn);
     hdr[8*at+64 +: 8] = {ackreq, 7'd0};
@@ -148,8 +148,9 @@ always @* begin
         hdr[8*at+8 +: 24] = be24(msn);
         at = at + 4;
     end
+    // ImmDt is 4 opaque bytes: the WQE's, in their memory order (imm[7:0] first)
     if (with_imm)
-        hdr[8*at +: 32] = be32(imm);
+        hdr[8*at +: 32] = imm;
 end
 
 endmodule

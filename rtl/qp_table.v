@@ -1,6 +1,7 @@
 // QP contexts: attributes set by the CREATE/MODIFY/QUERY/DESTROY_QP commands, ring indices moved
 // by doorbells and by the engine, and the set of QPs that have work for the scheduler.
-// Port A serves the requester (the sending QP), port B the responder (the destination QP).
+// Port A serves the requester (the sending QP), port B the responder (the destination QP),
+// port C the packet receive engine (PSN and MSN of the QP a packet is addressed to).
 `default_nettype none
 
 module qp_table #(
@@ -57,6 +58,11 @@ module qp_table #(
     input  wire                     a_set_err,      // move the QP to ERR
     input  wire                     a_rnr_wait,     // receiver not ready: count a retry, back off
     input  wire                     a_rnr_clear,    // a message got through: reload the retry count
+    output wire [2:0]               a_mtu,          // path MTU enum
+    output wire [3:0]               a_rate,         // static rate divisor
+    output wire [23:0]              a_sq_psn,       // PSN of the next request packet
+    input  wire                     a_set_psn,
+    input  wire [23:0]              a_psn_value,
 
     // port B: the responder's QP
     input  wire [QPN_BITS-1:0]      b_qpn,
@@ -73,7 +79,22 @@ module qp_table #(
     output wire [15:0]              b_rq_pi,
     output wire [15:0]              b_rq_ci,
     input  wire                     b_rq_advance,   // a receive WQE was consumed
-    input  wire                     b_set_err       // move the QP to ERR
+    input  wire                     b_set_err,      // move the QP to ERR
+
+    // port C: the receive engine's QP
+    input  wire [QPN_BITS-1:0]      c_qpn,
+    output wire                     c_valid,
+    output wire [2:0]               c_type,
+    output wire [2:0]               c_state,
+    output wire [PORT_BITS-1:0]     c_port,
+    output wire [31:0]              c_dest_qpn,
+    output wire [31:0]              c_qkey,
+    output wire [2:0]               c_mtu,
+    output wire [23:0]              c_epsn,         // expected PSN of the next request packet
+    output wire [23:0]              c_msn,          // messages completed as responder (RC)
+    input  wire                     c_set_epsn,
+    input  wire [23:0]              c_epsn_value,
+    input  wire                     c_msn_inc
 );
 
 `include "rdma_defs.vh"
@@ -112,6 +133,11 @@ reg [15:0]            q_sq_pi     [0:NUM_QP-1];
 reg [15:0]            q_sq_ci     [0:NUM_QP-1];
 reg [15:0]            q_rq_pi     [0:NUM_QP-1];
 reg [15:0]            q_rq_ci     [0:NUM_QP-1];
+reg [2:0]             q_mtu       [0:NUM_QP-1];
+reg [3:0]             q_rate      [0:NUM_QP-1];
+reg [23:0]            q_sq_psn    [0:NUM_QP-1];
+reg [23:0]            q_epsn      [0:NUM_QP-1];
+reg [23:0]            q_msn       [0:NUM_QP-1];
 
 assign a_type          = q_type[a_qpn];
 assign a_state         = q_state[a_qpn];
@@ -134,6 +160,9 @@ assign a_sq_pi         = q_sq_pi[a_qpn];
 assign a_sq_ci         = q_sq_ci[a_qpn];
 assign a_rnr_left      = q_rnr_left[a_qpn];
 assign a_rnr_retry     = q_rnr_retry[a_qpn];
+assign a_mtu           = q_mtu[a_qpn];
+assign a_rate          = q_rate[a_qpn];
+assign a_sq_psn        = q_sq_psn[a_qpn];
 
 assign b_valid         = q_valid[b_qpn];
 assign b_type          = q_type[b_qpn];
@@ -148,6 +177,16 @@ assign b_rq_log        = q_rq_log[b_qpn];
 assign b_rq_pi         = q_rq_pi[b_qpn];
 assign b_rq_ci         = q_rq_ci[b_qpn];
 
+assign c_valid         = q_valid[c_qpn];
+assign c_type          = q_type[c_qpn];
+assign c_state         = q_state[c_qpn];
+assign c_port          = q_port[c_qpn];
+assign c_dest_qpn      = q_dest_qpn[c_qpn];
+assign c_qkey          = q_qkey[c_qpn];
+assign c_mtu           = q_mtu[c_qpn];
+assign c_epsn          = q_epsn[c_qpn];
+assign c_msn           = q_msn[c_qpn];
+
 integer q;
 always @* begin
     for (q = 0; q < NUM_QP; q = q + 1)
@@ -161,19 +200,19 @@ wire [QPN_BITS-1:0] ci = cmd_index[QPN_BITS-1:0];
 wire idx_ok = cmd_index < NUM_QP && cmd_index >= 2;
 
 // create block
-wire [7:0]  c_type   = cmd_data[0*8 +: 8];
-wire [15:0] c_pd     = cmd_data[2*8 +: 16];
-wire [15:0] c_scq    = cmd_data[4*8 +: 16];
-wire [15:0] c_rcq    = cmd_data[6*8 +: 16];
-wire [7:0]  c_sq_log = cmd_data[8*8 +: 8];
-wire [7:0]  c_rq_log = cmd_data[9*8 +: 8];
-wire [63:0] c_sq_base = cmd_data[16*8 +: 64];
-wire [63:0] c_rq_base = cmd_data[24*8 +: 64];
-wire create_ok = (c_type == {5'd0, QPT_RC} || c_type == {5'd0, QPT_UC} || c_type == {5'd0, QPT_UD}) &&
-                 c_scq < NUM_CQ && c_rcq < NUM_CQ &&
-                 c_sq_log >= 8'd1 && c_sq_log <= 8'd15 && c_rq_log >= 8'd1 && c_rq_log <= 8'd15 &&
-                 c_sq_base[63:ADDR_WIDTH] == 0 && c_rq_base[63:ADDR_WIDTH] == 0 &&
-                 c_sq_base[5:0] == 6'd0 && c_rq_base[5:0] == 6'd0;
+wire [7:0]  cr_type   = cmd_data[0*8 +: 8];
+wire [15:0] cr_pd     = cmd_data[2*8 +: 16];
+wire [15:0] cr_scq    = cmd_data[4*8 +: 16];
+wire [15:0] cr_rcq    = cmd_data[6*8 +: 16];
+wire [7:0]  cr_sq_log = cmd_data[8*8 +: 8];
+wire [7:0]  cr_rq_log = cmd_data[9*8 +: 8];
+wire [63:0] cr_sq_base = cmd_data[16*8 +: 64];
+wire [63:0] cr_rq_base = cmd_data[24*8 +: 64];
+wire create_ok = (cr_type == {5'd0, QPT_RC} || cr_type == {5'd0, QPT_UC} || cr_type == {5'd0, QPT_UD}) &&
+                 cr_scq < NUM_CQ && cr_rcq < NUM_CQ &&
+                 cr_sq_log >= 8'd1 && cr_sq_log <= 8'd15 && cr_rq_log >= 8'd1 && cr_rq_log <= 8'd15 &&
+                 cr_sq_base[63:ADDR_WIDTH] == 0 && cr_rq_base[63:ADDR_WIDTH] == 0 &&
+                 cr_sq_base[5:0] == 6'd0 && cr_rq_base[5:0] == 6'd0;
 
 // modify block
 wire [7:0]  m_state_byte = cmd_data[0*8 +: 8];
@@ -186,10 +225,9 @@ wire legal = m_state_byte[7:3] == 5'd0 && (m_state == QPS_RESET || m_state == QP
              (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS)));
 wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
 
-// 0x02 path MTU, 0x14 static rate and 0x30/0x34 PSNs belong to the packet path
-wire unused_cmd = ^{cmd_data[511:384], cmd_data[383:312], cmd_data[255:224], cmd_data[167:160],
-                    cmd_data[23:16], cmd_data[103:99],
-                    c_sq_log[7:4], c_rq_log[7:4], c_scq[15:CQN_BITS], c_rcq[15:CQN_BITS],
+wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:224], cmd_data[167:164],
+                    cmd_data[23:19], cmd_data[103:99],
+                    cr_sq_log[7:4], cr_rq_log[7:4], cr_scq[15:CQN_BITS], cr_rcq[15:CQN_BITS],
                     cmd_data[127:80], m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
 
 // ---- RNR back-off: a periodic tick releases every waiting QP ----
@@ -222,6 +260,12 @@ always @(posedge clk) begin
         q_rq_ci[b_qpn] <= q_rq_ci[b_qpn] + 16'd1;
     if (b_set_err)
         q_state[b_qpn] <= QPS_ERR;
+    if (a_set_psn)
+        q_sq_psn[a_qpn] <= a_psn_value;
+    if (c_set_epsn)
+        q_epsn[c_qpn] <= c_epsn_value;
+    if (c_msn_inc)
+        q_msn[c_qpn] <= q_msn[c_qpn] + 24'd1;
 
     // doorbells
     if (db_valid && db_type == 2'd0)
@@ -243,15 +287,15 @@ always @(posedge clk) begin
                 cmd_result <= CR_BAD_PARAM;
             end else begin
                 q_valid[ci]     <= 1'b1;
-                q_type[ci]      <= c_type[2:0];
+                q_type[ci]      <= cr_type[2:0];
                 q_state[ci]     <= QPS_RESET;
-                q_pd[ci]        <= c_pd;
-                q_scq[ci]       <= c_scq[CQN_BITS-1:0];
-                q_rcq[ci]       <= c_rcq[CQN_BITS-1:0];
-                q_sq_log[ci]    <= c_sq_log[3:0];
-                q_rq_log[ci]    <= c_rq_log[3:0];
-                q_sq_base[ci]   <= c_sq_base[ADDR_WIDTH-1:0];
-                q_rq_base[ci]   <= c_rq_base[ADDR_WIDTH-1:0];
+                q_pd[ci]        <= cr_pd;
+                q_scq[ci]       <= cr_scq[CQN_BITS-1:0];
+                q_rcq[ci]       <= cr_rcq[CQN_BITS-1:0];
+                q_sq_log[ci]    <= cr_sq_log[3:0];
+                q_rq_log[ci]    <= cr_rq_log[3:0];
+                q_sq_base[ci]   <= cr_sq_base[ADDR_WIDTH-1:0];
+                q_rq_base[ci]   <= cr_rq_base[ADDR_WIDTH-1:0];
                 q_sq_pi[ci]     <= 16'd0;
                 q_sq_ci[ci]     <= 16'd0;
                 q_rq_pi[ci]     <= 16'd0;
@@ -286,6 +330,16 @@ always @(posedge clk) begin
             q_tclass[ci]    <= cmd_data[23*8 +: 8];
             q_flow[ci]      <= cmd_data[24*8 +: 20];
             q_dgid[ci]      <= gid_from_block(cmd_data[32*8 +: 128]);
+            q_mtu[ci]       <= cmd_data[2*8 +: 3];
+            q_rate[ci]      <= cmd_data[20*8 +: 4];
+            // the PSNs are taken when the QP enters the state that uses them, so a later
+            // MODIFY that rewrites every attribute does not rewind them
+            if (m_state == QPS_RTR && cur == QPS_INIT) begin
+                q_epsn[ci] <= cmd_data[52*8 +: 24];
+                q_msn[ci]  <= 24'd0;
+            end
+            if (m_state == QPS_RTS && cur == QPS_RTR)
+                q_sq_psn[ci] <= cmd_data[48*8 +: 24];
             if (m_state == QPS_RESET) begin
                 q_sq_pi[ci] <= 16'd0;
                 q_sq_ci[ci] <= 16'd0;

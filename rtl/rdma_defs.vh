@@ -37,7 +37,8 @@ localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_
                  CR_BUSY = 8'd4;
 
 // DMA mover modes
-localparam [1:0] DMA_COPY = 2'd0, DMA_STORE = 2'd1, DMA_LOAD = 2'd2;
+localparam [2:0] DMA_COPY = 3'd0, DMA_STORE = 3'd1, DMA_LOAD = 3'd2,
+                 DMA_READ_STREAM = 3'd3, DMA_WRITE_STREAM = 3'd4;
 // A GID arrives in a command block as 16 bytes in network order (byte 0 first in memory, so in
 // bits [7:0]); the device keeps it as a number whose most significant byte is byte 0.
 function [127:0] gid_from_block(input [127:0] block);

@@ -1,8 +1,8 @@
 // rdma_dev: an RDMA device with a loopback bypass. Host software drives it through the AXI-Lite
 // registers (docs/host-interface.md); queues, data and completions live in host memory behind
 // the AXI4 DMA master. Messages addressed to the sending port itself take the loopback bypass
-// through the DMA mover; the per-port link streams carry everything else (the packet path is
-// not built yet, so TX stays idle and RX is accepted and dropped).
+// through the DMA mover; everything else is packetized onto the port's link, and packets
+// arriving on a link are checked and delivered to the same responder (docs/packet-path.md).
 `default_nettype none
 
 module rdma_dev #(
@@ -95,17 +95,25 @@ module rdma_dev #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
-localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
+localparam DMA_CLIENTS = 4 + NUM_PORTS;                    // CQE, responder, rx engine, ports, requester
+localparam DMA_REQUESTER = 3 + NUM_PORTS;
+localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
+                       32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam DMA_RSP_WIDTH = 512 + 1;                        // {load data, error}
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
 localparam PROT_RSP_WIDTH = ADDR_WIDTH + 1;                // {host address, allowed}
 localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, cqn, cqe}
+
+`include "pkt_fields.vh"
 
 // ---------------------------------------------------------------- registers
 wire [NUM_PORTS*16-1:0]  port_lid;
 wire [NUM_PORTS*3-1:0]   port_lmc;
 wire [NUM_PORTS*3-1:0]   port_mtu;
 wire [NUM_PORTS*128-1:0] port_gid;
+wire [NUM_PORTS*16-1:0]  port_pkey;
+wire         bypass_en;
 wire         cmd_valid;
 wire [7:0]   cmd_op;
 wire [15:0]  cmd_index;
@@ -149,6 +157,7 @@ rdma_regs #(
     .s_axil_rdata(s_axil_rdata), .s_axil_rresp(s_axil_rresp),
     .s_axil_rvalid(s_axil_rvalid), .s_axil_rready(s_axil_rready),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .port_pkey(port_pkey), .bypass_en(bypass_en),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cmd_done), .cmd_result(cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
@@ -182,6 +191,10 @@ wire [3:0]            a_sq_log;
 wire [15:0]           a_sq_pi, a_sq_ci;
 wire [2:0]            a_rnr_left, a_rnr_retry;
 wire                  a_sq_advance, a_set_err, a_rnr_wait, a_rnr_clear;
+wire [2:0]            a_mtu;
+wire [3:0]            a_rate;
+wire [23:0]           a_sq_psn, a_psn_value;
+wire                  a_set_psn;
 wire [QPN_BITS-1:0]   b_qpn;
 wire                  b_valid;
 wire [2:0]            b_type, b_state;
@@ -194,6 +207,13 @@ wire [ADDR_WIDTH-1:0] b_rq_base;
 wire [3:0]            b_rq_log;
 wire [15:0]           b_rq_pi, b_rq_ci;
 wire                  b_rq_advance, b_set_err;
+wire [QPN_BITS-1:0]   c_qpn;
+wire                  c_valid;
+wire [2:0]            c_type, c_state, c_mtu;
+wire [PORT_BITS-1:0]  c_port;
+wire [31:0]           c_dest_qpn, c_qkey;
+wire [23:0]           c_epsn, c_msn, c_epsn_value;
+wire                  c_set_epsn, c_msn_inc;
 
 qp_table #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
@@ -212,10 +232,15 @@ qp_table #(
     .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry),
     .a_sq_advance(a_sq_advance), .a_set_err(a_set_err),
     .a_rnr_wait(a_rnr_wait), .a_rnr_clear(a_rnr_clear),
+    .a_mtu(a_mtu), .a_rate(a_rate), .a_sq_psn(a_sq_psn), .a_set_psn(a_set_psn),
+    .a_psn_value(a_psn_value),
     .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
     .b_rcq(b_rcq), .b_port(b_port), .b_access(b_access), .b_qkey(b_qkey),
     .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
-    .b_rq_advance(b_rq_advance), .b_set_err(b_set_err)
+    .b_rq_advance(b_rq_advance), .b_set_err(b_set_err),
+    .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
+    .c_dest_qpn(c_dest_qpn), .c_qkey(c_qkey), .c_mtu(c_mtu), .c_epsn(c_epsn), .c_msn(c_msn),
+    .c_set_epsn(c_set_epsn), .c_epsn_value(c_epsn_value), .c_msn_inc(c_msn_inc)
 );
 
 wire [31:0]           ah_num;
@@ -229,6 +254,7 @@ wire                  ah_global;
 wire [7:0]            ah_hop, ah_tclass;
 wire [19:0]           ah_flow;
 wire [127:0]          ah_dgid;
+wire [3:0]            ah_rate;
 
 ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS)) ahs (
     .clk(clk), .rst(rst),
@@ -236,7 +262,7 @@ ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS)) ahs (
     .cmd_done(ah_cmd_done), .cmd_result(ah_cmd_result),
     .ah(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
     .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
-    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid)
+    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid), .ah_rate(ah_rate)
 );
 
 // ---------------------------------------------------------------- shared services
@@ -279,16 +305,17 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
     .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0)
 );
 
-// DMA mover: CQE writer (0), responder (1), requester (2)
-wire [2:0]                  dma_c_valid, dma_c_ready, dma_c_done;
-wire [3*DMA_REQ_WIDTH-1:0]  dma_c_data;
+// DMA mover: CQE writer (0), responder (1), receive engine (2), port p's transmit side (3 + p),
+// requester (3 + NUM_PORTS)
+wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
+wire [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
 wire [DMA_RSP_WIDTH-1:0]    dma_rsp_data;
 wire                        dma_valid, dma_ready;
 wire [DMA_REQ_WIDTH-1:0]    dma_data;
 wire                        dma_done, dma_error;
 wire [511:0]                dma_rdata;
 
-req_arb #(.CLIENTS(3), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma_arb (
+req_arb #(.CLIENTS(DMA_CLIENTS), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma_arb (
     .clk(clk), .rst(rst),
     .s_req_valid(dma_c_valid), .s_req_ready(dma_c_ready), .s_req_data(dma_c_data),
     .s_rsp_valid(dma_c_done), .s_rsp_data(dma_rsp_data),
@@ -296,26 +323,33 @@ req_arb #(.CLIENTS(3), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma
     .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error})
 );
 
-wire [DATA_WIDTH-1:0]   dma_rd_tdata_unused;
-wire [DATA_WIDTH/8-1:0] dma_rd_tkeep_unused;
-wire                    dma_rd_tvalid_unused, dma_rd_tlast_unused, dma_wr_tready_unused;
+// the mover's streams: READ_STREAM feeds the port whose chunk is in the mover, WRITE_STREAM
+// stores the receive engine's packet payload
+wire [DATA_WIDTH-1:0]   dma_rd_tdata;
+wire [DATA_WIDTH/8-1:0] dma_rd_tkeep;
+wire                    dma_rd_tvalid, dma_rd_tready, dma_rd_tlast;
+wire [NUM_PORTS-1:0]    dma_rd_mine, dma_rd_port_ready;
+assign dma_rd_tready = |(dma_rd_mine & dma_rd_port_ready);
+wire [DATA_WIDTH-1:0]   dma_wr_tdata;
+wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
+wire                    dma_wr_tvalid, dma_wr_tready, dma_wr_tlast;
 dma_mover #(
     .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH), .LEN_WIDTH(32)
 ) mover (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_valid), .s_cmd_ready(dma_ready),
-    .s_cmd_mode({1'b0, dma_data[1:0]}),
-    .s_cmd_src_addr(dma_data[2 +: ADDR_WIDTH]),
-    .s_cmd_dst_addr(dma_data[2+ADDR_WIDTH +: ADDR_WIDTH]),
-    .s_cmd_len(dma_data[2+2*ADDR_WIDTH +: 32]),
-    .s_cmd_data(dma_data[2+2*ADDR_WIDTH+32 +: 512]),
+    .s_cmd_mode(dma_data[2:0]),
+    .s_cmd_src_addr(dma_data[3 +: ADDR_WIDTH]),
+    .s_cmd_dst_addr(dma_data[3+ADDR_WIDTH +: ADDR_WIDTH]),
+    .s_cmd_len(dma_data[3+2*ADDR_WIDTH +: 32]),
+    .s_cmd_data(dma_data[3+2*ADDR_WIDTH+32 +: 512]),
     .m_done_valid(dma_done), .m_done_error(dma_error), .m_done_data(dma_rdata),
-    // no stream command is issued yet (modes 3/4): the streams stay idle
-    .m_axis_rd_tdata(dma_rd_tdata_unused), .m_axis_rd_tkeep(dma_rd_tkeep_unused),
-    .m_axis_rd_tvalid(dma_rd_tvalid_unused), .m_axis_rd_tready(1'b1),
-    .m_axis_rd_tlast(dma_rd_tlast_unused),
-    .s_axis_wr_tdata({DATA_WIDTH{1'b0}}), .s_axis_wr_tkeep({(DATA_WIDTH/8){1'b0}}),
-    .s_axis_wr_tvalid(1'b0), .s_axis_wr_tready(dma_wr_tready_unused), .s_axis_wr_tlast(1'b0),
+    .m_axis_rd_tdata(dma_rd_tdata), .m_axis_rd_tkeep(dma_rd_tkeep),
+    .m_axis_rd_tvalid(dma_rd_tvalid), .m_axis_rd_tready(dma_rd_tready),
+    .m_axis_rd_tlast(dma_rd_tlast),
+    .s_axis_wr_tdata(dma_wr_tdata), .s_axis_wr_tkeep(dma_wr_tkeep),
+    .s_axis_wr_tvalid(dma_wr_tvalid), .s_axis_wr_tready(dma_wr_tready),
+    .s_axis_wr_tlast(dma_wr_tlast),
     .m_axi_awid(m_axi_awid), .m_axi_awaddr(m_axi_awaddr), .m_axi_awlen(m_axi_awlen),
     .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst), .m_axi_awlock(m_axi_awlock),
     .m_axi_awcache(m_axi_awcache), .m_axi_awprot(m_axi_awprot),
@@ -352,24 +386,54 @@ sq_sched #(.NUM_QP(NUM_QP)) sched (
     .clk(clk), .rst(rst), .work(qp_work), .valid(sched_valid), .qpn(sched_qpn), .take(sched_take)
 );
 
-wire                  msg_valid, msg_ready;
-wire [1:0]            msg_kind;
-wire [7:0]            msg_op;
-wire [2:0]            msg_type;
-wire [31:0]           msg_dest_qpn;
-wire [23:0]           msg_src_qpn;
-wire [PORT_BITS-1:0]  msg_port;
-wire [31:0]           msg_len, msg_rkey, msg_imm, msg_qkey;
-wire [63:0]           msg_raddr;
-wire                  msg_solicited, msg_global;
-wire [15:0]           msg_slid, msg_dlid;
-wire [3:0]            msg_sl;
-wire [7:0]            msg_tclass, msg_hop;
-wire [19:0]           msg_flow;
-wire [127:0]          msg_sgid, msg_dgid;
-wire                  rsp_valid, rsp_place, rsp_rnr;
-wire [7:0]            rsp_status;
-wire [ADDR_WIDTH-1:0] rsp_addr;
+// the responder's two message sources: the requester's bypass (0) and the receive engine (1)
+wire [1:0]              msg_c_valid, msg_c_ready, msg_c_hold, msg_c_answer;
+wire [2*MSG_WIDTH-1:0]  msg_c_data;
+wire                    msg_valid, msg_ready;
+wire [MSG_WIDTH-1:0]    msg;
+wire                    rsp_valid, rsp_place, rsp_rnr;
+wire [7:0]              rsp_status;
+wire [ADDR_WIDTH-1:0]   rsp_addr;
+
+wire [1:0]            req_msg_kind;
+wire [7:0]            req_msg_op;
+wire [2:0]            req_msg_type;
+wire [31:0]           req_msg_dest_qpn;
+wire [23:0]           req_msg_src_qpn;
+wire [PORT_BITS-1:0]  req_msg_port;
+wire [31:0]           req_msg_len, req_msg_rkey, req_msg_imm, req_msg_qkey, req_msg_offset;
+wire [63:0]           req_msg_raddr;
+wire                  req_msg_solicited, req_msg_global;
+wire [15:0]           req_msg_slid, req_msg_dlid;
+wire [3:0]            req_msg_sl;
+wire [7:0]            req_msg_tclass, req_msg_hop;
+wire [19:0]           req_msg_flow;
+wire [127:0]          req_msg_sgid, req_msg_dgid;
+assign msg_c_data[0 +: MSG_WIDTH] = {req_msg_offset, req_msg_dgid, req_msg_sgid, req_msg_hop,
+    req_msg_flow, req_msg_tclass, req_msg_global, req_msg_sl, req_msg_dlid, req_msg_slid,
+    req_msg_solicited, req_msg_qkey, req_msg_imm, req_msg_rkey, req_msg_raddr, req_msg_len,
+    req_msg_port, req_msg_src_qpn, req_msg_dest_qpn, req_msg_type, req_msg_op, req_msg_kind};
+
+msg_arb #(.REQ_WIDTH(MSG_WIDTH)) msgs (
+    .clk(clk), .rst(rst),
+    .s_valid(msg_c_valid), .s_ready(msg_c_ready), .s_data(msg_c_data), .s_hold(msg_c_hold),
+    .s_answer(msg_c_answer),
+    .m_valid(msg_valid), .m_ready(msg_ready), .m_data(msg), .m_answer(rsp_valid)
+);
+
+// the requester's messages to the ports' packetizers, and what the receive engine matches
+wire                   tx_req_valid;
+wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
+wire [TXD_WIDTH-1:0]   tx_req_desc;
+wire [PORT_BITS-1:0]   tx_req_port;
+wire [NUM_PORTS*24-1:0] tx_req_done_psn;
+wire                   wire_active;
+wire [23:0]            wire_qpn, wire_first_psn, wire_npkts;
+wire [PORT_BITS-1:0]   wire_port;
+wire [ADDR_WIDTH-1:0]  wire_addr;
+wire [2:0]             wire_mtu;
+wire                   ack_valid;
+wire [7:0]             ack_syndrome;
 
 requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
@@ -377,6 +441,7 @@ requester #(
     .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .port_pkey(port_pkey), .bypass_en(bypass_en),
     .qp_qpn(a_qpn), .qp_type(a_type), .qp_state(a_state), .qp_pd(a_pd),
     .qp_scq(a_scq), .qp_port(a_port), .qp_qkey(a_qkey), .qp_dest_qpn(a_dest_qpn),
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
@@ -385,24 +450,36 @@ requester #(
     .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry),
     .qp_sq_advance(a_sq_advance), .qp_set_err(a_set_err),
     .qp_rnr_wait(a_rnr_wait), .qp_rnr_clear(a_rnr_clear),
+    .qp_mtu(a_mtu), .qp_rate(a_rate), .qp_sq_psn(a_sq_psn), .qp_set_psn(a_set_psn),
+    .qp_psn_value(a_psn_value),
     .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
     .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
-    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid),
-    .m_msg_valid(msg_valid), .m_msg_ready(msg_ready), .m_msg_kind(msg_kind), .m_msg_op(msg_op),
-    .m_msg_type(msg_type), .m_msg_dest_qpn(msg_dest_qpn), .m_msg_src_qpn(msg_src_qpn),
-    .m_msg_port(msg_port), .m_msg_len(msg_len), .m_msg_raddr(msg_raddr), .m_msg_rkey(msg_rkey),
-    .m_msg_imm(msg_imm), .m_msg_qkey(msg_qkey), .m_msg_solicited(msg_solicited),
-    .m_msg_slid(msg_slid), .m_msg_dlid(msg_dlid), .m_msg_sl(msg_sl),
-    .m_msg_is_global(msg_global), .m_msg_tclass(msg_tclass), .m_msg_flow_label(msg_flow),
-    .m_msg_hop_limit(msg_hop), .m_msg_sgid(msg_sgid), .m_msg_dgid(msg_dgid),
-    .s_rsp_valid(rsp_valid), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
+    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid), .ah_rate(ah_rate),
+    .m_msg_valid(msg_c_valid[0]), .m_msg_ready(msg_c_ready[0]), .m_msg_kind(req_msg_kind),
+    .m_msg_op(req_msg_op), .m_msg_type(req_msg_type), .m_msg_dest_qpn(req_msg_dest_qpn),
+    .m_msg_src_qpn(req_msg_src_qpn), .m_msg_port(req_msg_port), .m_msg_len(req_msg_len),
+    .m_msg_raddr(req_msg_raddr), .m_msg_rkey(req_msg_rkey), .m_msg_imm(req_msg_imm),
+    .m_msg_qkey(req_msg_qkey), .m_msg_solicited(req_msg_solicited),
+    .m_msg_slid(req_msg_slid), .m_msg_dlid(req_msg_dlid), .m_msg_sl(req_msg_sl),
+    .m_msg_is_global(req_msg_global), .m_msg_tclass(req_msg_tclass),
+    .m_msg_flow_label(req_msg_flow), .m_msg_hop_limit(req_msg_hop),
+    .m_msg_sgid(req_msg_sgid), .m_msg_dgid(req_msg_dgid), .m_msg_offset(req_msg_offset),
+    .m_msg_hold(msg_c_hold[0]),
+    .s_rsp_valid(msg_c_answer[0]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
     .s_rsp_rnr(rsp_rnr), .s_rsp_addr(rsp_addr),
+    .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
+    .m_tx_port(tx_req_port), .s_tx_done(tx_req_done[tx_req_port]),
+    .s_tx_done_psn(tx_req_done_psn[tx_req_port*24 +: 24]),
+    .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
+    .wire_first_psn(wire_first_psn), .wire_npkts(wire_npkts), .wire_addr(wire_addr),
+    .wire_mtu(wire_mtu), .s_ack_valid(ack_valid), .s_ack_syndrome(ack_syndrome),
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(prot_c_data[0 +: PROT_REQ_WIDTH]),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
-    .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
-    .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
-    .s_dma_done(dma_c_done[2]), .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),
+    .m_dma_valid(dma_c_valid[DMA_REQUESTER]), .m_dma_ready(dma_c_ready[DMA_REQUESTER]),
+    .m_dma_data(dma_c_data[DMA_REQUESTER*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+    .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_rsp_data[0]),
+    .s_dma_rdata(dma_rsp_data[512:1]),
     .m_cqe_valid(cqe_c_valid[0]), .m_cqe_ready(cqe_c_ready[0]),
     .m_cqe_data(cqe_c_data[0 +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[0]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
@@ -412,13 +489,18 @@ responder #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
 ) resp (
     .clk(clk), .rst(rst),
-    .s_msg_valid(msg_valid), .s_msg_ready(msg_ready), .s_msg_kind(msg_kind), .s_msg_op(msg_op),
-    .s_msg_type(msg_type), .s_msg_dest_qpn(msg_dest_qpn), .s_msg_src_qpn(msg_src_qpn),
-    .s_msg_port(msg_port), .s_msg_len(msg_len), .s_msg_raddr(msg_raddr), .s_msg_rkey(msg_rkey),
-    .s_msg_imm(msg_imm), .s_msg_qkey(msg_qkey), .s_msg_solicited(msg_solicited),
-    .s_msg_slid(msg_slid), .s_msg_dlid(msg_dlid), .s_msg_sl(msg_sl),
-    .s_msg_is_global(msg_global), .s_msg_tclass(msg_tclass), .s_msg_flow_label(msg_flow),
-    .s_msg_hop_limit(msg_hop), .s_msg_sgid(msg_sgid), .s_msg_dgid(msg_dgid),
+    .s_msg_valid(msg_valid), .s_msg_ready(msg_ready),
+    .s_msg_kind(msg[0 +: 2]), .s_msg_op(msg[2 +: 8]), .s_msg_type(msg[10 +: 3]),
+    .s_msg_dest_qpn(msg[13 +: 32]), .s_msg_src_qpn(msg[45 +: 24]),
+    .s_msg_port(msg[69 +: PORT_BITS]), .s_msg_len(msg[69+PORT_BITS +: 32]),
+    .s_msg_raddr(msg[101+PORT_BITS +: 64]), .s_msg_rkey(msg[165+PORT_BITS +: 32]),
+    .s_msg_imm(msg[197+PORT_BITS +: 32]), .s_msg_qkey(msg[229+PORT_BITS +: 32]),
+    .s_msg_solicited(msg[261+PORT_BITS]), .s_msg_slid(msg[262+PORT_BITS +: 16]),
+    .s_msg_dlid(msg[278+PORT_BITS +: 16]), .s_msg_sl(msg[294+PORT_BITS +: 4]),
+    .s_msg_is_global(msg[298+PORT_BITS]), .s_msg_tclass(msg[299+PORT_BITS +: 8]),
+    .s_msg_flow_label(msg[307+PORT_BITS +: 20]), .s_msg_hop_limit(msg[327+PORT_BITS +: 8]),
+    .s_msg_sgid(msg[335+PORT_BITS +: 128]), .s_msg_dgid(msg[463+PORT_BITS +: 128]),
+    .s_msg_offset(msg[591+PORT_BITS +: 32]),
     .m_rsp_valid(rsp_valid), .m_rsp_status(rsp_status), .m_rsp_place(rsp_place),
     .m_rsp_rnr(rsp_rnr), .m_rsp_addr(rsp_addr),
     .port_lmc(port_lmc),
@@ -436,35 +518,150 @@ responder #(
     .m_cqe_data(cqe_c_data[CQE_REQ_WIDTH +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[1])
 );
 
-// ---------------------------------------------------------------- links
-// Each port's PMA counters. Loopback messages never reach a port, so nothing here counts them;
-// until the packet path exists no packet moves them either, and software can only load and
-// clear them.
+// ---------------------------------------------------------------- ports
+wire [NUM_PORTS-1:0]              hdr_valid, hdr_ready, pl_tvalid, pl_tready, pl_tlast, pl_drop;
+wire [NUM_PORTS*RXH_WIDTH-1:0]    hdr_data;
+wire [NUM_PORTS*DATA_WIDTH-1:0]   pl_tdata;
+wire [NUM_PORTS*DATA_WIDTH/8-1:0] pl_tkeep;
+wire [NUM_PORTS-1:0]              tx_rsp_valid, tx_rsp_ready, rcv_drop;
+wire [TXD_WIDTH-1:0]              tx_rsp_desc;
+
+rx_engine #(
+    .NUM_PORTS(NUM_PORTS), .NUM_QP(NUM_QP), .ADDR_WIDTH(ADDR_WIDTH), .DATA_WIDTH(DATA_WIDTH)
+) rx (
+    .clk(clk), .rst(rst),
+    .s_hdr_valid(hdr_valid), .s_hdr_ready(hdr_ready), .s_hdr_data(hdr_data),
+    .s_axis_pl_tdata(pl_tdata), .s_axis_pl_tkeep(pl_tkeep), .s_axis_pl_tvalid(pl_tvalid),
+    .s_axis_pl_tready(pl_tready), .s_axis_pl_tlast(pl_tlast), .pl_drop(pl_drop),
+    .port_mtu(port_mtu), .port_pkey(port_pkey),
+    .qp_qpn(c_qpn), .qp_valid(c_valid), .qp_type(c_type), .qp_state(c_state), .qp_port(c_port),
+    .qp_dest_qpn(c_dest_qpn), .qp_qkey(c_qkey), .qp_mtu(c_mtu), .qp_epsn(c_epsn),
+    .qp_msn(c_msn), .qp_set_epsn(c_set_epsn), .qp_epsn_value(c_epsn_value),
+    .qp_msn_inc(c_msn_inc),
+    .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
+    .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
+    .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_addr(rsp_addr),
+    .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
+    .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[2]),
+    .m_axis_wr_tdata(dma_wr_tdata), .m_axis_wr_tkeep(dma_wr_tkeep),
+    .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready),
+    .m_axis_wr_tlast(dma_wr_tlast),
+    .m_tx_valid(tx_rsp_valid), .m_tx_ready(tx_rsp_ready), .m_tx_desc(tx_rsp_desc),
+    .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
+    .wire_first_psn(wire_first_psn), .wire_npkts(wire_npkts), .wire_addr(wire_addr),
+    .wire_mtu(wire_mtu), .m_ack_valid(ack_valid), .m_ack_syndrome(ack_syndrome),
+    .rcv_drop(rcv_drop)
+);
+
+// Each port: transmit side, the receive mux of the physical link and the internal loopback,
+// the depacketizer, and the PMA counters. Only physical-link packets are counted, so loopback
+// messages move no counter whether they take the bypass or the internal port loopback.
 genvar p;
 generate
     for (p = 0; p < NUM_PORTS; p = p + 1) begin : port
+        wire [DATA_WIDTH-1:0]   loop_tdata;
+        wire [DATA_WIDTH/8-1:0] loop_tkeep;
+        wire                    loop_tvalid, loop_tready, loop_tlast;
+        wire                    xmit_pkt;
+        wire [10:0]             xmit_pktlen;
+
+        port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH)) tx (
+            .clk(clk), .rst(rst),
+            .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
+            .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
+            .req_done_psn(tx_req_done_psn[p*24 +: 24]),
+            .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
+            .m_dma_valid(dma_c_valid[3+p]), .m_dma_ready(dma_c_ready[3+p]),
+            .m_dma_data(dma_c_data[(3+p)*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+            .s_dma_done(dma_c_done[3+p]), .dma_stream_mine(dma_rd_mine[p]),
+            .s_axis_pl_tdata(dma_rd_tdata), .s_axis_pl_tkeep(dma_rd_tkeep),
+            .s_axis_pl_tvalid(dma_rd_tvalid), .s_axis_pl_tready(dma_rd_port_ready[p]),
+            .s_axis_pl_tlast(dma_rd_tlast),
+            .m_axis_tx_tdata(m_axis_tx_tdata[p*DATA_WIDTH +: DATA_WIDTH]),
+            .m_axis_tx_tkeep(m_axis_tx_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]),
+            .m_axis_tx_tvalid(m_axis_tx_tvalid[p]), .m_axis_tx_tready(m_axis_tx_tready[p]),
+            .m_axis_tx_tlast(m_axis_tx_tlast[p]), .m_axis_tx_tuser(m_axis_tx_tuser[p]),
+            .m_axis_loop_tdata(loop_tdata), .m_axis_loop_tkeep(loop_tkeep),
+            .m_axis_loop_tvalid(loop_tvalid), .m_axis_loop_tready(loop_tready),
+            .m_axis_loop_tlast(loop_tlast),
+            .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen)
+        );
+
+        wire [DATA_WIDTH-1:0]   rx_tdata;
+        wire [DATA_WIDTH/8-1:0] rx_tkeep;
+        wire                    rx_tvalid, rx_tready, rx_tlast, rx_tuser, rx_tid;
+        wire [1:0]              rx_mux_ready;
+        assign s_axis_rx_tready[p] = rx_mux_ready[0];
+        assign loop_tready = rx_mux_ready[1];
+
+        axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx_mux (
+            .clk(clk), .rst(rst),
+            .s_axis_tdata({loop_tdata, s_axis_rx_tdata[p*DATA_WIDTH +: DATA_WIDTH]}),
+            .s_axis_tkeep({loop_tkeep, s_axis_rx_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]}),
+            .s_axis_tvalid({loop_tvalid, s_axis_rx_tvalid[p]}), .s_axis_tready(rx_mux_ready),
+            .s_axis_tlast({loop_tlast, s_axis_rx_tlast[p]}),
+            .s_axis_tuser({1'b0, s_axis_rx_tuser[p]}),
+            .m_axis_tdata(rx_tdata), .m_axis_tkeep(rx_tkeep), .m_axis_tvalid(rx_tvalid),
+            .m_axis_tready(rx_tready), .m_axis_tlast(rx_tlast), .m_axis_tuser(rx_tuser),
+            .m_axis_tid(rx_tid)
+        );
+
+        wire        rcv_pkt, rcv_error, rcv_internal;
+        wire [10:0] rcv_pktlen;
+        depacketizer #(.DATA_WIDTH(DATA_WIDTH)) rx_dp (
+            .clk(clk), .rst(rst),
+            .s_axis_rx_tdata(rx_tdata), .s_axis_rx_tkeep(rx_tkeep), .s_axis_rx_tvalid(rx_tvalid),
+            .s_axis_rx_tready(rx_tready), .s_axis_rx_tlast(rx_tlast), .s_axis_rx_tuser(rx_tuser),
+            .s_axis_rx_tid(rx_tid),
+            .port_lid(port_lid[p*16 +: 16]), .port_lmc(port_lmc[p*3 +: 3]),
+            .port_gid(port_gid[p*128 +: 128]), .port_pkey(port_pkey[p*16 +: 16]),
+            .m_hdr_valid(hdr_valid[p]), .m_hdr_ready(hdr_ready[p]),
+            .m_hdr_opcode(hdr_data[p*RXH_WIDTH + RXH_OPCODE +: 8]),
+            .m_hdr_se(hdr_data[p*RXH_WIDTH + RXH_SE]),
+            .m_hdr_dest_qpn(hdr_data[p*RXH_WIDTH + RXH_DEST_QPN +: 24]),
+            .m_hdr_ackreq(hdr_data[p*RXH_WIDTH + RXH_ACKREQ]),
+            .m_hdr_psn(hdr_data[p*RXH_WIDTH + RXH_PSN +: 24]),
+            .m_hdr_slid(hdr_data[p*RXH_WIDTH + RXH_SLID +: 16]),
+            .m_hdr_dlid(hdr_data[p*RXH_WIDTH + RXH_DLID +: 16]),
+            .m_hdr_sl(hdr_data[p*RXH_WIDTH + RXH_SL +: 4]),
+            .m_hdr_is_global(hdr_data[p*RXH_WIDTH + RXH_GLOBAL]),
+            .m_hdr_tclass(hdr_data[p*RXH_WIDTH + RXH_TCLASS +: 8]),
+            .m_hdr_flow_label(hdr_data[p*RXH_WIDTH + RXH_FLOW +: 20]),
+            .m_hdr_hop_limit(hdr_data[p*RXH_WIDTH + RXH_HOP +: 8]),
+            .m_hdr_sgid(hdr_data[p*RXH_WIDTH + RXH_SGID +: 128]),
+            .m_hdr_dgid(hdr_data[p*RXH_WIDTH + RXH_DGID +: 128]),
+            .m_hdr_raddr(hdr_data[p*RXH_WIDTH + RXH_RADDR +: 64]),
+            .m_hdr_rkey(hdr_data[p*RXH_WIDTH + RXH_RKEY +: 32]),
+            .m_hdr_dma_len(hdr_data[p*RXH_WIDTH + RXH_DMA_LEN +: 32]),
+            .m_hdr_qkey(hdr_data[p*RXH_WIDTH + RXH_QKEY +: 32]),
+            .m_hdr_src_qpn(hdr_data[p*RXH_WIDTH + RXH_SRC_QPN +: 24]),
+            .m_hdr_imm(hdr_data[p*RXH_WIDTH + RXH_IMM +: 32]),
+            .m_hdr_syndrome(hdr_data[p*RXH_WIDTH + RXH_SYNDROME +: 8]),
+            .m_hdr_msn(hdr_data[p*RXH_WIDTH + RXH_MSN +: 24]),
+            .m_hdr_plen(hdr_data[p*RXH_WIDTH + RXH_PLEN +: 13]),
+            .m_hdr_internal(hdr_data[p*RXH_WIDTH + RXH_INTERNAL]),
+            .m_axis_pl_tdata(pl_tdata[p*DATA_WIDTH +: DATA_WIDTH]),
+            .m_axis_pl_tkeep(pl_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]),
+            .m_axis_pl_tvalid(pl_tvalid[p]), .m_axis_pl_tready(pl_tready[p]),
+            .m_axis_pl_tlast(pl_tlast[p]), .pl_drop(pl_drop[p]),
+            .rcv_pkt(rcv_pkt), .rcv_pktlen(rcv_pktlen), .rcv_error(rcv_error),
+            .rcv_internal(rcv_internal)
+        );
+
         port_counters counters (
             .clk(clk), .rst(rst),
-            .xmit_pkt(1'b0), .xmit_pktlen(11'd0), .rcv_pkt(1'b0), .rcv_pktlen(11'd0),
-            .rcv_error(1'b0), .xmit_discard(1'b0), .clear(pc_clear[p]),
+            .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen),
+            .rcv_pkt(rcv_pkt && !rcv_internal), .rcv_pktlen(rcv_pktlen),
+            .rcv_error((rcv_error && !rcv_internal) || rcv_drop[p]), .xmit_discard(1'b0),
+            .clear(pc_clear[p]),
             .rd_index(pc_rd_index), .rd_data(pc_rd_data[p*32 +: 32]),
             .wr_en(pc_wr_en[p]), .wr_index(pc_wr_index), .wr_data(pc_wr_data)
         );
     end
 endgenerate
 
-// No packet path yet: nothing is transmitted, and received packets are taken and dropped.
-assign m_axis_tx_tdata  = {NUM_PORTS*DATA_WIDTH{1'b0}};
-assign m_axis_tx_tkeep  = {NUM_PORTS*DATA_WIDTH/8{1'b0}};
-assign m_axis_tx_tvalid = {NUM_PORTS{1'b0}};
-assign m_axis_tx_tlast  = {NUM_PORTS{1'b0}};
-assign m_axis_tx_tuser  = {NUM_PORTS{1'b0}};
-assign s_axis_rx_tready = {NUM_PORTS{1'b1}};
-
-wire unused = ^{m_axis_tx_tready, s_axis_rx_tdata, s_axis_rx_tkeep, s_axis_rx_tvalid,
-                s_axis_rx_tlast, s_axis_rx_tuser, cqe_rsp_unused,
-                dma_rd_tdata_unused, dma_rd_tkeep_unused, dma_rd_tvalid_unused,
-                dma_rd_tlast_unused, dma_wr_tready_unused};
+wire unused = ^{cqe_rsp_unused};
 
 endmodule
 

@@ -41,6 +41,8 @@ module rdma_regs #(
     output reg  [NUM_PORTS*3-1:0]      port_lmc,
     output reg  [NUM_PORTS*3-1:0]      port_mtu,
     output reg  [NUM_PORTS*128-1:0]    port_gid,
+    output reg  [NUM_PORTS*16-1:0]     port_pkey,
+    output reg                         bypass_en,      // CTRL[0]: loopback messages take the bypass
 
     // command strobe to the context owners, and their answer
     output reg                         cmd_valid,
@@ -137,6 +139,7 @@ always @(posedge clk) begin
                     4'h0: port_lid[wr_port*16 +: 16] <= s_axil_wdata[15:0];
                     4'h1: port_lmc[wr_port*3 +: 3] <= s_axil_wdata[2:0];
                     4'h2: port_mtu[wr_port*3 +: 3] <= s_axil_wdata[2:0];
+                    4'h3: port_pkey[wr_port*16 +: 16] <= s_axil_wdata[15:0];
                     4'h4: port_gid[wr_port*128 + 96 +: 32] <= s_axil_wdata;
                     4'h5: port_gid[wr_port*128 + 64 +: 32] <= s_axil_wdata;
                     4'h6: port_gid[wr_port*128 + 32 +: 32] <= s_axil_wdata;
@@ -173,6 +176,8 @@ always @(posedge clk) begin
             end
         end else if (wa16 == 16'h0010) begin
             cq_event_clear <= s_axil_wdata[NUM_CQ-1:0];
+        end else if (wa16 == 16'h000C) begin
+            bypass_en <= s_axil_wdata[0];
         end else begin
             reg_errors <= sat_inc32(reg_errors);
         end
@@ -211,6 +216,8 @@ always @(posedge clk) begin
         port_lmc        <= {NUM_PORTS*3{1'b0}};
         port_mtu        <= {NUM_PORTS{3'd5}};
         port_gid        <= {NUM_PORTS*128{1'b0}};
+        port_pkey       <= {NUM_PORTS{16'hFFFF}};
+        bypass_en       <= 1'b1;
     end
 end
 
@@ -230,6 +237,7 @@ always @* begin
         16'h0000: rd_word = 32'h52444D41;
         16'h0004: rd_word = {P_LOG_CQ[7:0], P_LOG_QP[7:0], P_DW8[7:0], P_PORTS[7:0]};
         16'h0008: rd_word = {8'd0, P_AW[7:0], P_LOG_AH[7:0], P_LOG_MR[7:0]};
+        16'h000C: rd_word = {31'd0, bypass_en};
         16'h0010: rd_word = {{(32-NUM_CQ){1'b0}}, cq_event};
         16'h0014: rd_word = reg_errors;
         16'h0018: rd_word = cq_overflows;
@@ -249,6 +257,7 @@ always @* begin
                     4'h0: rd_word = {16'd0, port_lid[rd_port*16 +: 16]};
                     4'h1: rd_word = {29'd0, port_lmc[rd_port*3 +: 3]};
                     4'h2: rd_word = {29'd0, port_mtu[rd_port*3 +: 3]};
+                    4'h3: rd_word = {16'd0, port_pkey[rd_port*16 +: 16]};
                     4'h4: rd_word = port_gid[rd_port*128 + 96 +: 32];
                     4'h5: rd_word = port_gid[rd_port*128 + 64 +: 32];
                     4'h6: rd_word = port_gid[rd_port*128 + 32 +: 32];

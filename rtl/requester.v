@@ -1,16 +1,19 @@
 // The requester: serves the send queue of the QP the scheduler picks, one WQE at a time, in
 // order. It fetches and checks the WQE, resolves the address vector (the QP's for RC/UC, the
-// AH's for UD), decides loopback against the port's own LID/LMC/GID, hands the message to the
-// responder, moves the payload through the DMA mover (the loopback bypass: no packets, no
-// segmentation, no headers), and writes the send completion. It also walks QPs in ERR: every
-// send WQE completes WR_FLUSH_ERR and the responder flushes the receive queue.
+// AH's for UD) and decides loopback against the port's own LID/LMC/GID. A loopback message
+// (with the bypass switched on) goes to the responder and its payload through the DMA mover:
+// no packets, no segmentation, no headers. Any other message goes to its port's packetizer;
+// RC waits for the acknowledgement (ACK, NAK, or the last READ response) before it completes.
+// It writes the send completion, and walks QPs in ERR: every send WQE completes WR_FLUSH_ERR
+// and the responder flushes the receive queue.
 `default_nettype none
 
 module requester #(
     parameter NUM_QP = 64,         // queue pairs
     parameter NUM_CQ = 16,         // completion queues
     parameter NUM_PORTS = 2,       // ports
-    parameter ADDR_WIDTH = 32      // host address width
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter ACK_TIMEOUT = 65536  // cycles an RC message waits for its acknowledgement
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -25,6 +28,8 @@ module requester #(
     input  wire [NUM_PORTS*3-1:0]   port_lmc,
     input  wire [NUM_PORTS*3-1:0]   port_mtu,
     input  wire [NUM_PORTS*128-1:0] port_gid,
+    input  wire [NUM_PORTS*16-1:0]  port_pkey,
+    input  wire                     bypass_en,
 
     // the QP being served (qp_table port A)
     output reg  [QPN_BITS-1:0]      qp_qpn,
@@ -53,6 +58,11 @@ module requester #(
     output reg                      qp_set_err,
     output reg                      qp_rnr_wait,
     output reg                      qp_rnr_clear,
+    input  wire [2:0]               qp_mtu,
+    input  wire [3:0]               qp_rate,
+    input  wire [23:0]              qp_sq_psn,
+    output reg                      qp_set_psn,
+    output reg  [23:0]              qp_psn_value,
 
     // address handle lookup
     output wire [31:0]              ah_num,
@@ -67,6 +77,7 @@ module requester #(
     input  wire [7:0]               ah_tclass,
     input  wire [19:0]              ah_flow_label,
     input  wire [127:0]             ah_dgid,
+    input  wire [3:0]               ah_rate,
 
     // message to the responder
     output reg                      m_msg_valid,
@@ -92,11 +103,32 @@ module requester #(
     output wire [7:0]               m_msg_hop_limit,
     output wire [127:0]             m_msg_sgid,
     output wire [127:0]             m_msg_dgid,
+    output wire [31:0]              m_msg_offset,
+    output wire                     m_msg_hold,       // keep the responder until this message's END
     input  wire                     s_rsp_valid,
     input  wire [7:0]               s_rsp_status,
     input  wire                     s_rsp_place,
     input  wire                     s_rsp_rnr,
     input  wire [ADDR_WIDTH-1:0]    s_rsp_addr,
+
+    // message to the port's packetizer (m_tx_port), and its last packet leaving
+    output reg                      m_tx_valid,
+    input  wire                     m_tx_ready,
+    output wire [TXD_WIDTH-1:0]     m_tx_desc,
+    output wire [PORT_BITS-1:0]     m_tx_port,
+    input  wire                     s_tx_done,
+    input  wire [23:0]              s_tx_done_psn,
+    // the RC message waiting for its answer, for the receive engine to match responses
+    output wire                     wire_active,
+    output wire [23:0]              wire_qpn,
+    output wire [PORT_BITS-1:0]     wire_port,
+    output wire [23:0]              wire_first_psn,
+    output wire [23:0]              wire_npkts,
+    output wire [ADDR_WIDTH-1:0]    wire_addr,        // where READ response payload goes
+    output wire [2:0]               wire_mtu,
+    // its answer: AETH syndrome of the ACK / NAK / last READ response
+    input  wire                     s_ack_valid,
+    input  wire [7:0]               s_ack_syndrome,
 
     // protection checker client
     output reg                      m_prot_valid,
@@ -105,7 +137,7 @@ module requester #(
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
-    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}
     output reg                      m_dma_valid,
     input  wire                     m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
@@ -125,15 +157,17 @@ module requester #(
 );
 
 `include "rdma_defs.vh"
+`include "pkt_fields.vh"
 
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
-localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
-                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_FLUSH_WAIT = 4'd11;
+                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_FLUSH_WAIT = 4'd11,
+                 S_WIRE_WAIT = 4'd12, S_ACK_WAIT = 4'd13;
 reg [3:0] state;
 
 // the WQE being served
@@ -167,12 +201,14 @@ wire [7:0]   av_hop    = is_ud ? ah_hop_limit : qp_hop_limit;
 wire [7:0]   av_tclass = is_ud ? ah_tclass : qp_tclass;
 wire [19:0]  av_flow   = is_ud ? ah_flow_label : qp_flow_label;
 wire [127:0] av_dgid   = is_ud ? ah_dgid : qp_dgid;
+wire [3:0]   av_rate   = is_ud ? ah_rate : qp_rate;
 
 // ---- the port's own address, and the loopback decision ----
 wire [15:0]  my_lid   = port_lid[qp_port*16 +: 16];
 wire [2:0]   my_lmc   = port_lmc[qp_port*3 +: 3];
 wire [127:0] my_gid   = port_gid[qp_port*128 +: 128];
 wire [2:0]   my_mtu   = port_mtu[qp_port*3 +: 3];
+wire [15:0]  my_pkey  = port_pkey[qp_port*16 +: 16];
 wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;
 wire loopback = ((av_dlid ^ my_lid) & ~lmc_mask) == 16'd0 && (!av_global || av_dgid == my_gid);
 
@@ -183,7 +219,8 @@ wire op_ok = qp_type == QPT_RC ? w_op <= WR_RDMA_READ :
 wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
 wire [13:0] mtu_bytes = my_mtu >= 3'd1 && my_mtu <= 3'd5 ? 14'd128 << my_mtu : 14'd4096;
 wire is_read = w_op == WR_RDMA_READ;
-wire retrying = s_rsp_rnr && (qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0);
+wire rnr_retry_ok = qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0;
+wire retrying = s_rsp_rnr && rnr_retry_ok;
 
 assign m_prot_data = {is_read ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
 
@@ -217,6 +254,41 @@ assign m_msg_hop_limit  = av_hop;
 assign m_msg_sgid       = my_gid;
 assign m_msg_dgid       = av_dgid;
 
+// ---- the packet path ----
+// path MTU: the QP's (RC, UC) when set and below the port's active MTU; UD uses the port's
+wire [2:0]  pmtu = (is_ud || qp_mtu == 3'd0 || qp_mtu > my_mtu) ? my_mtu : qp_mtu;
+wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
+// packets of the message; an RDMA READ takes one PSN per response packet
+wire [31:0] pkts = w_len == 32'd0 ? 32'd1 : (w_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
+wire [23:0] msg_pkts = pkts[23:0];
+wire [2:0]  tx_kind = is_read ? 3'd2 :
+                      (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
+wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
+reg         wire_internal;    // loopback with the bypass off
+reg  [23:0] first_psn;
+reg  [23:0] next_psn;
+reg         ack_seen;
+reg  [7:0]  ack_syn;
+reg  [31:0] ack_timer;
+assign m_tx_port = qp_port;
+assign m_tx_desc = {wire_internal, {(64-ADDR_WIDTH){1'b0}}, local_addr, av_rate, 24'd0, 8'd0,
+                    w_len, w_rkey, w_raddr, m_msg_src_qpn, m_msg_qkey, qp_sq_psn,
+                    m_msg_dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
+                    av_global, av_sl, m_msg_slid, av_dlid, pmtu, is_read ? 32'd0 : w_len,
+                    w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
+assign wire_active    = state == S_WIRE_WAIT || state == S_ACK_WAIT;
+assign wire_qpn       = {{(24-QPN_BITS){1'b0}}, qp_qpn};
+assign wire_port      = qp_port;
+assign wire_first_psn = first_psn;
+assign wire_npkts     = msg_pkts;
+assign wire_addr      = local_addr;
+assign wire_mtu       = pmtu;
+assign m_msg_offset   = 32'd0;
+assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state == S_END_WAIT;
+// the NAK codes of the AETH syndrome, as the sender's completion status
+wire [7:0] nak_status = ack_syn == 8'h61 ? WC_REM_INV_REQ_ERR :
+                        ack_syn == 8'h62 ? WC_REM_ACCESS_ERR : WC_REM_OP_ERR;
+
 // ---- the send completion ----
 wire [7:0] wc_op = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
                    (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
@@ -226,7 +298,7 @@ wire [255:0] cqe = {48'd0, wc_op, status, 32'd0, {{(32-QPN_BITS){1'b0}}, qp_qpn}
 assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
 
 // WQE bytes 0x02-0x03 and 0x38-0x3F are reserved; FENCE needs nothing here (one WQE at a time)
-wire unused = ^{s_dma_rdata[511:448], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
+wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
                 w_flags[7:3], w_flags[0]};
 
 always @(posedge clk) begin
@@ -238,6 +310,12 @@ always @(posedge clk) begin
     if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
     if (m_cqe_valid && m_cqe_ready)   m_cqe_valid  <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
+    if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
+    qp_set_psn <= 1'b0;
+    if (s_ack_valid && wire_active) begin
+        ack_seen <= 1'b1;
+        ack_syn  <= s_ack_syndrome;
+    end
 
     case (state)
         S_IDLE: if (sched_valid) begin
@@ -314,10 +392,18 @@ always @(posedge clk) begin
         end
 
         S_ROUTE: begin
-            if (!loopback) begin
-                // the port datapath is not built yet: nothing can leave on the wire
-                status <= WC_GENERAL_ERR;
-                state  <= S_CQE;
+            if (!loopback || !bypass_en) begin
+                if (m_msg_dest_qpn[31:24] != 8'd0) begin
+                    // no packet can name that QP: it is unreachable, as on the bypass
+                    status <= qp_type == QPT_RC ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+                    state  <= S_CQE;
+                end else begin
+                    wire_internal <= loopback;
+                    first_psn  <= qp_sq_psn;
+                    ack_seen   <= 1'b0;
+                    m_tx_valid <= 1'b1;
+                    state <= S_WIRE_WAIT;
+                end
             end else begin
                 m_msg_kind  <= 2'd0;
                 m_msg_valid <= 1'b1;
@@ -368,6 +454,41 @@ always @(posedge clk) begin
 
         S_END_WAIT: if (s_rsp_valid) state <= S_CQE;
 
+        // the last packet has left: UC and UD are done, RC waits for its answer
+        S_WIRE_WAIT: if (s_tx_done) begin
+            next_psn  <= is_read ? first_psn + msg_pkts : s_tx_done_psn;
+            ack_timer <= 32'd0;
+            if (qp_type == QPT_RC) begin
+                state <= S_ACK_WAIT;
+            end else begin
+                qp_set_psn   <= 1'b1;
+                qp_psn_value <= s_tx_done_psn;
+                state <= S_CQE;
+            end
+        end
+
+        S_ACK_WAIT: begin
+            ack_timer <= ack_timer + 32'd1;
+            if (ack_seen) begin
+                if (ack_syn[7:5] == 3'b000) begin
+                    qp_set_psn   <= 1'b1;
+                    qp_psn_value <= next_psn;
+                    state <= S_CQE;
+                end else if (ack_syn[7:5] == 3'b001 && rnr_retry_ok) begin
+                    // receiver not ready: the same PSNs go again when the QP is next served
+                    qp_rnr_wait <= 1'b1;
+                    state <= S_IDLE;
+                end else begin
+                    status <= ack_syn[7:5] == 3'b001 ? WC_RNR_RETRY_EXC_ERR : nak_status;
+                    state  <= S_CQE;
+                end
+            end else if (ack_timer == ACK_TIMEOUT - 1) begin
+                // no answer: the packet was dropped (no retransmission yet)
+                status <= WC_RETRY_EXC_ERR;
+                state  <= S_CQE;
+            end
+        end
+
         // The WQE is finished: its slot and the QP state move before the CQE is written, so
         // software that sees the CQE also sees the ring space and the ERR state.
         S_CQE: begin
@@ -395,6 +516,8 @@ always @(posedge clk) begin
         m_prot_valid <= 1'b0;
         m_dma_valid  <= 1'b0;
         m_cqe_valid  <= 1'b0;
+        m_tx_valid   <= 1'b0;
+        qp_set_psn   <= 1'b0;
         lb_msgs      <= 64'd0;
         lb_bytes     <= 64'd0;
     end

@@ -3,7 +3,10 @@
 // access rights), consumes a receive WQE where the operation needs one, checks the receive
 // buffer, writes the UD GRH area, and answers with where the payload goes (or, for RDMA READ,
 // where it comes from). END writes the receive completion once the payload is in place.
-// FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR.
+// FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
+// arrives in packets: START with the first, CONT for each later packet that needs a check
+// (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
+// packet), END after the last; s_msg_offset is the piece's byte offset in the message.
 `default_nettype none
 
 module responder #(
@@ -18,13 +21,14 @@ module responder #(
     // message from the requester (bypass) side
     input  wire                     s_msg_valid,
     output wire                     s_msg_ready,
-    input  wire [1:0]               s_msg_kind,       // 0 START, 1 END, 2 FLUSH (receive queue of s_msg_dest_qpn)
+    input  wire [1:0]               s_msg_kind,       // 0 START, 1 END, 2 FLUSH (receive queue of s_msg_dest_qpn), 3 CONT
     input  wire [7:0]               s_msg_op,         // ibv_wr_opcode
     input  wire [2:0]               s_msg_type,       // sender's transport
     input  wire [31:0]              s_msg_dest_qpn,   // 32 bits: a QPN above 24 bits is unreachable, not aliased
     input  wire [23:0]              s_msg_src_qpn,
     input  wire [PORT_BITS-1:0]     s_msg_port,       // port the message arrived on
-    input  wire [31:0]              s_msg_len,
+    input  wire [31:0]              s_msg_len,        // START/CONT: bytes of this piece; END: of the message
+    input  wire [31:0]              s_msg_offset,     // CONT: byte offset of the piece
     input  wire [63:0]              s_msg_raddr,
     input  wire [31:0]              s_msg_rkey,
     input  wire [31:0]              s_msg_imm,
@@ -72,7 +76,7 @@ module responder #(
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
-    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[1:0]}
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}
     output reg                      m_dma_valid,
     input  wire                     m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
@@ -91,7 +95,7 @@ module responder #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
-localparam DMA_REQ_WIDTH = 2 + 2*ADDR_WIDTH + 32 + 512;
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_CHECK = 4'd1, S_RKEY = 4'd2, S_RKEY_WAIT = 4'd3,
                  S_RQ = 4'd4, S_RQ_WAIT = 4'd5, S_LKEY = 4'd6, S_LKEY_WAIT = 4'd7,
@@ -106,6 +110,7 @@ reg [31:0]  r_dest;
 reg [23:0]  r_src;
 reg [PORT_BITS-1:0] r_port;
 reg [31:0]  r_len;
+reg [31:0]  r_off;
 reg [63:0]  r_raddr;
 reg [31:0]  r_rkey;
 reg [31:0]  r_imm;
@@ -138,6 +143,7 @@ wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM;
 wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
 wire needs_rq   = r_op == WR_SEND || r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
 wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM;
+wire is_cont    = r_kind == 2'd3;
 // bytes a SEND puts in the receive buffer: UD adds the 40-byte GRH area
 wire [32:0] recv_need = {1'b0, r_len} + (is_ud ? 33'd40 : 33'd0);
 
@@ -153,7 +159,7 @@ wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
 wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : (4'd1 << ACC_REMOTE_WRITE);
 reg  prot_is_rkey;
 assign m_prot_data = prot_is_rkey ? {rkey_need, qp_pd, r_len, r_raddr, r_rkey}
-                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, recv_need[31:0], rq_addr, rq_lkey};
+                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, recv_need[31:0], rq_addr + {32'd0, r_off}, rq_lkey};
 
 // DMA: load the receive WQE, or store the UD GRH area
 reg  dma_is_grh;
@@ -201,6 +207,7 @@ always @(posedge clk) begin
             r_kind <= s_msg_kind;   r_op <= s_msg_op;        r_type <= s_msg_type;
             r_dest <= s_msg_dest_qpn; r_src <= s_msg_src_qpn; r_port <= s_msg_port;
             r_len  <= s_msg_len;    r_raddr <= s_msg_raddr;  r_rkey <= s_msg_rkey;
+            r_off  <= s_msg_offset;
             r_imm  <= s_msg_imm;    r_qkey <= s_msg_qkey;    r_sol <= s_msg_solicited;
             r_slid <= s_msg_slid;   r_dlid <= s_msg_dlid;    r_sl <= s_msg_sl;
             r_global <= s_msg_is_global; r_tclass <= s_msg_tclass; r_flow <= s_msg_flow_label;
@@ -210,7 +217,7 @@ always @(posedge clk) begin
             m_rsp_rnr    <= 1'b0;
             r_set_err    <= 1'b0;
             cqe_status   <= WC_SUCCESS;
-            state <= s_msg_kind == 2'd0 ? S_CHECK : s_msg_kind == 2'd1 ? S_CQE : S_RQ;
+            state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ : S_CHECK;
             if (s_msg_kind == 2'd2) begin
                 // flushing: the same receive WQE load, then an error completion
                 r_op       <= WR_SEND;
@@ -223,7 +230,7 @@ always @(posedge clk) begin
                 // the packet would have been dropped: RC times out, UC and UD never know
                 m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
                 state <= S_RESPOND;
-            end else if ((is_write || is_read) && r_len != 32'd0) begin
+            end else if ((is_write || is_read) && r_len != 32'd0 && !is_cont) begin
                 prot_is_rkey <= 1'b1;
                 m_prot_valid <= 1'b1;
                 state <= S_RKEY_WAIT;
@@ -248,6 +255,8 @@ always @(posedge clk) begin
             if (!needs_rq) begin
                 m_rsp_place <= 1'b1;
                 state <= S_RESPOND;
+            end else if (is_cont && is_send) begin
+                state <= S_LKEY;    // the message's receive WQE is already taken
             end else if (qp_rq_pi == qp_rq_ci) begin
                 m_rsp_rnr    <= is_rc;
                 state <= S_RESPOND;
@@ -275,7 +284,7 @@ always @(posedge clk) begin
         end
 
         S_LKEY: begin
-            if (is_send && recv_need > {1'b0, rq_len}) begin
+            if (is_send && recv_need + {1'b0, r_off} > {1'b0, rq_len}) begin
                 cqe_status   <= WC_LOC_LEN_ERR;
                 m_rsp_status <= is_rc ? WC_REM_INV_REQ_ERR : WC_SUCCESS;
                 r_set_err    <= is_rc;

@@ -1,9 +1,14 @@
-"""The demonstration `make sim` runs: a small RDMA program on one rdma_dev.
+"""The demonstration `make sim` runs: a small RDMA program on one rdma_dev whose port 1 and
+port 2 are cabled to each other (harness CABLE = 1).
 
 QPs on port 1 talk to each other (loopback: the bypass DMA engine moves the data, no packet
-leaves), one QP is aimed at port 2 (not loopback), and one WR breaks the protection rules.
-Each WR is posted on its own so the report can say, per message, which path it took (from the
-device's LB_MSGS counter) and what the TX links did. The report goes to sim/out/demo_report.txt.
+leaves), QPs on port 1 talk to QPs on port 2 (not loopback: packets cross the cable, the port
+counters move), one loopback message goes through the port's internal loopback with the bypass
+switched off, and one WR breaks the protection rules. Each WR is posted on its own so the
+report can say, per message, which path it took (from the device's LB_MSGS counter) and what
+each link carried. A sniffer on each link writes its packets to a pcap (ERF InfiniBand
+records, which Wireshark and tshark decode without settings). The report goes to
+sim/out/demo_report.txt, the pcaps to sim/out/demo_port<p>.pcap.
 """
 
 import os
@@ -16,6 +21,7 @@ from verbs import (Access, GlobalRoute, PortCounter, QPType, RecvWR, RemoteAddr,
                    rdma_read, rdma_write, send, ud_send)
 
 REPORT = Path(os.environ.get("DEMO_REPORT", "demo_report.txt"))
+PCAP_DIR = REPORT.parent
 
 
 def describe_wc(wc):
@@ -27,7 +33,7 @@ def describe_wc(wc):
 
 @cocotb.test()
 async def demo(dut):
-    tb, dev, sb = await open_device(dut, seed=1)
+    tb, dev, sb = await open_device(dut, seed=1, cabled=True)
     pd = dev.alloc_pd()
     cq = await dev.create_cq(64)
 
@@ -45,8 +51,14 @@ async def demo(dut):
     ah = await pd.create_ah(1, port1["lid"] + 1, sl=3, grh=GlobalRoute(port1["gid"], hop_limit=8))
     bad_a, bad_b = [await pd.create_qp(QPType.RC, cq, cq) for _ in range(2)]
     await connect(bad_a, bad_b, port_a=1)
-    far = await pd.create_qp(QPType.RC, cq, cq)
-    await far.to_rts(remote_qp_num=b.qp_num, dlid=PORT_SETUP[2]["lid"], port=1)
+    # a pair across the cable: port 1's QP addresses port 2's LID and back
+    near, far = [await pd.create_qp(QPType.RC, cq, cq) for _ in range(2)]
+    await near.to_rts(remote_qp_num=far.qp_num, dlid=PORT_SETUP[2]["lid"], port=1, sl=2)
+    await far.to_rts(remote_qp_num=near.qp_num, dlid=port1["lid"], port=2, sl=2)
+    ud_far = await pd.create_qp(QPType.UD, cq, cq)
+    await ud_far.to_rts(port=2, qkey=0x1111)
+    ah_far = await pd.create_ah(1, PORT_SETUP[2]["lid"],
+                                grh=GlobalRoute(PORT_SETUP[2]["gid"], hop_limit=4))
 
     program = [
         ("RDMA WRITE 4 KiB", a, rdma_write(src.sge(0, 4096), dst.remote(0), wr_id=1), None),
@@ -59,17 +71,30 @@ async def demo(dut):
          (ud_b, RecvWR(dst.sge(20000, 512), wr_id=105))),
         ("RDMA WRITE, bad rkey", bad_a,
          rdma_write(src.sge(0, 64), RemoteAddr(dst.addr, dst.rkey ^ 0x80), wr_id=6), None),
-        ("SEND to port 2's LID", far, send(src.sge(0, 64), wr_id=7), None),
+        ("RDMA WRITE 64 KiB to port 2", near,
+         rdma_write(src.sge(0, size), dst.remote(0), wr_id=7), None),
+        ("SEND 6000 B to port 2", near, send(src.sge(0, 6000), wr_id=8),
+         (far, RecvWR(dst.sge(32768, 8192), wr_id=108))),
+        ("RDMA READ 9000 B from port 1", far,
+         rdma_read(dst.sge(40960, 9000), src.remote(0), wr_id=9), None),
+        ("UD SEND to port 2, GRH", ud_a,
+         ud_send(src.sge(0, 256), ah_far, ud_far.qp_num, 0x1111, wr_id=10, imm=0xBEEF),
+         (ud_far, RecvWR(dst.sge(51200, 512), wr_id=110))),
+        ("RDMA WRITE 4 KiB, bypass off", a,
+         rdma_write(src.sge(0, 4096), dst.remote(0), wr_id=11), "no bypass"),
     ]
 
     rows = []
     before_all = await dev.read_counters()
     ports_before = {port: await dev.port_counters(port) for port in (1, 2)}
     for title, qp, wr, recv in program:
+        await dev.set_bypass(recv != "no bypass")
+        if recv == "no bypass":
+            recv = None
         if recv:
             await recv[0].post_recv(recv[1])
         counters = await dev.read_counters()
-        beats = [len(tb.tx_beats(p)) for p in (1, 2)]
+        beats = [tb.tx_beats(p) for p in (1, 2)]
         await qp.post_send(wr)
         expected = 2 if recv else 1
         wcs = await cq.wait(expected)
@@ -77,14 +102,19 @@ async def demo(dut):
         send_wc = next((wc for wc in wcs if not wc.is_recv), None)
         recv_wc = next((wc for wc in wcs if wc.is_recv), None)
         lb = after.lb_msgs - counters.lb_msgs
-        tx = [len(tb.tx_beats(p)) - beats[i] for i, p in enumerate((1, 2))]
-        rows.append((wr.wr_id, title, qp.qp_num, qp.qp_type.name, wr.sge.length,
-                     "bypass" if lb else "not loopback", describe_wc(send_wc), describe_wc(recv_wc),
-                     f"{tx[0]}/{tx[1]}"))
+        tx = [tb.tx_beats(p) - beats[i] for i, p in enumerate((1, 2))]
+        path = "bypass" if lb else "packets" if any(tx) else "internal loopback"
+        rows.append((wr.wr_id, title, qp.qp_num, qp.qp_type.name, wr.sge.length, path,
+                     describe_wc(send_wc), describe_wc(recv_wc), f"{tx[0]}/{tx[1]}"))
+    await dev.set_bypass(True)
     after_all = await dev.read_counters()
     ports_after = {port: await dev.port_counters(port) for port in (1, 2)}
     await sb.check()
-    tb.assert_links_idle()
+    pcaps = []
+    for port, sniffer in tb.sniffers.items():
+        path = PCAP_DIR / f"demo_port{port}.pcap"
+        sniffer.write_pcap(path)
+        pcaps.append(f"{path} ({len(sniffer.packets())} packets sent by port {port})")
 
     header = ("wr", "message", "qp", "type", "bytes", "path", "send completion",
               "receive completion", "tx beats p1/p2")
@@ -98,13 +128,15 @@ async def demo(dut):
         f"work requests: {len(rows)}, through the loopback bypass: {bypassed}",
         f"LB_MSGS {before_all.lb_msgs} -> {after_all.lb_msgs}, "
         f"LB_BYTES {before_all.lb_bytes} -> {after_all.lb_bytes}",
-        f"TX link beats: port 1 {len(tb.tx_beats(1))}, port 2 {len(tb.tx_beats(2))} "
-        "(the packet path is not built yet: nothing leaves on a link)",
+        f"TX link beats: port 1 {tb.tx_beats(1)}, port 2 {tb.tx_beats(2)} "
+        "(only the messages between the ports: loopback messages put nothing on a link)",
         *(f"port {port} counters: " + ", ".join(
             f"{c.name} {ports_before[port][c]}->{ports_after[port][c]}"
             for c in (PortCounter.XMIT_PKTS, PortCounter.XMIT_DATA, PortCounter.RCV_PKTS,
                       PortCounter.RCV_DATA, PortCounter.RCV_ERRORS))
           for port in (1, 2)),
-        "scoreboard: every completion, memory image and guard byte matched the reference model",
+        "scoreboard: every completion, memory image, guard byte, port counter and packet on "
+        "each link matched the reference model",
+        "pcaps: " + "; ".join(pcaps),
     ]
     REPORT.write_text("\n".join(lines) + "\n")

@@ -205,6 +205,12 @@ class ImmDt(_ByteFields):
     SIZE = 4
 
 
+def imm_le(data):
+    """ImmDt `data` as a device register holds the four bytes: in wire (and host memory) order,
+    the first byte in bits [7:0]."""
+    return int.from_bytes(data.to_bytes(4, "big"), "little")
+
+
 # Packet attribute -> header class, in wire order after the BTH.
 EXTENSION_HEADERS = {
     "deth": DETH,

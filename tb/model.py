@@ -1,8 +1,12 @@
-"""Reference model of rdma_dev, written from docs/semantics.md (the contract), not from the RTL.
+"""Reference model of rdma_dev, written from docs/semantics.md (the contract) and
+docs/packet-path.md (the packets), not from the RTL.
 
 The model follows the program through the driver's observer calls and predicts what the device
 must do: every completion it writes (per CQ, QP and direction, in order), the bytes it writes
-to host memory, QP state changes and the LB_MSGS / LB_BYTES / CQ_OVERFLOWS / REG_ERRORS moves.
+to host memory, QP state changes, the LB_MSGS / LB_BYTES / CQ_OVERFLOWS / REG_ERRORS moves,
+every packet each port sends on its link and every port counter. `cable()` tells it where a
+port's link leads (another port of this device, or a port of another device's model); a port
+without a cable sends into the void.
 
 How it keeps time: a send WR runs the moment it is posted, against the receives posted so far
 (tests post receives before the sends that need them). An RC message that finds no receive
@@ -21,8 +25,9 @@ import struct
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
+from ib_packet import AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, ImmDt, Packet, packetize
 from verbs import (
-    COUNTERS, GRH_BYTES, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
+    COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
@@ -42,7 +47,15 @@ _WC_OPCODE = {
     WROpcode.RDMA_READ: WCOpcode.RDMA_READ,
 }
 _WITH_IMM = {WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE_WITH_IMM}
-_PORT_REGS = {PortReg.LID, PortReg.LMC, PortReg.MTU} | {PortReg.GID0 + 4 * i for i in range(4)}
+_PORT_REGS = ({PortReg.LID, PortReg.LMC, PortReg.MTU, PortReg.PKEY}
+              | {PortReg.GID0 + 4 * i for i in range(4)})
+_TRANSPORT = {QPType.RC: "RC", QPType.UC: "UC", QPType.UD: "UD"}
+PSN_MASK = 0xFFFFFF
+ACK = 0x1F          # AETH syndrome of an ACK (no credit count)
+RNR_NAK = 0x20      # RNR NAK, timer 0
+NAK_CODE = {WCStatus.REM_INV_REQ_ERR: 0x61, WCStatus.REM_ACCESS_ERR: 0x62,
+            WCStatus.REM_OP_ERR: 0x63}
+NAK_STATUS = {code: status for status, code in NAK_CODE.items()}
 _DOORBELL_SPAN = 0x1000  # the SQ/RQ doorbells fill 0x1000-0x1FFF, the CQ ones 0x2000-0x2FFF
 
 
@@ -152,6 +165,7 @@ class _SendWQE:
     wr: SendWR
     what: str
     started: bool = False  # passed the requester checks and was counted; RNR retries don't
+    wire: bool = False     # takes the packet path
 
 
 @dataclass
@@ -176,6 +190,9 @@ class ModelQP:
     sq_done: int = 0
     rq_posted: int = 0
     rq_done: int = 0
+    sq_psn: int = 0       # PSN of the next request packet
+    epsn: int = 0         # PSN the next request packet must carry
+    msn: int = 0          # messages completed as an RC responder
 
     @property
     def port(self):
@@ -193,6 +210,18 @@ class Model(Observer):
         self.port_counters = {}     # port -> {PortCounter: value}; loopback moves none of them
         self.ports, self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}, {}
         self._read_host = None
+        self.links = {}             # port -> (Model, port) at the far end of its cable
+        self.bypass = True          # CTRL.BYPASS
+        self.pkeys = defaultdict(lambda: 0xFFFF)
+        self.wire = defaultdict(list)  # port -> the packets it sends on its link, in order
+        # False once an RC message met receiver-not-ready with rnr_retry 7 on the packet path:
+        # how often the device retried depends on timing, so its packets are not predictable
+        self.wire_exact = True
+
+    def cable(self, port, far_model, far_port):
+        """Port `port`'s link leads to `far_port` of `far_model` (which may be this model)."""
+        self.links[port] = (far_model, far_port)
+        far_model.links[far_port] = (self, port)
 
     # --- observer: configuration ----------------------------------------------------------
 
@@ -208,6 +237,12 @@ class Model(Observer):
             self.counters.reg_errors += 1
         elif Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
             self._write_port_counter(offset, value)
+        elif offset == Reg.CTRL:
+            self.bypass = bool(value & 1)
+        elif Reg.PORT_BASE <= offset < Reg.CMD_DATA:
+            port, reg = divmod(offset - Reg.PORT_BASE, PORT_STRIDE)
+            if reg == PortReg.PKEY:
+                self.pkeys[port + 1] = value & 0xFFFF
 
     def _port_counter_word(self, offset):
         port, word = divmod(offset - Reg.PORT_COUNTERS, PORT_COUNTERS_STRIDE)
@@ -242,7 +277,7 @@ class Model(Observer):
             loadable = word == PortCounter.CLEAR or any(
                 word in (c, c + 1) if c.bits == 64 else word == c for c in COUNTERS)
             return port > self.num_ports or not loadable
-        return not (Reg.CMD_DATA <= offset <= Reg.CMD or offset == Reg.EVENT)
+        return not (Reg.CMD_DATA <= offset <= Reg.CMD or offset in (Reg.EVENT, Reg.CTRL))
 
     def on_mem_write(self, addr, data):
         self.image.write(addr, data)
@@ -281,6 +316,11 @@ class Model(Observer):
     def on_modify_qp(self, qp, state, attr):
         q = self.qps[qp.qp_num]
         q.attr = attr
+        # the PSNs are taken when the QP enters the state that uses them
+        if state == QPState.RTR and q.state == QPState.INIT:
+            q.epsn, q.msn = attr.rq_psn & PSN_MASK, 0
+        if state == QPState.RTS and q.state == QPState.RTR:
+            q.sq_psn = attr.sq_psn & PSN_MASK
         if state == QPState.RESET:  # outstanding WQEs vanish without completions
             q.sq.clear()
             q.rq.clear()
@@ -382,15 +422,15 @@ class Model(Observer):
             return False
         if not w.started:
             status, why = self._requester_check(q, w.wr)
-            if status == WCStatus.SUCCESS and not self._loopback(q, self._av(q, w.wr)):
-                status, why = WCStatus.GENERAL_ERR, "not loopback, and no port datapath"
             if status != WCStatus.SUCCESS:
                 self._complete_send(q, w, status, why)
                 return True
-            self.counters.lb_msgs += 1
-            self.counters.lb_bytes += w.wr.sge.length
+            w.wire = not (self.bypass and self._loopback(q, self._av(q, w.wr)))
+            if not w.wire:
+                self.counters.lb_msgs += 1
+                self.counters.lb_bytes += w.wr.sge.length
             w.started = True
-        status, why = self._deliver(q, w)
+        status, why = self._send_packets(q, w) if w.wire else self._deliver(q, w)
         if status is None:
             return False
         self._complete_send(q, w, status, why)
@@ -439,25 +479,34 @@ class Model(Observer):
         return ((av.dlid & mask) == (port.lid & mask)
                 and (av.grh is None or av.grh.dgid == port.gid))
 
-    def _destination(self, q, wr):
-        qpn = wr.remote_qpn if q.type == QPType.UD else q.attr.dest_qp_num
+    @staticmethod
+    def _dest_qpn(q, wr):
+        return wr.remote_qpn if q.type == QPType.UD else q.attr.dest_qp_num
+
+    @staticmethod
+    def _qkey(q, wr):
+        """The Q_Key a UD message carries."""
+        return q.attr.qkey if wr.remote_qkey & QKEY_FROM_QP else wr.remote_qkey
+
+    def _destination(self, port, qp_type, qpn, qkey):
+        """The QP `qpn` of this device a message of `qp_type` arriving on `port` reaches, or
+        None and why not."""
         dest = self.qps.get(qpn)
         if dest is None:
             return None, f"QP {qpn} does not exist"
-        if dest.port != q.port or dest.type != q.type:
+        if dest.port != port or dest.type != qp_type:
             return None, f"QP {qpn} is {dest.type.name} on port {dest.port}"
         if dest.state not in (QPState.RTR, QPState.RTS):
             return None, f"QP {qpn} is in {dest.state.name}"
-        if q.type == QPType.UD:
-            qkey = q.attr.qkey if wr.remote_qkey & QKEY_FROM_QP else wr.remote_qkey
-            if qkey != dest.attr.qkey:
-                return None, f"Q_Key {qkey:#x}, QP {qpn} has {dest.attr.qkey:#x}"
+        if qp_type == QPType.UD and qkey != dest.attr.qkey:
+            return None, f"Q_Key {qkey:#x}, QP {qpn} has {dest.attr.qkey:#x}"
         return dest, ""
 
     def _deliver(self, q, w):
-        """The responder's side of a message that passed the requester: the sender's status
-        (None: receiver not ready, retry later) and why."""
-        dest, why = self._destination(q, w.wr)
+        """The responder's side of a loopback message that passed the requester: the sender's
+        status (None: receiver not ready, retry later) and why."""
+        dest, why = self._destination(q.port, q.type, self._dest_qpn(q, w.wr),
+                                      self._qkey(q, w.wr))
         if dest is None:
             if q.type == QPType.RC:
                 return WCStatus.RETRY_EXC_ERR, why
@@ -554,14 +603,21 @@ class Model(Observer):
         # Loopback: the sending and the receiving port are the same port.
         port = self.ports[q.port]
         path_mask = (1 << port.lmc) - 1
-        imm = wr.opcode in _WITH_IMM
-        flags = (WCFlags.GRH if av.grh else WCFlags(0)) | (WCFlags.WITH_IMM if imm else WCFlags(0))
+        self._expect_recv_fields(dest, recv, w, opcode, byte_len, src_qp=q.qpn,
+                                 slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
+                                 sl=av.sl, dlid=av.dlid, grh=av.grh is not None,
+                                 imm=wr.imm if wr.opcode in _WITH_IMM else None)
+
+    def _expect_recv_fields(self, dest, recv, w, opcode, byte_len, *, src_qp, slid, sl, dlid,
+                            grh, imm):
+        path_mask = (1 << self.ports[dest.port].lmc) - 1
+        flags = ((WCFlags.GRH if grh else WCFlags(0))
+                 | (WCFlags.WITH_IMM if imm is not None else WCFlags(0)))
         fields = dict(wr_id=recv.wr.wr_id, status=WCStatus.SUCCESS, opcode=opcode,
-                      byte_len=byte_len, qp_num=dest.qpn, src_qp=q.qpn, wc_flags=flags,
-                      sl=av.sl, slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
-                      dlid_path_bits=av.dlid & path_mask)
-        if imm:
-            fields["imm_data"] = wr.imm
+                      byte_len=byte_len, qp_num=dest.qpn, src_qp=src_qp, wc_flags=flags,
+                      sl=sl, slid=slid, dlid_path_bits=dlid & path_mask)
+        if imm is not None:
+            fields["imm_data"] = imm
         self._expect(dest.recv_cq, dest.qpn, True, fields, f"{recv.what}, for {w.what}")
 
     def _recv_error(self, dest, recv, status, w, why):
@@ -570,3 +626,310 @@ class Model(Observer):
                      f"{recv.what}, for {w.what}: {why}")
         if dest.type == QPType.RC:
             self._set_err(dest)
+
+    # --- the packet path (docs/packet-path.md) ----------------------------------------------
+
+    def _path_mtu(self, q):
+        """The path MTU in bytes: the QP's (RC, UC) when set and below the port's; UD uses
+        the port's."""
+        port_mtu = self.ports[q.port].mtu
+        if q.type == QPType.UD or not q.attr.path_mtu or q.attr.path_mtu > port_mtu:
+            return port_mtu.size
+        return MTU(q.attr.path_mtu).size
+
+    def _request_packets(self, q, wr, psn):
+        """The packets of a message, as the packetizer builds them."""
+        av = self._av(q, wr)
+        port = self.ports[q.port]
+        path_mask = (1 << port.lmc) - 1
+        lrh = LRH(dlid=av.dlid, slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
+                  sl=av.sl)
+        grh = None
+        if av.grh is not None:
+            grh = GRH(sgid=bytes(port.gid), dgid=bytes(av.grh.dgid), hop_limit=av.grh.hop_limit,
+                      tclass=av.grh.traffic_class, flow_label=av.grh.flow_label)
+        dest_qp, pkey, length = self._dest_qpn(q, wr), self.pkeys[q.port], wr.sge.length
+        reth = RETH(va=wr.remote_addr, rkey=wr.rkey, dma_len=length)
+        if wr.opcode == WROpcode.RDMA_READ:
+            return [Packet(lrh=lrh, grh=grh, reth=reth,
+                           bth=BTH(opcode=0x0C, dest_qp=dest_qp, psn=psn, pkey=pkey))]
+        write = wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
+        deth = DETH(qkey=self._qkey(q, wr), src_qp=q.qpn) if q.type == QPType.UD else None
+        return packetize(_TRANSPORT[q.type], "RDMA_WRITE" if write else "SEND",
+                         self._local_bytes(wr), self._path_mtu(q), lrh=lrh, dest_qp=dest_qp,
+                         psn=psn, pkey=pkey, grh=grh, deth=deth, reth=reth if write else None,
+                         immdt=ImmDt(wr.imm) if wr.opcode in _WITH_IMM else None,
+                         se=bool(wr.flags & SendFlags.SOLICITED))
+
+    def _answer_packets(self, port, dest, req, syndrome, data=None, mtu=None):
+        """An RC responder's answer to request packet `req`: an ACK / NAK, or (with `data`)
+        the READ responses, addressed back along the request's path."""
+        lrh = LRH(dlid=req.lrh.slid, slid=req.lrh.dlid, sl=req.lrh.sl)
+        grh = None
+        if req.grh is not None:
+            grh = GRH(sgid=req.grh.dgid, dgid=req.grh.sgid, hop_limit=req.grh.hop_limit,
+                      tclass=req.grh.tclass, flow_label=req.grh.flow_label)
+        aeth = AETH(syndrome=syndrome, msn=dest.msn)
+        if data is None:
+            return [Packet(lrh=lrh, grh=grh, aeth=aeth,
+                           bth=BTH(opcode=0x11, dest_qp=dest.attr.dest_qp_num,
+                                   psn=req.bth.psn, pkey=self.pkeys[port]))]
+        return packetize("RC", "RDMA_READ_RESPONSE", data, mtu, lrh=lrh, grh=grh, aeth=aeth,
+                         dest_qp=dest.attr.dest_qp_num, psn=req.bth.psn, pkey=self.pkeys[port])
+
+    def _count(self, port, counter, extended, n):
+        counters = self.port_counters[port]
+        for c in (counter, extended):
+            counters[c] = min(counters[c] + n, (1 << c.bits) - 1)
+
+    def _sent(self, port, packets):
+        """`port` sends `packets` on its physical link."""
+        self.wire[port] += packets
+        self._count(port, PortCounter.XMIT_PKTS, PortCounter.XMIT_PKTS_EXT, len(packets))
+        self._count(port, PortCounter.XMIT_DATA, PortCounter.XMIT_DATA_EXT,
+                    sum(map(pktlen, packets)))
+
+    def _received(self, port, packets, dropped=0):
+        """`port` takes `packets` from its physical link; the last `dropped` of them fail the
+        checks after the link's (the QP, the packet order) and count as errors too."""
+        self._count(port, PortCounter.RCV_PKTS, PortCounter.RCV_PKTS_EXT, len(packets))
+        self._count(port, PortCounter.RCV_DATA, PortCounter.RCV_DATA_EXT,
+                    sum(map(pktlen, packets)))
+        self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT, dropped)
+
+    def _send_packets(self, q, w):
+        """A message on the packet path: its packets leave the port (on the link, or on the
+        port's internal loopback when it is a loopback message with the bypass off), and the
+        far end's answer decides the sender's status (None: receiver not ready, retried later)."""
+        wr = w.wr
+        rc = q.type == QPType.RC
+        dest_qpn = self._dest_qpn(q, wr)
+        if dest_qpn >> 24:
+            return (WCStatus.RETRY_EXC_ERR if rc else WCStatus.SUCCESS), \
+                f"QPN {dest_qpn:#x} does not fit a packet: nothing sent"
+        internal = self._loopback(q, self._av(q, wr))
+        far, far_port = (self, q.port) if internal else self.links.get(q.port, (None, None))
+        packets = self._request_packets(q, wr, q.sq_psn)
+        tries = 0
+        while True:
+            tries += 1
+            if not internal:
+                self._sent(q.port, packets)
+            if far is None:
+                answer, why, responses = None, f"port {q.port} has no cable", []
+            else:
+                answer, why, responses = far._arrive(far_port, packets, internal, w.what)
+                if not internal:
+                    far._sent(far_port, responses)
+                    self._received(q.port, responses)
+            if not rc:
+                break
+            if answer != RNR_NAK:
+                break
+            if q.attr.rnr_retry == RNR_RETRY_FOREVER:
+                self.wire_exact = far.wire_exact = False
+                return None, why
+            if tries > q.attr.rnr_retry:
+                return WCStatus.RNR_RETRY_EXC_ERR, why
+        if not rc:
+            q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
+            return WCStatus.SUCCESS, why
+        if answer is None:
+            return WCStatus.RETRY_EXC_ERR, f"no answer: {why}"
+        if answer != ACK:
+            return NAK_STATUS[answer], why
+        if wr.opcode == WROpcode.RDMA_READ:
+            data = b"".join(r.payload for r in responses)
+            if data:
+                self.image.write(self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr), data)
+            q.sq_psn = (q.sq_psn + len(responses)) & PSN_MASK
+        else:
+            q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
+        return WCStatus.SUCCESS, why
+
+    def _arrive(self, port, packets, internal, what):
+        """The packets of one message reach `port` of this device: the answer (an AETH
+        syndrome, or None when there is none), why, and the answer's packets."""
+        attr = self.ports[port]
+        first = packets[0]
+        mask = ~((1 << attr.lmc) - 1) & 0xFFFF
+        mine = self.pkeys[port]
+        if ((first.lrh.dlid & mask) != (attr.lid & mask)
+                or (first.grh is not None and first.grh.dgid != bytes(attr.gid))
+                or (first.bth.pkey & 0x7FFF) != (mine & 0x7FFF)
+                or not (first.bth.pkey | mine) & 0x8000):
+            if not internal:
+                self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT,
+                            len(packets))
+            return None, f"port {port} drops packets for DLID {first.lrh.dlid:#x}", []
+        counted = not internal
+        qp_type = {0: QPType.RC, 1: QPType.UC, 3: QPType.UD}[first.bth.opcode >> 5]
+        qkey = first.deth.qkey if first.deth is not None else 0
+        dest, why = self._destination(port, qp_type, first.bth.dest_qp, qkey)
+        if dest is None or (qp_type == QPType.RC and first.bth.psn != dest.epsn):
+            if counted:
+                self._received(port, packets, dropped=len(packets) if dest is None else 0)
+            return None, f"dropped: {why or 'out of sequence'}", []
+        operation = OPCODES[first.bth.opcode].operation
+        if operation == "RDMA_READ_REQUEST":
+            answer, why, responses, taken = self._arrive_read(port, dest, first, what)
+        elif operation == "RDMA_WRITE":
+            answer, why, responses, taken = self._arrive_write(port, dest, packets, what)
+        else:
+            answer, why, responses, taken = self._arrive_send(port, dest, packets, what)
+        if counted:
+            # after an RC error the QP is in ERR, and the rest of the message fails the QP check
+            rest = len(packets) - taken
+            self._received(port, packets,
+                           dropped=rest if dest.state == QPState.ERR and qp_type == QPType.RC
+                           else 0)
+        return answer, why, responses
+
+    def receive_injected(self, port, packets):
+        """The testbench put `packets` (one message that passes the link checks) on `port`'s
+        RX link itself: the port delivers or drops them and answers as for any sender."""
+        answer, why, responses = self._arrive(port, packets, False,
+                                              f"packets injected on port {port}")
+        self._sent(port, responses)
+
+    def count_injected_bad(self, port, n=1):
+        """`n` packets the testbench put on `port`'s RX link that fail a link check."""
+        self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT, n)
+
+    def _nak(self, port, dest, req, status, why):
+        return NAK_CODE[status], why, self._answer_packets(port, dest, req, NAK_CODE[status])
+
+    def _ack(self, port, dest, req, npkts, data=None, mtu=None):
+        """ACK request packet `req` (a message's last, or an RDMA READ request that takes
+        `npkts` PSNs for its responses)."""
+        dest.msn = (dest.msn + 1) & PSN_MASK
+        dest.epsn = (req.bth.psn + npkts) & PSN_MASK
+        return ACK, "", self._answer_packets(port, dest, req, ACK, data, mtu)
+
+    def _no_receive_answer(self, port, dest, req, what):
+        why = f"QP {dest.qpn} has no receive posted"
+        if dest.type != QPType.RC:
+            return None, f"dropped: {why}", []
+        return RNR_NAK, why, self._answer_packets(port, dest, req, RNR_NAK)
+
+    def _rkey_check(self, dest, reth, need):
+        if not reth.dma_len:
+            return True, ""
+        rmr, why = self._lookup_mr(reth.rkey, dest.pd, reth.va, reth.dma_len, need)
+        if rmr is not None and not dest.attr.qp_access_flags & need:
+            rmr, why = None, f"QP {dest.qpn} access flags lack {need.name}"
+        return rmr, f"rkey: {why}"
+
+    def _arrive_read(self, port, dest, req, what):
+        """(answer, why, answer packets, request packets taken)"""
+        rmr, why = self._rkey_check(dest, req.reth, Access.REMOTE_READ)
+        if not rmr:
+            self._set_err(dest)
+            return (*self._nak(port, dest, req, WCStatus.REM_ACCESS_ERR, why), 1)
+        data = b""
+        if req.reth.dma_len:
+            data = self.image.read(rmr.host_addr(req.reth.va), req.reth.dma_len)
+        mtu = self._path_mtu(dest)
+        npkts = max(1, -(-len(data) // mtu))
+        return (*self._ack(port, dest, req, npkts, data, mtu), 1)
+
+    def _arrive_write(self, port, dest, packets, what):
+        first, last = packets[0], packets[-1]
+        rc = dest.type == QPType.RC
+        rmr, why = self._rkey_check(dest, first.reth, Access.REMOTE_WRITE)
+        if not rmr:
+            if not rc:
+                return None, f"nothing written, {why}", [], 1
+            self._set_err(dest)
+            return (*self._nak(port, dest, first, WCStatus.REM_ACCESS_ERR, why), 1)
+        with_imm = last.immdt is not None
+        # a single packet needs its receive before anything is written, the last packet of
+        # several after the rest is in place
+        if with_imm and len(packets) == 1 and not dest.rq:
+            return (*self._no_receive_answer(port, dest, first, what), 1)
+        at = rmr.host_addr(first.reth.va) if first.reth.dma_len else None
+        for pkt in packets[:-1]:
+            self.image.write(at, pkt.payload)
+            at += len(pkt.payload)
+        if with_imm and not dest.rq:
+            return (*self._no_receive_answer(port, dest, last, what), len(packets))
+        if last.payload:
+            self.image.write(at, last.payload)
+        if with_imm:
+            recv = self._take_recv(dest)
+            self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV_RDMA_WITH_IMM,
+                                     first.reth.dma_len, **self._recv_source(dest, last))
+        if not rc:
+            return None, "", [], len(packets)
+        return (*self._ack(port, dest, last, 1), len(packets))
+
+    def _arrive_send(self, port, dest, packets, what):
+        first, last = packets[0], packets[-1]
+        rc, ud = dest.type == QPType.RC, dest.type == QPType.UD
+        if not dest.rq:
+            return (*self._no_receive_answer(port, dest, first, what), 1)
+        recv = self._take_recv(dest)
+        sge = recv.wr.sge
+        offset = 0
+        for taken, pkt in enumerate(packets, 1):
+            # each packet's piece of the receive buffer is checked as it arrives; the pieces
+            # before a failing one are already written
+            size = len(pkt.payload) + (GRH_BYTES if ud else 0)
+            status = None
+            if offset + size > sge.length:
+                status, local = WCStatus.REM_INV_REQ_ERR, WCStatus.LOC_LEN_ERR
+                why = f"{recv.what} holds {sge.length} bytes, the message needs more"
+            elif size:
+                rmr, why = self._lookup_mr(sge.lkey, dest.pd, sge.addr + offset, size,
+                                           Access.LOCAL_WRITE)
+                if rmr is None:
+                    status, local, why = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR, \
+                        f"{recv.what} lkey: {why}"
+            if status is not None:
+                self._recv_error(dest, recv, local, _Named(what), why)
+                if not rc:
+                    return None, why, [], taken
+                return (*self._nak(port, dest, pkt, status, why), taken)
+            if size:
+                at = rmr.host_addr(sge.addr + offset)
+                if ud:
+                    self.image.write(at, self._grh_of(pkt))
+                    at += GRH_BYTES
+                self.image.write(at, pkt.payload)
+            offset += size
+        self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV, offset,
+                                 **self._recv_source(dest, last))
+        if not rc:
+            return None, "", [], len(packets)
+        return (*self._ack(port, dest, last, 1), len(packets))
+
+    @staticmethod
+    def _grh_of(pkt):
+        """The UD receive buffer's GRH area: the packet's GRH, or 40 zero bytes."""
+        if pkt.grh is None:
+            return bytes(GRH_BYTES)
+        pad = -len(pkt.payload) & 3
+        paylen = 12 + 8 + (4 if pkt.immdt is not None else 0) + len(pkt.payload) + pad + 4
+        return pkt.grh.pack(paylen)
+
+    @staticmethod
+    def _recv_source(dest, last):
+        """Receive completion fields a message's last packet gives."""
+        return dict(src_qp=last.deth.src_qp if last.deth is not None else dest.attr.dest_qp_num,
+                    slid=last.lrh.slid, sl=last.lrh.sl, dlid=last.lrh.dlid,
+                    grh=last.grh is not None,
+                    imm=last.immdt.data if last.immdt is not None else None)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """Something with a `what`, for the messages of another device's model."""
+    what: str
+
+
+def pktlen(packet):
+    """LRH PktLen of `packet`: 4-byte words from LRH through ICRC."""
+    headers = sum(getattr(packet, name).SIZE for name in packet.op.headers)
+    size = (LRH.SIZE + (GRH.SIZE if packet.grh is not None else 0) + BTH.SIZE + headers
+            + len(packet.payload) + (-len(packet.payload) & 3) + 4)
+    return size // 4

@@ -5,7 +5,8 @@ its (CQ, QP, send/receive) queue. Completions of different queues may interleave
 order; within one queue the order is the contract. `await check()` then settles the rest:
 every predicted completion arrived and nothing else did, each QP's state and ring indices,
 the expected image of every tracked range (registered regions, WQE rings), the allocator's
-guard bytes, and the counters.
+guard bytes, the counters, and the packets each link carried (when given the links' sniffers):
+every one decodes and passes its CRC and length checks, and they are the model's packets.
 
     sb = Scoreboard(dev)   # before dev.open(): the model has to see everything
     await dev.open()
@@ -16,13 +17,17 @@ guard bytes, and the counters.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import asdict, fields
 from enum import IntEnum, IntFlag
+
+from cocotb.triggers import ClockCycles
 
 from model import Model
 from verbs import Counters, Observer
 
 DIFF_CONTEXT = 16  # bytes shown from the first difference
+SETTLE_CYCLES = 2000  # a quiet link for this long: every packet it carried has been stored
 
 
 def _fmt(name, value):
@@ -50,9 +55,10 @@ def _bytes_diff(label, addr, want, got):
 
 
 class Scoreboard(Observer):
-    def __init__(self, dev, model=None):
+    def __init__(self, dev, model=None, links=None):
         self.dev = dev
         self.model = model or Model()
+        self.links = links or {}    # port -> LinkSniffer on its TX link
         dev.observers += [self.model, self]
         self.matched = 0
 
@@ -80,11 +86,14 @@ class Scoreboard(Observer):
         return "".join(lines) or f"\n  nothing is predicted on CQ {cqn}"
 
     async def check(self, timeout=100):
-        """Wait (up to `timeout` event waits per CQ) for the predicted completions, then
-        compare everything; raises AssertionError listing every failure."""
+        """Wait (up to `timeout` event waits per CQ) for the predicted completions and for the
+        links to fall quiet, then compare everything; raises AssertionError listing every
+        failure."""
         await self._drain(timeout)
+        await self._settle()
         failures = (self._missing() + await self._qp_failures() + self._memory_failures()
-                    + self._guard_failures() + await self._counter_failures())
+                    + self._guard_failures() + await self._counter_failures()
+                    + self._wire_failures())
         if failures:
             raise AssertionError(f"scoreboard: {len(failures)} failure(s)\n  "
                                  + "\n  ".join(failures))
@@ -97,6 +106,18 @@ class Scoreboard(Observer):
                 with contextlib.suppress(TimeoutError):  # reported by _missing()
                     await cq.wait(missing, timeout)
             await cq.poll()  # anything still there is unexpected, and _match says so
+
+    async def _settle(self, quiet=SETTLE_CYCLES):
+        """UC and UD complete a send once its packets have left, and an RC responder may
+        still be storing: wait until no link has carried a beat for `quiet` cycles, time
+        enough for the packets already taken to be stored."""
+        sniffers = list(self.links.values())
+        while sniffers:
+            last = max((s.last_beat_cycle or 0) for s in sniffers)
+            idle = int(sniffers[0].cycle.value) - last
+            if idle >= quiet:
+                return
+            await ClockCycles(sniffers[0].clock, quiet - idle)
 
     def _missing(self):
         return [f"missing on CQ {e.cqn}: {e.what}: {_describe(e.fields)}"
@@ -141,8 +162,28 @@ class Scoreboard(Observer):
         failures = [f"counter {f.name.upper()}: expected +{getattr(want, f.name)}, got "
                     f"+{getattr(got, f.name)}"
                     for f in fields(Counters) if getattr(got, f.name) != getattr(want, f.name)]
+        if not self.model.wire_exact:
+            return failures     # the device's RNR retries on the wire are not predictable
         for port, predicted in self.model.port_counters.items():
             actual = await self.dev.port_counters(port)
             failures += [f"port {port} {counter.name}: expected {value}, got {actual[counter]}"
                          for counter, value in predicted.items() if actual[counter] != value]
+        return failures
+
+    def _wire_failures(self):
+        """The packets on each link against the model's, as multisets: the order of one
+        port's requests and its answers to the other port depends on timing."""
+        failures = []
+        for port, sniffer in self.links.items():
+            failures += [f"port {port} link: {c.error} (cycle {c.cycle}, {len(c.data)} bytes)"
+                         for c in sniffer.errors()]
+            if not self.model.wire_exact:
+                continue
+            want = Counter(map(repr, self.model.wire[port]))
+            got = Counter(map(repr, sniffer.packets()))
+            summaries = {repr(p): p.summary() for p in self.model.wire[port] + sniffer.packets()}
+            failures += [f"port {port} link: missing {n} x {summaries[k]}"
+                         for k, n in (want - got).items()]
+            failures += [f"port {port} link: unexpected {n} x {summaries[k]}"
+                         for k, n in (got - want).items()]
         return failures

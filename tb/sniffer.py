@@ -50,6 +50,8 @@ class LinkSniffer:
         self.mtu = mtu
         self.interface = interface
         self.captures = []
+        self.beats = 0              # beats the link carried
+        self.last_beat_cycle = None
         self.sampled_cycles = 0     # clock edges the sniffer woke on: the cost of watching
         cocotb.start_soon(self._run())
 
@@ -81,6 +83,8 @@ class LinkSniffer:
             self.sampled_cycles += 1
             if self.tvalid.value != 1 or self.tready.value != 1:
                 continue
+            self.beats += 1
+            self.last_beat_cycle = int(self.cycle.value)
             if start is None:
                 start = int(self.cycle.value)
             keep, last, user = self.tkeep.value, self.tlast.value, self.tuser.value

@@ -20,6 +20,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
 import ib_packet as ib
+from ib_packet import imm_le
 from ib_crc import vcrc_bytes
 from seed import test_rng
 
@@ -50,8 +51,8 @@ def expected_header(pkt, internal):
         "raddr": reth.va if reth else 0, "rkey": reth.rkey if reth else 0,
         "dma_len": reth.dma_len if reth else 0,
         "qkey": deth.qkey if deth else 0, "src_qpn": deth.src_qp if deth else 0,
-        # the value pkt_header sends for desc_imm (its first wire byte is bits [31:24])
-        "imm": imm.data if imm else 0,
+        # the 4 ImmDt bytes in wire order, first in bits [7:0]
+        "imm": imm_le(imm.data) if imm else 0,
         "syndrome": aeth.syndrome if aeth else 0, "msn": aeth.msn if aeth else 0,
         "plen": len(pkt.payload), "internal": int(internal),
     }
@@ -639,7 +640,7 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
             deth=ib.DETH(qkey=f["qkey"], src_qp=f["src_qpn"]) if transport == "UD" else None,
             reth=reth if operation == "RDMA_WRITE" else None,
             aeth=aeth if operation == "RDMA_READ_RESPONSE" else None,
-            immdt=ib.ImmDt(f["imm"]) if imm else None, se=se)
+            immdt=ib.ImmDt(imm_le(f["imm"])) if imm else None, se=se)
     for p in pkts:
         tb.expected.append((expected_header(p, internal), bytes(p.payload)))
         tb.expected_events.append(("pkt", (len(ib.build(p)) - 2) // 4, internal))

@@ -19,6 +19,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 import ib_packet as ib
+from ib_packet import imm_le
 from seed import test_rng
 
 # On Verilator, cocotb resumes edge triggers after the edge's register updates, so the
@@ -82,7 +83,8 @@ class Message:
         fields = {
             "kind": KIND[self.operation], "transport": TRANSPORT[self.transport],
             "imm_valid": int(self.immdt is not None),
-            "imm": self.immdt.data if self.immdt else 0, "solicited": int(self.solicited),
+            "imm": imm_le(self.immdt.data) if self.immdt else 0,
+            "solicited": int(self.solicited),
             "len": len(self.payload), "mtu": MTU_ENUM[self.mtu],
             "dlid": self.lrh.dlid, "slid": self.lrh.slid, "sl": self.lrh.sl,
             "is_global": int(g is not None), "tclass": g.tclass if g else 0,

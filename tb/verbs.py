@@ -40,6 +40,7 @@ class Reg(IntEnum):
     DEV_ID = 0x0000
     DEV_PARAMS = 0x0004
     DEV_PARAMS2 = 0x0008
+    CTRL = 0x000C           # bit 0: loopback messages take the bypass (set at reset)
     EVENT = 0x0010
     REG_ERRORS = 0x0014
     CQ_OVERFLOWS = 0x0018
@@ -64,6 +65,7 @@ class PortReg(IntEnum):
     LID = 0x00
     LMC = 0x04
     MTU = 0x08
+    PKEY = 0x0C
     GID0 = 0x10  # GID1..3 follow at +4, +8, +12
 
 
@@ -619,6 +621,14 @@ class Device:
                                  int.from_bytes(gid[4 * i:4 * i + 4], "big"))
         self.ports[port] = PortAttr(lid, lmc, gid, MTU(mtu))
         self._notify("on_set_port", port, self.ports[port])
+
+    async def set_bypass(self, enabled):
+        """CTRL.BYPASS: with it cleared, loopback messages go through the packetizer and the
+        port's internal loopback instead of the DMA bypass."""
+        await self.write_reg(Reg.CTRL, int(bool(enabled)))
+
+    async def set_pkey(self, port, pkey):
+        await self.write_reg(port_reg(port, PortReg.PKEY), pkey)
 
     async def read_counters(self):
         return Counters(await self._read64(Reg.LB_MSGS), await self._read64(Reg.LB_BYTES),

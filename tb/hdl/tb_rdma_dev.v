@@ -1,6 +1,9 @@
 // Simulation harness for rdma_dev: makes the clock in Verilog (much faster than a cocotb Clock),
 // passes the AXI buses through under the names cocotbext-axi expects, and splits the per-port
-// link streams into one bus per port. The testbench drives rst and everything else.
+// link streams into one bus per port. With CABLE = 1 port 1's TX is cabled to port 2's RX and
+// back (a device talking to itself over real links); with CABLE = 0 the links end at the
+// testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is port p's
+// TX link as it is taken, for sniffers. The testbench drives rst and everything else.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -12,7 +15,8 @@ module tb_rdma_dev #(
     parameter NUM_QP = 64,           // queue pairs (QPN 0 and 1 reserved)
     parameter NUM_CQ = 16,           // completion queues
     parameter NUM_MR = 64,           // memory regions
-    parameter NUM_AH = 16            // address handles
+    parameter NUM_AH = 16,           // address handles
+    parameter CABLE = 0              // 1: port 1 and port 2 are cabled to each other
 ) (
     input  wire                        rst,
 
@@ -132,6 +136,43 @@ always @(posedge clk) begin
         irq_cycle <= cycle;
 end
 
+// port p's TX link, as taken by its far end
+wire [DATA_WIDTH-1:0]   link0_tdata, link1_tdata;
+wire [KEEP_WIDTH-1:0]   link0_tkeep, link1_tkeep;
+wire                    link0_tvalid, link1_tvalid, link0_tready, link1_tready;
+wire                    link0_tlast, link1_tlast, link0_tuser, link1_tuser;
+assign {tx0_axis_tdata, tx0_axis_tkeep, tx0_axis_tvalid, tx0_axis_tlast, tx0_axis_tuser} =
+       {link0_tdata, link0_tkeep, link0_tvalid, link0_tlast, link0_tuser};
+assign {tx1_axis_tdata, tx1_axis_tkeep, tx1_axis_tvalid, tx1_axis_tlast, tx1_axis_tuser} =
+       {link1_tdata, link1_tkeep, link1_tvalid, link1_tlast, link1_tuser};
+
+// what each port receives
+wire [DATA_WIDTH-1:0]   in0_tdata, in1_tdata;
+wire [KEEP_WIDTH-1:0]   in0_tkeep, in1_tkeep;
+wire                    in0_tvalid, in1_tvalid, in0_tready, in1_tready;
+wire                    in0_tlast, in1_tlast, in0_tuser, in1_tuser;
+generate
+    if (CABLE) begin : cabled
+        assign {in1_tdata, in1_tkeep, in1_tvalid, in1_tlast, in1_tuser} =
+               {link0_tdata, link0_tkeep, link0_tvalid, link0_tlast, link0_tuser};
+        assign {in0_tdata, in0_tkeep, in0_tvalid, in0_tlast, in0_tuser} =
+               {link1_tdata, link1_tkeep, link1_tvalid, link1_tlast, link1_tuser};
+        assign link0_tready = in1_tready;
+        assign link1_tready = in0_tready;
+        assign rx0_axis_tready = 1'b0;
+        assign rx1_axis_tready = 1'b0;
+    end else begin : open_links
+        assign {in0_tdata, in0_tkeep, in0_tvalid, in0_tlast, in0_tuser} =
+               {rx0_axis_tdata, rx0_axis_tkeep, rx0_axis_tvalid, rx0_axis_tlast, rx0_axis_tuser};
+        assign {in1_tdata, in1_tkeep, in1_tvalid, in1_tlast, in1_tuser} =
+               {rx1_axis_tdata, rx1_axis_tkeep, rx1_axis_tvalid, rx1_axis_tlast, rx1_axis_tuser};
+        assign rx0_axis_tready = in0_tready;
+        assign rx1_axis_tready = in1_tready;
+        assign link0_tready = tx0_axis_tready;
+        assign link1_tready = tx1_axis_tready;
+    end
+endgenerate
+
 rdma_dev #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
@@ -168,18 +209,18 @@ rdma_dev #(
     .m_axi_arvalid(m_axi_arvalid), .m_axi_arready(m_axi_arready),
     .m_axi_rid(m_axi_rid), .m_axi_rdata(m_axi_rdata), .m_axi_rresp(m_axi_rresp),
     .m_axi_rlast(m_axi_rlast), .m_axi_rvalid(m_axi_rvalid), .m_axi_rready(m_axi_rready),
-    .m_axis_tx_tdata({tx1_axis_tdata, tx0_axis_tdata}),
-    .m_axis_tx_tkeep({tx1_axis_tkeep, tx0_axis_tkeep}),
-    .m_axis_tx_tvalid({tx1_axis_tvalid, tx0_axis_tvalid}),
-    .m_axis_tx_tready({tx1_axis_tready, tx0_axis_tready}),
-    .m_axis_tx_tlast({tx1_axis_tlast, tx0_axis_tlast}),
-    .m_axis_tx_tuser({tx1_axis_tuser, tx0_axis_tuser}),
-    .s_axis_rx_tdata({rx1_axis_tdata, rx0_axis_tdata}),
-    .s_axis_rx_tkeep({rx1_axis_tkeep, rx0_axis_tkeep}),
-    .s_axis_rx_tvalid({rx1_axis_tvalid, rx0_axis_tvalid}),
-    .s_axis_rx_tready({rx1_axis_tready, rx0_axis_tready}),
-    .s_axis_rx_tlast({rx1_axis_tlast, rx0_axis_tlast}),
-    .s_axis_rx_tuser({rx1_axis_tuser, rx0_axis_tuser}),
+    .m_axis_tx_tdata({link1_tdata, link0_tdata}),
+    .m_axis_tx_tkeep({link1_tkeep, link0_tkeep}),
+    .m_axis_tx_tvalid({link1_tvalid, link0_tvalid}),
+    .m_axis_tx_tready({link1_tready, link0_tready}),
+    .m_axis_tx_tlast({link1_tlast, link0_tlast}),
+    .m_axis_tx_tuser({link1_tuser, link0_tuser}),
+    .s_axis_rx_tdata({in1_tdata, in0_tdata}),
+    .s_axis_rx_tkeep({in1_tkeep, in0_tkeep}),
+    .s_axis_rx_tvalid({in1_tvalid, in0_tvalid}),
+    .s_axis_rx_tready({in1_tready, in0_tready}),
+    .s_axis_rx_tlast({in1_tlast, in0_tlast}),
+    .s_axis_rx_tuser({in1_tuser, in0_tuser}),
     .irq(irq)
 );
 

@@ -1,0 +1,199 @@
+// One port's transmit side: takes messages from the requester and responses (ACKs, READ
+// responses) from the receive engine, runs them one at a time through the packetizer, fetches
+// each packet's payload from host memory through the DMA mover (READ_STREAM), and sends the
+// packets on the physical link, or on the internal port loopback for a loopback message whose
+// bypass is switched off. Only physical-link packets are counted.
+`default_nettype none
+
+module port_tx #(
+    parameter DATA_WIDTH = 256,    // link and payload beat width in bits
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter RSP_DEPTH = 2        // queued responses (one per RC request the peer can have outstanding, plus one)
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+
+    // the requester's message: accepted when it starts, done when its last packet has left
+    input  wire                     s_req_valid,
+    output wire                     s_req_ready,
+    input  wire [TXD_WIDTH-1:0]     s_req_desc,
+    output wire                     req_done,
+    output wire [23:0]              req_done_psn,
+
+    // responses from the receive engine, queued
+    input  wire                     s_rsp_valid,
+    output wire                     s_rsp_ready,
+    input  wire [TXD_WIDTH-1:0]     s_rsp_desc,
+
+    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}; done ends a chunk
+    output reg                      m_dma_valid,
+    input  wire                     m_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire                     s_dma_done,
+    output wire                     dma_stream_mine,  // the mover's read stream is this port's
+
+    // the mover's read stream, valid only while dma_stream_mine
+    input  wire [DATA_WIDTH-1:0]    s_axis_pl_tdata,
+    input  wire [DATA_WIDTH/8-1:0]  s_axis_pl_tkeep,
+    input  wire                     s_axis_pl_tvalid,
+    output wire                     s_axis_pl_tready,
+    input  wire                     s_axis_pl_tlast,
+
+    // physical link
+    output wire [DATA_WIDTH-1:0]    m_axis_tx_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_tx_tkeep,
+    output wire                     m_axis_tx_tvalid,
+    input  wire                     m_axis_tx_tready,
+    output wire                     m_axis_tx_tlast,
+    output wire                     m_axis_tx_tuser,
+
+    // internal port loopback (to this port's receive side)
+    output wire [DATA_WIDTH-1:0]    m_axis_loop_tdata,
+    output wire [DATA_WIDTH/8-1:0]  m_axis_loop_tkeep,
+    output wire                     m_axis_loop_tvalid,
+    input  wire                     m_axis_loop_tready,
+    output wire                     m_axis_loop_tlast,
+
+    // counter events (physical link only)
+    output wire                     xmit_pkt,
+    output wire [10:0]              xmit_pktlen
+);
+
+`include "rdma_defs.vh"
+`include "pkt_fields.vh"
+
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
+localparam RSP_BITS = RSP_DEPTH > 1 ? $clog2(RSP_DEPTH) : 1;
+localparam [RSP_BITS-1:0] RSP_LAST = RSP_DEPTH[RSP_BITS-1:0] - 1'b1;
+
+// ---- response queue ----
+reg  [TXD_WIDTH-1:0] rq_mem [0:RSP_DEPTH-1];
+reg  [RSP_BITS-1:0]  rq_wr, rq_rd;
+reg  [RSP_BITS:0]    rq_count;
+assign s_rsp_ready = rq_count != RSP_DEPTH;
+wire rq_push = s_rsp_valid && s_rsp_ready;
+
+// ---- the message being sent ----
+reg                  busy;
+reg                  from_req;     // the requester's message (else a queued response)
+reg  [TXD_WIDTH-1:0] d;
+wire                 pk_ready, pk_done;
+wire [23:0]          pk_done_psn;
+
+// responses first: the peer's requester is waiting for them
+wire take_rsp = !busy && rq_count != 0;
+wire take_req = !busy && rq_count == 0 && s_req_valid;
+assign s_req_ready = take_req;
+assign req_done = pk_done && from_req;
+assign req_done_psn = pk_done_psn;
+
+always @(posedge clk) begin
+    if (rq_push) begin
+        rq_mem[rq_wr] <= s_rsp_desc;
+        rq_wr <= rq_wr == RSP_LAST ? {RSP_BITS{1'b0}} : rq_wr + 1'b1;
+    end
+    if (take_rsp) begin
+        d <= rq_mem[rq_rd];
+        rq_rd <= rq_rd == RSP_LAST ? {RSP_BITS{1'b0}} : rq_rd + 1'b1;
+        busy <= 1'b1;
+        from_req <= 1'b0;
+    end else if (take_req) begin
+        d <= s_req_desc;
+        busy <= 1'b1;
+        from_req <= 1'b1;
+    end
+    rq_count <= rq_count + {{RSP_BITS{1'b0}}, rq_push} - {{RSP_BITS{1'b0}}, take_rsp};
+    if (pk_done)
+        busy <= 1'b0;
+    if (rst) begin
+        busy <= 1'b0;
+        rq_wr <= {RSP_BITS{1'b0}};
+        rq_rd <= {RSP_BITS{1'b0}};
+        rq_count <= {(RSP_BITS+1){1'b0}};
+    end
+end
+
+// ---- payload chunks: one READ_STREAM each ----
+wire        pl_req_valid;
+wire [31:0] pl_req_offset;
+wire [12:0] pl_req_len;
+reg         chunk_busy;      // a chunk's command is in the mover
+reg  [ADDR_WIDTH-1:0] chunk_src;
+reg  [31:0] chunk_len;
+wire        pl_req_ready = !chunk_busy && !m_dma_valid;
+wire [63:0] chunk_addr = d[TXD_BASE +: 64] + {32'd0, pl_req_offset};
+assign m_dma_data = {512'd0, chunk_len, {ADDR_WIDTH{1'b0}}, chunk_src, DMA_READ_STREAM};
+assign dma_stream_mine = chunk_busy;
+
+always @(posedge clk) begin
+    if (m_dma_valid && m_dma_ready)
+        m_dma_valid <= 1'b0;
+    if (pl_req_valid && pl_req_ready) begin
+        m_dma_valid <= 1'b1;
+        chunk_busy <= 1'b1;
+        chunk_src <= chunk_addr[ADDR_WIDTH-1:0];
+        chunk_len <= {19'd0, pl_req_len};
+    end
+    if (s_dma_done)
+        chunk_busy <= 1'b0;
+    if (rst) begin
+        m_dma_valid <= 1'b0;
+        chunk_busy <= 1'b0;
+    end
+end
+
+// ---- the packetizer ----
+wire [DATA_WIDTH-1:0]   tx_tdata;
+wire [DATA_WIDTH/8-1:0] tx_tkeep;
+wire                    tx_tvalid, tx_tready, tx_tlast, tx_tuser;
+wire                    pkt_sent;
+wire [10:0]             pkt_sent_len;
+
+packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
+    .clk(clk), .rst(rst),
+    .desc_valid(busy), .desc_ready(pk_ready),
+    .desc_kind(d[TXD_KIND +: 3]), .desc_transport(d[TXD_TRANSPORT +: 3]),
+    .desc_imm_valid(d[TXD_IMM_VALID]), .desc_imm(d[TXD_IMM +: 32]),
+    .desc_solicited(d[TXD_SOLICITED]), .desc_len(d[TXD_LEN +: 32]), .desc_mtu(d[TXD_MTU +: 3]),
+    .desc_dlid(d[TXD_DLID +: 16]), .desc_slid(d[TXD_SLID +: 16]), .desc_sl(d[TXD_SL +: 4]),
+    .desc_is_global(d[TXD_GLOBAL]), .desc_tclass(d[TXD_TCLASS +: 8]),
+    .desc_flow_label(d[TXD_FLOW +: 20]), .desc_hop_limit(d[TXD_HOP +: 8]),
+    .desc_sgid(d[TXD_SGID +: 128]), .desc_dgid(d[TXD_DGID +: 128]),
+    .desc_pkey(d[TXD_PKEY +: 16]), .desc_dest_qpn(d[TXD_DEST_QPN +: 24]),
+    .desc_psn(d[TXD_PSN +: 24]), .desc_qkey(d[TXD_QKEY +: 32]),
+    .desc_src_qpn(d[TXD_SRC_QPN +: 24]), .desc_raddr(d[TXD_RADDR +: 64]),
+    .desc_rkey(d[TXD_RKEY +: 32]), .desc_dma_len(d[TXD_DMA_LEN +: 32]),
+    .desc_syndrome(d[TXD_SYNDROME +: 8]), .desc_msn(d[TXD_MSN +: 24]),
+    .desc_rate(d[TXD_INTERNAL] ? 4'd0 : d[TXD_RATE +: 4]),
+    .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
+    .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len),
+    .s_axis_pl_tdata(s_axis_pl_tdata), .s_axis_pl_tkeep(s_axis_pl_tkeep),
+    .s_axis_pl_tvalid(s_axis_pl_tvalid && chunk_busy), .s_axis_pl_tready(s_axis_pl_tready),
+    .s_axis_pl_tlast(s_axis_pl_tlast),
+    .m_axis_tx_tdata(tx_tdata), .m_axis_tx_tkeep(tx_tkeep), .m_axis_tx_tvalid(tx_tvalid),
+    .m_axis_tx_tready(tx_tready), .m_axis_tx_tlast(tx_tlast), .m_axis_tx_tuser(tx_tuser),
+    .pkt_sent(pkt_sent), .pkt_sent_len(pkt_sent_len),
+    .done(pk_done), .done_psn(pk_done_psn)
+);
+
+// The descriptor is held in d for the whole message, so the link choice is stable per packet.
+wire internal = d[TXD_INTERNAL];
+assign m_axis_tx_tdata    = tx_tdata;
+assign m_axis_tx_tkeep    = tx_tkeep;
+assign m_axis_tx_tvalid   = tx_tvalid && !internal;
+assign m_axis_tx_tlast    = tx_tlast;
+assign m_axis_tx_tuser    = tx_tuser;
+assign m_axis_loop_tdata  = tx_tdata;
+assign m_axis_loop_tkeep  = tx_tkeep;
+assign m_axis_loop_tvalid = tx_tvalid && internal;
+assign m_axis_loop_tlast  = tx_tlast;
+assign tx_tready = internal ? m_axis_loop_tready : m_axis_tx_tready;
+
+assign xmit_pkt    = pkt_sent && !internal;
+assign xmit_pktlen = pkt_sent_len;
+
+wire unused = ^{pk_ready, chunk_addr[63:ADDR_WIDTH]};
+
+endmodule
+
+`resetall

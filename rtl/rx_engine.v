@@ -1,0 +1,438 @@
+// The packet receive engine: serves the good packets the ports' depacketizers present, one at a
+// time. Request packets (SEND, RDMA WRITE, RDMA READ request) are checked against the
+// destination QP (existence, transport, port, state, Q_Key for UD; PSN and packet order for RC
+// and UC) and go to the same responder the bypass uses: START for a message's first packet,
+// CONT for later pieces that need a check, END after the last; payload is stored through the
+// DMA mover (WRITE_STREAM) at the address the responder gave. RC requests are answered through
+// the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ.
+// Response packets (ACK, READ response) go to the requester's waiting RC message.
+//
+// A message in progress keeps the responder (it holds the message's receive WQE), so while one
+// is, request packets from other ports wait in their depacketizers. Packets that fail the QP
+// checks are dropped and reported per port (PortRcvErrors); out-of-sequence packets are dropped
+// silently.
+`default_nettype none
+
+module rx_engine #(
+    parameter NUM_PORTS = 2,       // ports
+    parameter NUM_QP = 64,         // queue pairs
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter DATA_WIDTH = 256     // payload beat width in bits
+) (
+    input  wire                             clk,
+    input  wire                             rst,
+
+    // headers of good packets from each port's depacketizer
+    input  wire [NUM_PORTS-1:0]             s_hdr_valid,
+    output wire [NUM_PORTS-1:0]             s_hdr_ready,
+    input  wire [NUM_PORTS*RXH_WIDTH-1:0]   s_hdr_data,
+    // and their payload
+    input  wire [NUM_PORTS*DATA_WIDTH-1:0]  s_axis_pl_tdata,
+    input  wire [NUM_PORTS*DATA_WIDTH/8-1:0] s_axis_pl_tkeep,
+    input  wire [NUM_PORTS-1:0]             s_axis_pl_tvalid,
+    output wire [NUM_PORTS-1:0]             s_axis_pl_tready,
+    input  wire [NUM_PORTS-1:0]             s_axis_pl_tlast,
+    output reg  [NUM_PORTS-1:0]             pl_drop,
+
+    input  wire [NUM_PORTS*3-1:0]           port_mtu,
+    input  wire [NUM_PORTS*16-1:0]          port_pkey,
+
+    // destination QP (qp_table port C)
+    output wire [QPN_BITS-1:0]              qp_qpn,
+    input  wire                             qp_valid,
+    input  wire [2:0]                       qp_type,
+    input  wire [2:0]                       qp_state,
+    input  wire [PORT_BITS-1:0]             qp_port,
+    input  wire [31:0]                      qp_dest_qpn,
+    input  wire [31:0]                      qp_qkey,
+    input  wire [2:0]                       qp_mtu,
+    input  wire [23:0]                      qp_epsn,
+    input  wire [23:0]                      qp_msn,
+    output reg                              qp_set_epsn,
+    output reg  [23:0]                      qp_epsn_value,
+    output reg                              qp_msn_inc,
+
+    // message to the responder (msg_arb client), fields in the order of rdma_dev's MSG bundle
+    output reg                              m_msg_valid,
+    input  wire                             m_msg_ready,
+    output wire [MSG_WIDTH-1:0]             m_msg_data,
+    output wire                             m_msg_hold,
+    input  wire                             s_rsp_valid,
+    input  wire [7:0]                       s_rsp_status,
+    input  wire                             s_rsp_place,
+    input  wire                             s_rsp_rnr,
+    input  wire [ADDR_WIDTH-1:0]            s_rsp_addr,
+
+    // DMA mover client (WRITE_STREAM), and the stream it stores
+    output reg                              m_dma_valid,
+    input  wire                             m_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0]         m_dma_data,
+    input  wire                             s_dma_done,
+    output wire [DATA_WIDTH-1:0]            m_axis_wr_tdata,
+    output wire [DATA_WIDTH/8-1:0]          m_axis_wr_tkeep,
+    output wire                             m_axis_wr_tvalid,
+    input  wire                             m_axis_wr_tready,
+    output wire                             m_axis_wr_tlast,
+
+    // responses to send (port_tx response queues)
+    output reg  [NUM_PORTS-1:0]             m_tx_valid,
+    input  wire [NUM_PORTS-1:0]             m_tx_ready,
+    output wire [TXD_WIDTH-1:0]             m_tx_desc,
+
+    // the requester's RC message waiting for an answer
+    input  wire                             wire_active,
+    input  wire [23:0]                      wire_qpn,
+    input  wire [PORT_BITS-1:0]             wire_port,
+    input  wire [23:0]                      wire_first_psn,
+    input  wire [23:0]                      wire_npkts,
+    input  wire [ADDR_WIDTH-1:0]            wire_addr,
+    input  wire [2:0]                       wire_mtu,
+    output reg                              m_ack_valid,
+    output reg  [7:0]                       m_ack_syndrome,
+
+    // packets dropped by the QP checks, per port (link packets only)
+    output reg  [NUM_PORTS-1:0]             rcv_drop
+);
+
+`include "rdma_defs.vh"
+`include "pkt_fields.vh"
+
+localparam QPN_BITS  = $clog2(NUM_QP);
+localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam KEEP_WIDTH = DATA_WIDTH / 8;
+localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
+// responder message: {offset, dgid, sgid, hop, flow, tclass, global, sl, dlid, slid,
+//                     solicited, qkey, imm, rkey, raddr, len, port, src, dest, type, op, kind}
+localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
+                       32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;
+
+localparam [3:0] S_IDLE = 4'd0, S_DECODE = 4'd1, S_MSG_WAIT = 4'd3,
+                 S_STORE = 4'd4, S_STORE_WAIT = 4'd5, S_AFTER = 4'd6, S_END_WAIT = 4'd7,
+                 S_ANSWER = 4'd8, S_DROP = 4'd9;
+reg [3:0] state;
+
+// ---- the packet being served ----
+reg [RXH_WIDTH-1:0]   h;
+reg [PORT_BITS-1:0]   cur;
+wire [7:0]   h_op      = h[RXH_OPCODE +: 8];
+wire [23:0]  h_dest    = h[RXH_DEST_QPN +: 24];
+wire [23:0]  h_psn     = h[RXH_PSN +: 24];
+wire [12:0]  h_plen    = h[RXH_PLEN +: 13];
+wire [31:0]  h_dma_len = h[RXH_DMA_LEN +: 32];
+wire         h_internal = h[RXH_INTERNAL];
+
+// opcode: transport in [7:5] (RC 0, UC 1, UD 3), operation in [4:0]
+wire [4:0] code    = h_op[4:0];
+wire [2:0] h_type  = h_op[7:5] == 3'd0 ? QPT_RC : h_op[7:5] == 3'd1 ? QPT_UC : QPT_UD;
+wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h11;
+wire is_ack        = is_resp && code == 5'h11;
+wire fam_write     = code >= 5'h06 && code <= 5'h0B;
+wire fam_read      = code == 5'h0C;
+wire is_first      = code == 5'h00 || code == 5'h04 || code == 5'h05 || code == 5'h06 ||
+                     code == 5'h0A || code == 5'h0B || code == 5'h0C;
+wire is_last       = code == 5'h02 || code == 5'h03 || code == 5'h04 || code == 5'h05 ||
+                     code == 5'h08 || code == 5'h09 || code == 5'h0A || code == 5'h0B || code == 5'h0C;
+wire has_imm       = code == 5'h03 || code == 5'h05 || code == 5'h09 || code == 5'h0B;
+wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
+                     fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
+                                 (has_imm ? WR_SEND_IMM : WR_SEND);
+wire resp_last     = code == 5'h0F || code == 5'h10;      // READ response last / only
+
+// ---- the message in progress (one at a time, see above) ----
+reg                   in_msg;
+reg [23:0]            msg_qpn;
+reg                   msg_write;        // RDMA WRITE (else SEND)
+reg [31:0]            msg_off;          // bytes of the message stored so far
+reg [31:0]            msg_dma_len;      // RETH length of a WRITE
+reg [ADDR_WIDTH-1:0]  msg_addr;         // host address of the WRITE's first byte
+reg [23:0]            msg_psn;          // PSN of its first packet
+
+// ---- checks of a request packet against its QP ----
+assign qp_qpn = h_dest[QPN_BITS-1:0];
+wire qp_ok  = h_dest < NUM_QP && qp_valid && qp_type == h_type && qp_port == cur &&
+              (qp_state == QPS_RTR || qp_state == QPS_RTS) &&
+              (h_type != QPT_UD || h[RXH_QKEY +: 32] == qp_qkey);
+// UC has no retransmission: a first packet starts a new message whatever PSN it has
+wire psn_ok = h_type == QPT_UD || h_psn == qp_epsn || (h_type == QPT_UC && is_first);
+wire seq_ok = is_first ? !in_msg || msg_qpn != h_dest || h_type == QPT_UC
+                       : in_msg && msg_qpn == h_dest && msg_write == fam_write;
+// a WRITE's later packets need no responder check unless they carry the immediate
+wire write_direct = fam_write && !is_first && !has_imm;
+
+// path MTU of the QP's answers (READ responses): the QP's when set and below the port's
+wire [2:0]  my_mtu = port_mtu[cur*3 +: 3];
+wire [2:0]  pmtu = (qp_mtu == 3'd0 || qp_mtu > my_mtu) ? my_mtu : qp_mtu;
+wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
+wire [31:0] pkts = h_dma_len == 32'd0 ? 32'd1 : (h_dma_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
+wire [23:0] read_pkts = pkts[23:0];
+
+// ---- responses to the requester's message ----
+wire [23:0] resp_index = h_psn - wire_first_psn;
+wire resp_match = wire_active && h_dest == wire_qpn && cur == wire_port && resp_index < wire_npkts;
+wire [ADDR_WIDTH-1:0] resp_addr = wire_addr + ({{(ADDR_WIDTH-24){1'b0}}, resp_index} << ({1'b0, wire_mtu} + 4'd7));
+
+// ---- the message to the responder ----
+reg  [1:0]  msg_kind;
+wire [31:0] msg_len = msg_kind == 2'd1 ? (msg_write ? msg_dma_len : msg_off) :
+                      (fam_write || fam_read) && is_first ? h_dma_len : {19'd0, h_plen};
+wire [23:0] src_qpn = h_type == QPT_UD ? h[RXH_SRC_QPN +: 24] : qp_dest_qpn[23:0];
+assign m_msg_data = {msg_off, h[RXH_DGID +: 128], h[RXH_SGID +: 128], h[RXH_HOP +: 8],
+                     h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
+                     h[RXH_DLID +: 16], h[RXH_SLID +: 16], h[RXH_SE], h[RXH_QKEY +: 32],
+                     h[RXH_IMM +: 32], h[RXH_RKEY +: 32], h[RXH_RADDR +: 64], msg_len, cur,
+                     src_qpn, 8'd0, h_dest, h_type, ibv_op, msg_kind};
+assign m_msg_hold = state != S_IDLE || in_msg;
+
+// ---- storing the payload ----
+reg                   storing;          // the store's stream is open
+reg [ADDR_WIDTH-1:0]  store_addr;
+assign m_dma_data = {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
+// bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
+// the AXI write data (the strobes mask them anyway)
+reg [DATA_WIDTH-1:0] wr_data;
+integer k;
+always @* begin
+    for (k = 0; k < KEEP_WIDTH; k = k + 1)
+        wr_data[k*8 +: 8] = s_axis_pl_tkeep[cur*KEEP_WIDTH + k] ? s_axis_pl_tdata[cur*DATA_WIDTH + k*8 +: 8] : 8'h00;
+end
+assign m_axis_wr_tdata  = wr_data;
+assign m_axis_wr_tkeep  = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
+assign m_axis_wr_tvalid = storing && s_axis_pl_tvalid[cur];
+assign m_axis_wr_tlast  = s_axis_pl_tlast[cur];
+assign s_axis_pl_tready = (storing && m_axis_wr_tready) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << cur)
+                                                        : {NUM_PORTS{1'b0}};
+
+// ---- answers (ACK, NAK, READ responses) ----
+reg  [2:0]  ans_kind;            // 3 READ response, 4 ACK
+reg  [7:0]  ans_syndrome;
+reg  [23:0] ans_msn;
+reg  [ADDR_WIDTH-1:0] ans_addr;
+wire [TXD_WIDTH-1:0] ans = {h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
+                            ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
+                            24'd0, 32'd0, h_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
+                            h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
+                            h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
+                            h[RXH_DLID +: 16], h[RXH_SLID +: 16], pmtu,
+                            ans_kind == 3'd3 ? h_dma_len : 32'd0, 1'b0, 32'd0, 1'b0, QPT_RC,
+                            ans_kind};
+assign m_tx_desc = ans;
+// the NAK code for the responder's verdict on an RC request
+wire [7:0] nak_code = s_rsp_status == WC_REM_ACCESS_ERR ? 8'h62 :
+                      s_rsp_status == WC_REM_INV_REQ_ERR ? 8'h61 : 8'h63;
+
+// ---- picking the next packet: round robin; while a message is in progress, other ports'
+//      request packets wait ----
+reg  [PORT_BITS-1:0] rr;
+reg  [PORT_BITS-1:0] lock_port;
+reg  [PORT_BITS-1:0] pick;
+reg                  pick_valid;
+integer i, j;
+always @* begin
+    pick = {PORT_BITS{1'b0}};
+    pick_valid = 1'b0;
+    for (i = NUM_PORTS; i >= 1; i = i - 1) begin
+        j = ({{(32-PORT_BITS){1'b0}}, rr} + i) % NUM_PORTS;
+        if (s_hdr_valid[j] && (!in_msg || j == {{(32-PORT_BITS){1'b0}}, lock_port} ||
+                (s_hdr_data[j*RXH_WIDTH + RXH_OPCODE + 5 +: 3] == 3'd0 &&
+                 s_hdr_data[j*RXH_WIDTH + RXH_OPCODE +: 5] >= 5'h0D &&
+                 s_hdr_data[j*RXH_WIDTH + RXH_OPCODE +: 5] <= 5'h11))) begin
+            pick = j[PORT_BITS-1:0];
+            pick_valid = 1'b1;
+        end
+    end
+end
+assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << pick)
+                                                     : {NUM_PORTS{1'b0}};
+
+wire unused = ^{pkts[31:24], h[RXH_ACKREQ], h[RXH_MSN +: 24], qp_dest_qpn[31:24]};
+
+always @(posedge clk) begin
+    pl_drop       <= {NUM_PORTS{1'b0}};
+    rcv_drop      <= {NUM_PORTS{1'b0}};
+    qp_set_epsn   <= 1'b0;
+    qp_msn_inc    <= 1'b0;
+    m_ack_valid   <= 1'b0;
+    if (m_msg_valid && m_msg_ready) m_msg_valid <= 1'b0;
+    if (m_dma_valid && m_dma_ready) m_dma_valid <= 1'b0;
+    if (|(m_tx_valid & m_tx_ready)) m_tx_valid <= {NUM_PORTS{1'b0}};
+    if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) storing <= 1'b0;
+
+    case (state)
+        S_IDLE: if (pick_valid) begin
+            h     <= s_hdr_data[pick*RXH_WIDTH +: RXH_WIDTH];
+            cur   <= pick;
+            rr    <= pick;
+            state <= S_DECODE;
+        end
+
+        S_DECODE: begin
+            if (is_resp) begin
+                if (!resp_match) begin
+                    state <= S_DROP;            // a stale or stray response
+                end else if (is_ack) begin
+                    m_ack_valid    <= 1'b1;
+                    m_ack_syndrome <= h[RXH_SYNDROME +: 8];
+                    state <= S_IDLE;
+                end else begin
+                    store_addr <= resp_addr;
+                    state <= S_STORE;
+                end
+            end else if (!qp_ok) begin
+                if (!h_internal) rcv_drop[cur] <= 1'b1;
+                state <= S_DROP;
+            end else if (!psn_ok || !seq_ok) begin
+                if (h_type == QPT_UC && in_msg && msg_qpn == h_dest)
+                    in_msg <= 1'b0;             // UC: the rest of that message is lost
+                state <= S_DROP;
+            end else begin
+                if (is_first) begin
+                    in_msg      <= 1'b0;        // a UC message cut short is forgotten
+                    msg_qpn     <= h_dest;
+                    msg_write   <= fam_write;
+                    msg_off     <= 32'd0;
+                    msg_dma_len <= h_dma_len;
+                    msg_psn     <= h_psn;
+                end
+                msg_kind <= is_first ? 2'd0 : 2'd3;
+                if (write_direct) begin
+                    if (msg_off + {19'd0, h_plen} > msg_dma_len) begin
+                        ans_syndrome <= 8'h61;  // more data than the RETH announced
+                        state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
+                        in_msg <= 1'b0;
+                    end else begin
+                        store_addr <= msg_addr + msg_off[ADDR_WIDTH-1:0];
+                        state <= S_STORE;
+                    end
+                end else begin
+                    m_msg_valid <= 1'b1;
+                    state <= S_MSG_WAIT;
+                end
+            end
+            ans_kind <= 3'd4;
+            ans_msn  <= qp_msn;
+        end
+
+        S_MSG_WAIT: if (s_rsp_valid) begin
+            if (msg_kind == 2'd0)
+                msg_addr <= s_rsp_addr;
+            store_addr <= msg_write && msg_kind == 2'd3 ? msg_addr + msg_off[ADDR_WIDTH-1:0] : s_rsp_addr;
+            if (s_rsp_rnr) begin
+                ans_syndrome <= 8'h20;          // RNR NAK; the requester sends the message again
+                in_msg <= 1'b0;
+                qp_set_epsn   <= 1'b1;          // from its first packet
+                qp_epsn_value <= msg_psn;
+                state  <= S_ANSWER;
+            end else if (s_rsp_status != WC_SUCCESS) begin
+                ans_syndrome <= nak_code;
+                in_msg <= 1'b0;
+                state  <= h_type == QPT_RC ? S_ANSWER : S_DROP;
+            end else if (!s_rsp_place) begin
+                // UC / UD: dropped by the responder (no receive WQE, or a failed check)
+                in_msg <= 1'b0;
+                if (h_type == QPT_UC) begin
+                    qp_set_epsn   <= 1'b1;
+                    qp_epsn_value <= h_psn + 24'd1;
+                end
+                state <= S_DROP;
+            end else if (fam_read) begin
+                ans_kind     <= 3'd3;
+                ans_addr     <= s_rsp_addr;
+                ans_syndrome <= 8'h1F;
+                ans_msn      <= qp_msn + 24'd1;
+                qp_msn_inc   <= 1'b1;
+                qp_set_epsn   <= 1'b1;
+                qp_epsn_value <= h_psn + read_pkts;
+                state <= S_ANSWER;
+            end else begin
+                state <= S_STORE;
+            end
+        end
+
+        S_STORE: begin
+            if (h_plen != 13'd0) begin
+                m_dma_valid <= 1'b1;
+                storing <= 1'b1;
+                state <= S_STORE_WAIT;
+            end else begin
+                state <= S_AFTER;
+            end
+        end
+
+        S_STORE_WAIT: if (s_dma_done) state <= S_AFTER;
+
+        S_AFTER: begin
+            if (is_resp) begin
+                if (resp_last) begin
+                    m_ack_valid    <= 1'b1;
+                    m_ack_syndrome <= h[RXH_SYNDROME +: 8];
+                end
+                state <= S_IDLE;
+            end else begin
+                msg_off <= msg_off + {19'd0, h_plen};
+                if (h_type != QPT_UD) begin
+                    qp_set_epsn   <= 1'b1;
+                    qp_epsn_value <= h_psn + 24'd1;
+                end
+                if (is_last) begin
+                    in_msg <= 1'b0;
+                    msg_kind <= 2'd1;
+                    m_msg_valid <= 1'b1;
+                    state <= S_END_WAIT;
+                end else begin
+                    in_msg    <= 1'b1;
+                    lock_port <= cur;
+                    state <= S_IDLE;
+                end
+            end
+        end
+
+        // msg_off already counts this packet: END carries the message's length
+        S_END_WAIT: if (s_rsp_valid) begin
+            if (h_type == QPT_RC) begin
+                ans_syndrome <= 8'h1F;          // ACK, no credit count
+                ans_msn      <= qp_msn + 24'd1;
+                qp_msn_inc   <= 1'b1;
+                state <= S_ANSWER;
+            end else begin
+                state <= S_IDLE;
+            end
+        end
+
+        S_ANSWER: begin
+            if (!m_tx_valid[cur]) begin
+                if (!(|m_tx_valid))
+                    m_tx_valid[cur] <= 1'b1;
+            end
+            if (m_tx_valid[cur] && m_tx_ready[cur]) begin
+                // a NAKed packet's payload was not stored (ignored when it was)
+                if (h_plen != 13'd0)
+                    pl_drop[cur] <= 1'b1;
+                state <= S_IDLE;
+            end
+        end
+
+        // S_DROP: release the payload
+        default: begin
+            if (h_plen != 13'd0)
+                pl_drop[cur] <= 1'b1;
+            state <= S_IDLE;
+        end
+    endcase
+
+    if (rst) begin
+        state       <= S_IDLE;
+        in_msg      <= 1'b0;
+        storing     <= 1'b0;
+        rr          <= {PORT_BITS{1'b0}};
+        lock_port   <= {PORT_BITS{1'b0}};
+        m_msg_valid <= 1'b0;
+        m_dma_valid <= 1'b0;
+        m_tx_valid  <= {NUM_PORTS{1'b0}};
+        m_ack_valid <= 1'b0;
+        msg_qpn     <= 24'd0;
+    end
+end
+
+endmodule
+
+`resetall
