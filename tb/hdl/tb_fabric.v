@@ -143,8 +143,8 @@ localparam KEEP_WIDTH = DATA_WIDTH/8;
 reg clk = 1'b0;
 always #2 clk = ~clk;
 
-// The edge the testbench's bus models sample on (see tb_rdma_dev.v): the falling edge under
-// Verilator, which evaluates a clock edge together with everything it clocks.
+// The edge the testbench's bus models sample on (see tb_rdma_dev.v): under Verilator, which
+// evaluates a clock edge together with everything it clocks, the falling edge.
 `ifdef VERILATOR
 wire tb_clk = ~clk;
 `else
