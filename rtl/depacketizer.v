@@ -114,22 +114,7 @@ function [BUF_BITS-1:0] next_buf(input [BUF_BITS-1:0] b);
     next_buf = (b == LAST_BUF[BUF_BITS-1:0]) ? {BUF_BITS{1'b0}} : b + 1'b1;
 endfunction
 
-// Wire order (most-significant byte first) to a number, for fields read from the byte string.
-function [15:0] be16(input [15:0] v);
-    be16 = {v[7:0], v[15:8]};
-endfunction
-function [23:0] be24(input [23:0] v);
-    be24 = {v[7:0], v[15:8], v[23:16]};
-endfunction
-function [31:0] be32(input [31:0] v);
-    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
-endfunction
-function [63:0] be64(input [63:0] v);
-    be64 = {be32(v[31:0]), be32(v[63:32])};
-endfunction
-function [127:0] be128(input [127:0] v);
-    be128 = {be64(v[63:0]), be64(v[127:64])};
-endfunction
+`include "wire_order.vh"
 
 // Per-buffer state, in ring order: occ (a frame ended in it), vdone (its verdict is made),
 // good, and which of the two readers (header, fetch) has passed it.

@@ -52,21 +52,7 @@ localparam [2:0] T_RC = 3'd2;
 localparam [2:0] T_UC = 3'd3;
 localparam [2:0] T_UD = 3'd4;
 
-function [15:0] be16(input [15:0] v);
-    be16 = {v[7:0], v[15:8]};
-endfunction
-function [23:0] be24(input [23:0] v);
-    be24 = {v[7:0], v[15:8], v[23:16]};
-endfunction
-function [31:0] be32(input [31:0] v);
-    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
-endfunction
-function [63:0] be64(input [63:0] v);
-    be64 = {be32(v[31:0]), be32(v[63:32])};
-endfunction
-function [127:0] be128(input [127:0] v);
-    be128 = {be64(v[63:0]), be64(v[127:64])};
-endfunction
+`include "wire_order.vh"
 
 wire ends = last;                           // last or only
 wire middle = ~first & ~last;

@@ -235,7 +235,8 @@ assign m_dma_data = dma_is_copy ?
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
 assign m_msg_type       = qp_type;
-assign m_msg_dest_qpn   = m_msg_kind == 2'd2 ? {{(32-QPN_BITS){1'b0}}, qp_qpn} : is_ud ? w_rqpn : qp_dest_qpn;
+wire [31:0] dest_qpn    = is_ud ? w_rqpn : qp_dest_qpn;
+assign m_msg_dest_qpn   = m_msg_kind == 2'd2 ? {{(32-QPN_BITS){1'b0}}, qp_qpn} : dest_qpn;
 assign m_msg_src_qpn    = {{(24-QPN_BITS){1'b0}}, qp_qpn};
 assign m_msg_port       = qp_port;
 assign m_msg_len        = w_len;
@@ -273,7 +274,7 @@ reg  [31:0] ack_timer;
 assign m_tx_port = qp_port;
 assign m_tx_desc = {wire_internal, {(64-ADDR_WIDTH){1'b0}}, local_addr, av_rate, 24'd0, 8'd0,
                     w_len, w_rkey, w_raddr, m_msg_src_qpn, m_msg_qkey, qp_sq_psn,
-                    m_msg_dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
+                    dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, is_read ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
 assign wire_active    = state == S_WIRE_WAIT || state == S_ACK_WAIT;
@@ -393,7 +394,7 @@ always @(posedge clk) begin
 
         S_ROUTE: begin
             if (!loopback || !bypass_en) begin
-                if (m_msg_dest_qpn[31:24] != 8'd0) begin
+                if (dest_qpn[31:24] != 8'd0) begin
                     // no packet can name that QP: it is unreachable, as on the bypass
                     status <= qp_type == QPT_RC ? WC_RETRY_EXC_ERR : WC_SUCCESS;
                     state  <= S_CQE;

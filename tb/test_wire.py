@@ -405,3 +405,69 @@ async def test_rc_faults_on_the_wire(dut, fault):
         [rwc] = await rdma.poll_until(b.recv_cq, 1)
         assert_wc(rwc, wr_id=7, status=WCStatus.LOC_LEN_ERR, opcode=WCOpcode.RECV)
     await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Mixed traffic: the sniffers see the wire messages and nothing of the loopback ones
+
+@cocotb.test()
+async def test_mixed_traffic_sniffed(dut):
+    """Loopback pairs on each port and pairs across the cable, RC, UC and UD, all posted before
+    anything is polled: every message lands; the packets on the links are exactly the model's
+    (the scoreboard), every one of them belongs to a QP pair across the cable, and the port
+    counters equal the model's; LB_MSGS counts exactly the loopback messages."""
+    rdma = await Rdma.open(dut, cabled=True)
+    cq = await rdma.dev.create_cq(256)
+    src, dst = await rdma.region(4096), await rdma.region(48 * 4096)
+    senders, wire_qpns, expected_lb = [], set(), [0, 0]
+    slot = 0
+    for transport in (QPType.RC, QPType.UC, QPType.UD):
+        for across in (False, True):
+            for port in (1, 2):
+                if transport == QPType.UD:
+                    a = await rdma.ud_qp(port, cq=cq)
+                    b = await rdma.ud_qp(PEER[port] if across else port, cq=cq)
+                    ah = await rdma.pd.create_ah(port, port_lid(rdma, b.attr.port_num),
+                                                 sl=SL, src_path_bits=SRC_PATH_BITS)
+                else:
+                    a, b = await rdma.qp(transport, cq, cq), await rdma.qp(transport, cq, cq)
+                    far = PEER[port] if across else port
+                    await rdma.connect(a, b.qp_num, port=port, dlid=port_lid(rdma, far),
+                                       path_mtu=MTU.MTU1024)
+                    await rdma.connect(b, a.qp_num, port=far, dlid=port_lid(rdma, port),
+                                       path_mtu=MTU.MTU1024)
+                    ah = None
+                wrs = []
+                for k, opcode in enumerate(ALLOWED_OPCODES[transport]):
+                    length = 1 + (977 * (slot + k)) % 3000
+                    if opcode in NEEDS_RECEIVE:
+                        await b.post_recv(RecvWR(dst.sge(slot * 4096, 4096), wr_id=slot))
+                    if ah:
+                        wrs.append(ud_send(src.sge(0, min(length, 2000)), ah, b.qp_num, QKEY,
+                                           wr_id=slot))
+                    else:
+                        remote = (src if opcode == WROpcode.RDMA_READ else dst).remote(
+                            slot * 4096 if opcode != WROpcode.RDMA_READ else 0)
+                        local = (dst.sge(slot * 4096, length)
+                                 if opcode == WROpcode.RDMA_READ else src.sge(0, length))
+                        wrs.append(work_request(opcode, local, remote, wr_id=slot))
+                    slot += 1
+                senders.append((a, wrs))
+                if across:
+                    wire_qpns |= {a.qp_num, b.qp_num}
+                else:
+                    expected_lb[0] += len(wrs)
+                    expected_lb[1] += sum(wr.sge.length for wr in wrs)
+    for a, wrs in senders:
+        await a.post_send(wrs)
+    total = sum(len(wrs) for _, wrs in senders)
+    wcs = [wc for wc in await rdma.poll_until(cq, total + sum(
+        1 for _, wrs in senders for wr in wrs if wr.opcode in NEEDS_RECEIVE), cycles=400000)]
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+    for port in (1, 2):
+        for packet in rdma.tb.sniffers[port].packets():
+            assert packet.bth.dest_qp in wire_qpns, \
+                f"a packet on port {port}'s link for QP {packet.bth.dest_qp}, a loopback pair"
+        assert rdma.tb.sniffers[port].packets(), f"nothing on port {port}'s link"
+    await rdma.assert_loopback_moves(*expected_lb)
+    await rdma.finish(links_idle=False)
