@@ -22,7 +22,7 @@ def test_random_traffic(w):
     print(f"random traffic at DATA_WIDTH={w}: SEED={seed}")
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
-                   parameters={"DATA_WIDTH": w}, name=f"random_w{w}",
+                   parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}",
                    extra_env={"SEED": str(seed)})
         return
     except AssertionError as failed:  # simrun's report of the cocotb failures
