@@ -274,12 +274,13 @@ wire                        prot_valid, prot_ready, prot_rsp_valid;
 wire [PROT_REQ_WIDTH-1:0]   prot_data;
 wire [PROT_RSP_WIDTH-1:0]   prot_rsp;
 
+wire [1:0]                  prot_owner_unused;
 req_arb #(.CLIENTS(2), .REQ_WIDTH(PROT_REQ_WIDTH), .RSP_WIDTH(PROT_RSP_WIDTH)) prot_arb (
     .clk(clk), .rst(rst),
     .s_req_valid(prot_c_valid), .s_req_ready(prot_c_ready), .s_req_data(prot_c_data),
     .s_rsp_valid(prot_c_rsp), .s_rsp_data(prot_rsp_data),
     .m_req_valid(prot_valid), .m_req_ready(prot_ready), .m_req_data(prot_data),
-    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp)
+    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp), .m_owner(prot_owner_unused)
 );
 
 prot_check #(.NUM_MR(NUM_MR), .ADDR_WIDTH(ADDR_WIDTH)) prot (
@@ -297,12 +298,13 @@ wire                        cqe_valid, cqe_ready, cqe_rsp_valid;
 wire [CQE_REQ_WIDTH-1:0]    cqe_data;
 wire                        cqe_rsp_unused;
 
+wire [1:0]                  cqe_owner_unused;
 req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
     .clk(clk), .rst(rst),
     .s_req_valid(cqe_c_valid), .s_req_ready(cqe_c_ready), .s_req_data(cqe_c_data),
     .s_rsp_valid(cqe_c_rsp), .s_rsp_data(cqe_rsp_unused),
     .m_req_valid(cqe_valid), .m_req_ready(cqe_ready), .m_req_data(cqe_data),
-    .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0)
+    .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0), .m_owner(cqe_owner_unused)
 );
 
 // DMA mover: CQE writer (0), responder (1), receive engine (2), port p's transmit side (3 + p),
@@ -320,7 +322,7 @@ req_arb #(.CLIENTS(DMA_CLIENTS), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_W
     .s_req_valid(dma_c_valid), .s_req_ready(dma_c_ready), .s_req_data(dma_c_data),
     .s_rsp_valid(dma_c_done), .s_rsp_data(dma_rsp_data),
     .m_req_valid(dma_valid), .m_req_ready(dma_ready), .m_req_data(dma_data),
-    .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error})
+    .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error}), .m_owner(dma_owner)
 );
 
 // the mover's streams: READ_STREAM feeds the port whose chunk is in the mover, WRITE_STREAM
@@ -329,6 +331,8 @@ wire [DATA_WIDTH-1:0]   dma_rd_tdata;
 wire [DATA_WIDTH/8-1:0] dma_rd_tkeep;
 wire                    dma_rd_tvalid, dma_rd_tready, dma_rd_tlast;
 wire [NUM_PORTS-1:0]    dma_rd_mine, dma_rd_port_ready;
+wire [DMA_CLIENTS-1:0]  dma_owner;
+assign dma_rd_mine = dma_owner[3 +: NUM_PORTS];
 assign dma_rd_tready = |(dma_rd_mine & dma_rd_port_ready);
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
@@ -661,7 +665,8 @@ generate
     end
 endgenerate
 
-wire unused = ^{cqe_rsp_unused};
+wire unused = ^{cqe_rsp_unused, prot_owner_unused, cqe_owner_unused, dma_owner[2:0],
+                dma_owner[DMA_CLIENTS-1]};
 
 endmodule
 

@@ -45,13 +45,14 @@ from collections import Counter, deque
 from dataclasses import dataclass, replace
 
 import cocotb
+from cocotb.triggers import First, RisingEdge, Timer
 
-from rdma_tb import PORT_SETUP, open_device
+from rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
 from seed import seed_from_env
 from verbs import (
     GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer, QPState, QPType,
-    QueueFull, RecvWR, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus, WROpcode, rdma_read,
-    rdma_write, send, ud_send,
+    QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus, WROpcode,
+    rdma_read, rdma_write, send, ud_send,
 )
 
 # --- program shape -----------------------------------------------------------------------------
@@ -144,7 +145,7 @@ class Resources:
     unused_ahn: int
     unused_qpn: int
     qps_by_port: dict         # port -> every QP on it (UD unreachable destinations)
-    peer: dict                # port -> the port its QPs' peers are on
+    peer: dict                # port -> the port its QPs' peers are on (on the peer device)
 
 
 class Flow:
@@ -152,8 +153,10 @@ class Flow:
     nothing else. `quota` send WRs in all; with `error`, the WR numbered `fail_at` is a fatal
     error and the flow then keeps posting a few WRs that must flush."""
 
-    def __init__(self, res, src, dst, src_mr, dst_mr, seed, quota, error=False):
-        self.res = res
+    def __init__(self, res, dst_res, src, dst, src_mr, dst_mr, index, seed, quota,
+                 error=False):
+        self.res = res              # the sender's device's objects
+        self.dst_res = dst_res      # the receiver's (the same device, or the other one)
         self.src, self.dst = src, dst
         self.src_mr, self.dst_mr = src_mr, dst_mr
         self.transport = src.qp_type
@@ -167,7 +170,8 @@ class Flow:
         self.opcodes = dict(OPCODE_WEIGHTS[self.transport])
         if not dst.attr.qp_access_flags & Access.REMOTE_READ:
             self.opcodes.pop(WROpcode.RDMA_READ, None)
-        self.wr_tag = self.rng.getrandbits(16) << 48 | src.qp_num << 32  # all 64 bits used
+        # all 64 bits used; the plan index, not the QPN, so every placement has the same wr_ids
+        self.wr_tag = self.rng.getrandbits(16) << 48 | index << 32
         self.generated = 0
         self.ready = deque()        # generated, not posted yet (a refused post leaves them here)
         self.outstanding = deque()  # wr_ids posted and not known complete, in posting order
@@ -401,10 +405,9 @@ class Flow:
     def _other_variant(self, key):
         return key & ~0xFF | (key + self.rng.randint(1, 255)) & 0xFF
 
-    def _bad_key(self, kind, mr, offset, length):
+    def _bad_key(self, kind, mr, offset, length, res):
         """(address, key) naming `length` bytes the way `kind` gets wrong; `mr` and `offset`
-        say where a good one would point."""
-        res = self.res
+        say where a good one would point, `res` is the objects of `mr`'s device."""
         if kind.endswith("variant"):
             return mr.addr + offset, self._other_variant(mr.lkey)
         if kind.endswith("stale"):
@@ -433,7 +436,8 @@ class Flow:
         if kind.startswith("lkey"):
             op = self._opcode()
             area = RBUF if op == WROpcode.RDMA_READ else SRC
-            addr, key = self._bad_key(kind, self.src_mr, self._offset(area, length), length)
+            addr, key = self._bad_key(kind, self.src_mr, self._offset(area, length), length,
+                                      self.res)
             return self._build(seq, op, SGE(addr, length, key),
                                recv=self._recv_for(seq, op, length), kind=label)
         if kind.startswith("rkey"):
@@ -466,11 +470,12 @@ class Flow:
         ops = [op for op in self.opcodes if op not in SENDS]
         op = self._opcode(ops)
         if kind == "rkey_access":  # a region without the right the operation needs
-            mr = self.res.write_only if op == WROpcode.RDMA_READ else self.res.read_only
+            mr = self.dst_res.write_only if op == WROpcode.RDMA_READ else self.dst_res.read_only
             addr, key = self._special(mr, length)
         else:
             area = SINK if op in WRITES else SRC
-            addr, key = self._bad_key(kind, self.dst_mr, self._offset(area, length), length)
+            addr, key = self._bad_key(kind, self.dst_mr, self._offset(area, length), length,
+                                      self.dst_res)
         # A WRITE_WITH_IMM that fails the rkey check consumes no receive: none is posted.
         return self._build(seq, op, self._local(op, length), remote=RemoteAddr(addr, key),
                            kind=label)
@@ -485,10 +490,10 @@ class Flow:
             size = need + self.rng.randint(0, 64)
             choice = self.rng.choice(("no_local_write", "other_pd", "stale", "oob"))
             if choice == "no_local_write":
-                addr, key = self._special(self.res.no_local_write, size)
+                addr, key = self._special(self.dst_res.no_local_write, size)
             else:
                 addr, key = self._bad_key(f"recv_{choice}", self.dst_mr,
-                                          self._offset(RECV, size), size)
+                                          self._offset(RECV, size), size, self.dst_res)
             sge = SGE(addr, size, key)
         recv = RecvWR(sge, self._wr_id(seq, recv=True))
         return self._build(seq, op, self._local(op, length), recv=recv, kind=label)
@@ -508,11 +513,11 @@ class Flow:
         assert kind == "ud_unreachable"
         # the AHs lead to the peer port: its QPs of other transports, and the UD QPs of the
         # port the AHs do not lead to, are out of reach
-        peer = self.res.peer[self.port]
-        qpn = self.rng.choice([self.res.unused_qpn, 0, 1, 0xABCDE] +
-                              [q.qp_num for q in self.res.qps_by_port[peer]
+        peer, far = self.res.peer[self.port], self.dst_res
+        qpn = self.rng.choice([far.unused_qpn, 0, 1, 0xABCDE] +
+                              [q.qp_num for q in far.qps_by_port[peer]
                                if q.qp_type != QPType.UD] +
-                              [q.qp_num for q in self.res.qps_by_port[3 - peer]
+                              [q.qp_num for q in far.qps_by_port[3 - peer]
                                if q.qp_type == QPType.UD])
         return self._build(seq, op, self._local(op, length), kind=label, remote_qpn=qpn)
 
@@ -520,35 +525,50 @@ class Flow:
 # --- the program ------------------------------------------------------------------------------
 
 class RandomTraffic(Observer):
-    def __init__(self, tb, dev, sb, seed, peer):
-        self.tb, self.dev, self.sb = tb, dev, sb
+    """The program on `sides`, [(tb, dev, sb)] of one device or of two cabled ones. `peer`
+    says where the peers of device 0's QPs are: port -> (side, port)."""
+
+    def __init__(self, sides, seed, peer):
+        self.sides = sides
+        self.tb, self.dev, self.sb = sides[0]
         self.seed = seed
-        self.peer = peer     # port -> the port of its QPs' peers
+        self.peer = peer
         self.rng = random.Random(f"{seed}:setup")
-        self.log = tb.log
+        self.log = self.tb.log
         self.flows = []
-        self.sending = {}    # qpn -> the flow it sends for
-        self.receiving = {}  # qpn -> the flow that feeds its receive queue
+        self.sending = {}    # (side, qpn) -> the flow it sends for
+        self.receiving = {}  # (side, qpn) -> the flow that feeds its receive queue
         self.statuses = Counter()
-        self.armed = set()   # CQs armed since their last event
-        self.completions = {}  # (qpn, is_recv) -> what software sees of each, in order
+        self.armed = set()   # (side, cqn) of the CQs armed since their last event
+        self.completions = {}  # (plan index, is_recv) -> what software sees of each, in order
         self.undefined = []    # (MR, iova, length) whose contents may differ between placements
-        dev.observers.append(self)
+        self.side_of = {id(dev): d for d, (_, dev, _) in enumerate(sides)}
+        for _, dev, _ in sides:
+            dev.observers.append(self)
+
+    def peer_of(self, side, port):
+        """(side, port) where the peers of the QPs on `side`'s `port` are."""
+        if side == 0:
+            return self.peer[port]
+        return next((0, p) for p, (d, q) in self.peer.items() if (d, q) == (side, port))
 
     # --- set-up -----------------------------------------------------------------------------
 
-    async def region(self, pd, size, access):
-        """A registered region of random bytes; half of them get an iova unrelated to the
-        host address, so translation is exercised."""
-        addr = self.dev.alloc(size)
-        self.dev.write(addr, self.rng.randbytes(size))
-        iova = addr if self.rng.random() < 0.5 else self.rng.randrange(1 << 40, 1 << 63)
+    async def region(self, side, pd, size, access, name):
+        """A registered region of random bytes on `side`'s device; half of them get an iova
+        unrelated to the host address, so translation is exercised. Its bytes and iova come
+        from `name`, so they are the same in every placement."""
+        rng = random.Random(f"{self.seed}:{name}")
+        dev = self.sides[side][1]
+        addr = dev.alloc(size)
+        dev.write(addr, rng.randbytes(size))
+        iova = addr if rng.random() < 0.5 else rng.randrange(1 << 40, 1 << 63)
         return await pd.reg_mr(addr, size, access, iova=iova)
 
     def random_route(self):
         """The random part of an address vector: DLID path bits, SL, source path bits, and
-        half of the time GRH fields. Drawn the same whatever the port it will aim at, so both
-        placements build the same program."""
+        half of the time GRH fields. Drawn the same whatever the port it will aim at, so every
+        placement builds the same program."""
         rng = self.rng
         grh = None
         if rng.random() < 0.5:
@@ -557,93 +577,120 @@ class RandomTraffic(Observer):
         return dict(path_bits=rng.getrandbits(7), sl=rng.randrange(16),
                     src_path_bits=rng.randrange(8), grh=grh)
 
-    def address_vector(self, route, port):
-        """`route` aimed at `port`: one of the port's DLIDs, and its GID when global."""
-        attr = self.dev.ports[port]
+    def address_vector(self, route, side, port):
+        """`route` aimed at `side`'s `port`: one of the port's DLIDs, and its GID when global."""
+        attr = self.sides[side][1].ports[port]
         grh = route["grh"] and GlobalRoute(attr.gid, **route["grh"])
         return dict(dlid=attr.lid | (route["path_bits"] & ((1 << attr.lmc) - 1)),
                     sl=route["sl"], src_path_bits=route["src_path_bits"], grh=grh)
 
     def plan(self):
-        """Every QP as (transport, port, role) and the flows between them (indices)."""
+        """Every QP as (transport, side, port, role) and the flows between them (indices)."""
         qps, flows = [], []
         ports = iter([1, 2] * 32)
         for transport, pairs in NORMAL_PAIRS.items():
             for _ in range(pairs):
                 port = next(ports)
                 a, b = len(qps), len(qps) + 1
-                qps += [(transport, port, "both"), (transport, self.peer[port], "both")]
+                qps += [(transport, 0, port, "both"), (transport, *self.peer[port], "both")]
                 flows += [(a, b, False), (b, a, False)]
         for transport, count in ERROR_FLOWS.items():
             for _ in range(count):
                 port = next(ports)
                 s, r = len(qps), len(qps) + 1
-                qps += [(transport, port, "sender"), (transport, self.peer[port], "receiver")]
+                qps += [(transport, 0, port, "sender"),
+                        (transport, *self.peer[port], "receiver")]
                 flows.append((s, r, True))
         return qps, flows
 
-    async def setup(self):
-        dev, rng = self.dev, self.rng
-        await dev.set_port(2, **PORT_SETUP[2], mtu=PORT_MTU[2])
-        await dev.set_port(1, **PORT_SETUP[1], mtu=PORT_MTU[1])
-        pd, other_pd = dev.alloc_pd(), dev.alloc_pd()
-        res = self.res = Resources()
-
+    async def setup_side(self, side, port_setup):
+        """One device's objects: its ports, PDs, a stale key, the special regions, an
+        unregistered key."""
+        tb, dev, _ = self.sides[side]
+        for port in (2, 1):
+            await dev.set_port(port, **port_setup[port], mtu=PORT_MTU[port])
+        res = Resources()
+        res.pd, res.other_pd_pd = dev.alloc_pd(), dev.alloc_pd()
         # A key that was valid once: its MR index is registered again below, with the next
         # variant, so the stale key differs from a live one only in its low byte.
-        stale = await self.region(pd, 256, FULL_ACCESS)
+        stale = await self.region(side, res.pd, 256, FULL_ACCESS, f"stale{side}")
         res.stale_key = stale.lkey
         await stale.dereg()
+        return res
+
+    async def setup_specials(self, side, res):
+        dev = self.sides[side][1]
+        pd = res.pd
+        res.other_pd = await self.region(side, res.other_pd_pd, SPECIAL_BYTES, FULL_ACCESS,
+                                         f"other_pd{side}")
+        res.read_only = await self.region(side, pd, SPECIAL_BYTES,
+                                          Access.LOCAL_WRITE | Access.REMOTE_READ,
+                                          f"read_only{side}")
+        res.write_only = await self.region(side, pd, SPECIAL_BYTES,
+                                           Access.LOCAL_WRITE | Access.REMOTE_WRITE,
+                                           f"write_only{side}")
+        res.no_local_write = await self.region(side, pd, SPECIAL_BYTES, Access.REMOTE_READ,
+                                               f"no_local_write{side}")
+        assert dev.num_mr - 1 not in dev.mrs
+        res.unregistered_key = ((dev.num_mr - 1) << 8
+                                | random.Random(f"{self.seed}:unregistered").randrange(256))
+        res.unused_ahn = dev.num_ah - 1
+        assert res.unused_ahn not in dev.ahs
+        res.unused_qpn = dev.num_qp - 1
+        assert res.unused_qpn not in dev.qps
+
+    async def setup(self, port_setups):
+        """`port_setups`: each side's port addresses."""
+        rng = self.rng
+        sides = range(len(self.sides))
+        self.res = [await self.setup_side(d, port_setups[d]) for d in sides]
 
         qp_plan, flow_plan = self.plan()
         # Ring sizes and how full the program keeps them. A CQ gets room for every completion
         # its QPs can have unpolled, so it never overflows whatever the timing.
         rings = []
-        for _, _, role in qp_plan:
+        for _, _, _, role in qp_plan:
             sq = rng.choice((16, 32, 64)) if role != "receiver" else 2
             rq = rng.choice((16, 32, 64, 128)) if role != "sender" else 2
             sq_cap = (sq if rng.random() < 0.5 else sq // 2) if role != "receiver" else 0
             rings.append((sq, rq, sq_cap, rq if role != "sender" else 0))
         cq_choice = [(rng.randrange(NUM_CQS), rng.randrange(NUM_CQS)) for _ in qp_plan]
-        depth = [0] * NUM_CQS
-        for (scq, rcq), (_, _, sq_cap, rq_cap) in zip(cq_choice, rings):
-            depth[scq] += sq_cap
-            depth[rcq] += rq_cap
-        cqs = [await dev.create_cq(max(d, 2)) for d in depth]
-        self.cqs = cqs
+        depth = [[0] * NUM_CQS for _ in sides]
+        for (_, side, _, _), (scq, rcq), (_, _, sq_cap, rq_cap) in zip(qp_plan, cq_choice,
+                                                                       rings):
+            depth[side][scq] += sq_cap
+            depth[side][rcq] += rq_cap
+        cqs = [[await self.sides[d][1].create_cq(max(n, 2)) for n in depth[d]] for d in sides]
+        self.cqs = [(d, cq) for d in sides for cq in cqs[d]]
 
         qps, arenas = [], []
-        for (transport, port, role), (sq, rq, _, _), (scq, rcq) in zip(qp_plan, rings, cq_choice):
-            qp = await pd.create_qp(transport, cqs[scq], cqs[rcq], max_send_wr=sq,
+        for i, ((transport, side, port, role), (sq, rq, _, _), (scq, rcq)) in enumerate(
+                zip(qp_plan, rings, cq_choice)):
+            pd = self.res[side].pd
+            qp = await pd.create_qp(transport, cqs[side][scq], cqs[side][rcq], max_send_wr=sq,
                                     max_recv_wr=rq)
             qps.append(qp)
-            arenas.append(await self.region(pd, ARENA, FULL_ACCESS))
+            arenas.append(await self.region(side, pd, ARENA, FULL_ACCESS, f"arena{i}"))
         self.arenas = arenas
+        self.plan_index = {(side, qp.qp_num): i
+                           for i, (qp, (_, side, _, _)) in enumerate(zip(qps, qp_plan))}
 
-        res.other_pd = await self.region(other_pd, SPECIAL_BYTES, FULL_ACCESS)
-        res.read_only = await self.region(pd, SPECIAL_BYTES,
-                                          Access.LOCAL_WRITE | Access.REMOTE_READ)
-        res.write_only = await self.region(pd, SPECIAL_BYTES,
-                                           Access.LOCAL_WRITE | Access.REMOTE_WRITE)
-        res.no_local_write = await self.region(pd, SPECIAL_BYTES, Access.REMOTE_READ)
-        assert dev.num_mr - 1 not in dev.mrs
-        res.unregistered_key = (dev.num_mr - 1) << 8 | rng.randrange(256)
-
-        # both ports' AHs get the same routes, aimed at the peer port
+        for d in sides:
+            await self.setup_specials(d, self.res[d])
+        # every port's AHs get the same routes, aimed at that port's peers
         routes = [self.random_route() for _ in range(5)]
-        res.ahs, res.other_pd_ahs = {}, {}
-        for port in (1, 2):
-            res.ahs[port] = [await pd.create_ah(port, **self.address_vector(r, self.peer[port]))
-                             for r in routes[:4]]
-            res.other_pd_ahs[port] = await other_pd.create_ah(
-                port, **self.address_vector(routes[4], self.peer[port]))
-        res.peer = self.peer
-        res.unused_ahn = dev.num_ah - 1
-        assert res.unused_ahn not in dev.ahs
-        res.unused_qpn = dev.num_qp - 1
-        assert res.unused_qpn not in dev.qps
-        res.qps_by_port = {p: [q for q, (_, port, _) in zip(qps, qp_plan) if port == p]
-                           for p in (1, 2)}
+        for d in sides:
+            res = self.res[d]
+            res.ahs, res.other_pd_ahs, res.peer = {}, {}, {}
+            for port in (1, 2):
+                far = self.peer_of(d, port)
+                res.peer[port] = far[1]
+                res.ahs[port] = [await res.pd.create_ah(port, **self.address_vector(r, *far))
+                                 for r in routes[:4]]
+                res.other_pd_ahs[port] = await res.other_pd_pd.create_ah(
+                    port, **self.address_vector(routes[4], *far))
+            res.qps_by_port = {p: [q for q, (_, side, port, _) in zip(qps, qp_plan)
+                                   if (side, port) == (d, p)] for p in (1, 2)}
 
         await self.connect(qps, qp_plan, flow_plan)
 
@@ -652,12 +699,14 @@ class RandomTraffic(Observer):
         quotas = iter([max(1, round(NORMAL_WRS * w / sum(weights))) for w in weights])
         for i, (s, r, error) in enumerate(flow_plan):
             quota = rng.randint(*ERROR_WRS) if error else next(quotas)
-            flow = Flow(res, qps[s], qps[r], arenas[s], arenas[r], f"{self.seed}:flow{i}",
-                        quota, error)
+            ss, rs = qp_plan[s][1], qp_plan[r][1]
+            flow = Flow(self.res[ss], self.res[rs], qps[s], qps[r], arenas[s], arenas[r], s,
+                        f"{self.seed}:flow{i}", quota, error)
             flow.sq_cap, flow.rq_cap = rings[s][2], rings[r][3]
+            flow.side = ss
             self.flows.append(flow)
-            self.sending[qps[s].qp_num] = flow
-            self.receiving[qps[r].qp_num] = flow
+            self.sending[(ss, qps[s].qp_num)] = flow
+            self.receiving[(rs, qps[r].qp_num)] = flow
         self.qps = qps
 
     async def connect(self, qps, qp_plan, flow_plan):
@@ -673,7 +722,7 @@ class RandomTraffic(Observer):
         no_read = next(r for s, r, error in flow_plan if error and qp_plan[s][0] == QPType.RC)
         qkeys, mtus = {}, {}
         for i, qp in enumerate(qps):
-            transport, port, _ = qp_plan[i]
+            transport, _, port, _ = qp_plan[i]
             if transport == QPType.UD:
                 pair = min(i, partner[i])
                 qkey = qkeys.setdefault(pair, rng.getrandbits(31))
@@ -686,11 +735,11 @@ class RandomTraffic(Observer):
             if pair not in mtus:
                 mtus[pair] = rng.choice(PAIR_MTUS)
             # the partner's PSNs are this QP's: drawn once per pair and direction
+            _, far_side, far_port, _ = qp_plan[partner[i]]
             await qp.to_rts(qps[partner[i]].qp_num, port=port, access=access,
                             path_mtu=mtus[pair], rnr_retry=rng.randrange(8),
                             sq_psn=self.psn(i), rq_psn=self.psn(partner[i]),
-                            **self.address_vector(self.random_route(),
-                                                  qp_plan[partner[i]][1]))
+                            **self.address_vector(self.random_route(), far_side, far_port))
 
     def psn(self, i):
         """The first PSN QP number `i` of the plan sends with (its partner expects it)."""
@@ -702,28 +751,36 @@ class RandomTraffic(Observer):
         """Poll every CQ once and hand the completions to their flows (the scoreboard has
         checked each one by then)."""
         n = 0
-        for cq in self.cqs:
+        for side, cq in self.cqs:
             for wc in await cq.poll():
-                side = "recv" if wc.is_recv else "send"
-                self.statuses[f"{side} {getattr(wc.status, 'name', wc.status)}"] += 1
+                kind = "recv" if wc.is_recv else "send"
+                self.statuses[f"{kind} {getattr(wc.status, 'name', wc.status)}"] += 1
                 if wc.is_recv:
-                    self.receiving[wc.qp_num].on_recv_completion(wc)
+                    self.receiving[(side, wc.qp_num)].on_recv_completion(wc)
                 else:
-                    self.sending[wc.qp_num].on_send_completion(wc)
+                    self.sending[(side, wc.qp_num)].on_send_completion(wc)
                 n += 1
         return n
 
     async def wait_for_completions(self):
         """Sleep until a CQ has an event. Each CQ is armed once per event; after arming, the
         CQs are polled again, since a completion written before the arm raises no event."""
-        for cq in self.cqs:
-            if cq.cqn not in self.armed:
+        for side, cq in self.cqs:
+            if (side, cq.cqn) not in self.armed:
                 await cq.req_notify()
-                self.armed.add(cq.cqn)
+                self.armed.add((side, cq.cqn))
         if await self.poll():
             return
-        fired = await self.dev.wait_event()
-        self.armed -= {cq.cqn for cq in self.cqs if fired >> cq.cqn & 1}
+        if len(self.sides) > 1:   # either device's irq, or the TB's timeout
+            await First(*(RisingEdge(tb.irq) for tb, _, _ in self.sides),
+                        Timer(20000 * CLOCK_PERIOD_NS, "ns"))
+        for side, (_, dev, _) in enumerate(self.sides):
+            fired = await dev.read_reg(Reg.EVENT) if len(self.sides) > 1 else \
+                await dev.wait_event()
+            if fired and len(self.sides) > 1:
+                await dev.write_reg(Reg.EVENT, fired)
+            self.armed -= {(side, cq.cqn) for d, cq in self.cqs
+                           if d == side and fired >> cq.cqn & 1}
 
     async def run(self):
         tb = self.tb
@@ -760,12 +817,11 @@ class RandomTraffic(Observer):
 
     def check_program(self):
         """The program did what it meant to: every error flow's fatal WR was an error."""
-        model = self.sb.model
         for flow in self.flows:
             posted = sum(flow.stats.values())
             assert posted == flow.quota, f"{flow.name}: posted {posted} WRs of {flow.quota}"
             if flow.error:
-                state = model.qps[flow.src.qp_num].state
+                state = self.sides[flow.side][2].model.qps[flow.src.qp_num].state
                 assert state == QPState.ERR, (f"{flow.name}: its fatal WR #{flow.fail_at} "
                                               f"left the sender in {state.name}")
 
@@ -774,11 +830,14 @@ class RandomTraffic(Observer):
         as the placements must agree on it: SLID and DLID path bits name the ports, which
         differ, and are left out. A failed receive leaves its buffer undefined; a UD receive
         with a GRH has the sender's and the receiving port's GIDs in its GRH area."""
+        side = self.side_of[id(cq.dev)]
         for wc in wcs:
-            self.completions.setdefault((wc.qp_num, wc.is_recv), []).append(
+            # the source QPN is left out too: QPNs are numbered per device
+            self.completions.setdefault((self.plan_index[(side, wc.qp_num)], wc.is_recv),
+                                        []).append(
                 (wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.imm_data, wc.wc_flags,
-                 wc.sl, wc.src_qp))
-            flow = self.receiving.get(wc.qp_num)
+                 wc.sl))
+            flow = self.receiving.get((side, wc.qp_num))
             if not wc.is_recv or flow is None or wc.wr_id not in flow.recv_sges:
                 continue
             sge = flow.recv_sges[wc.wr_id]
@@ -813,68 +872,97 @@ class RandomTraffic(Observer):
         return wrs, "\n".join(lines)
 
 
-SAME_PORT = {1: 1, 2: 2}
-OTHER_PORT = {1: 2, 2: 1}
-RESULTS = {}   # placement -> results of its run, for the next test to compare with
+SAME_PORT = {1: (0, 1), 2: (0, 2)}
+OTHER_PORT = {1: (0, 2), 2: (0, 1)}
+OTHER_DEVICE = {1: (1, 1), 2: (1, 2)}   # tb_fabric cables port p to the other's port p
+RESULTS = {}   # placement -> results of its run, for a later test to compare with
 
 
 async def run_program(dut, placement, peer):
     seed = seed_from_env()
-    width = len(dut.m_axi_wdata)
+    fabric = hasattr(dut, "dev1_irq")
+    width = len((dut.dev0_m_axi_wdata if fabric else dut.m_axi_wdata))
     dut._log.info("random traffic, peers on the %s: SEED=%d, DATA_WIDTH=%d (replay with "
                   "SEED=%d)", placement, seed, width, seed)
     wall = time.monotonic()
+    if fabric:
+        sides = list(await open_fabric(dut, seed))
+        port_setups = FABRIC_PORT_SETUP
+    else:
+        sides = [await open_device(dut, seed, cabled=True)]
+        port_setups = (PORT_SETUP,)
+    if peer != OTHER_DEVICE:
+        sides, port_setups = sides[:1], port_setups[:1]
+    tb = sides[0][0]
     try:
-        tb, dev, sb = await open_device(dut, seed, cabled=True)
-        program = RandomTraffic(tb, dev, sb, seed, peer)
-        await program.setup()
+        program = RandomTraffic(sides, seed, peer)
+        await program.setup(port_setups)
         cycles = await program.run()
         wrs, report = program.summary(cycles, time.monotonic() - wall)
         tb.log.info("%s", report)
-        await sb.check()
+        for _, _, sb in sides:
+            await sb.check()
         if peer == SAME_PORT:
             tb.assert_links_idle()
         else:
-            assert all(tb.tx_beats(p) for p in (1, 2)), "a link carried nothing"
+            assert all(t.tx_beats(p) for t, _, _ in sides for p in (1, 2)), \
+                "a link carried nothing"
         program.check_program()
         assert wrs >= 2000 and len(program.qps) >= 16, "the program is smaller than required"
         tb.log.info("random traffic, peers on the %s: %d completions matched, SEED=%d passed",
-                    placement, sb.matched, seed)
+                    placement, sum(sb.matched for _, _, sb in sides), seed)
         return program.results()
     except Exception as e:
-        d = dut.dut
-        for name in ("rx.state", "rx.in_msg", "rx.lock_port", "rx.cur", "rx.h_op", "req.state",
-                     "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "hdr_valid",
-                     "port[0].tx.busy", "port[1].tx.busy", "port[0].tx.rq_count",
-                     "port[1].tx.rq_count", "mover.s_cmd_ready", "rx.m_tx_valid",
-                     "dma_arb.busy", "dma_arb.owner", "rx.msg_qpn"):
-            obj = d
-            for part in name.replace("[", ".[").split("."):
-                obj = obj[int(part[1:-1])] if part.startswith("[") else getattr(obj, part)
-            tb.log.info("DEBUG %s = %s", name, obj.value)
-        for port, sniffer in tb.sniffers.items():   # the links' last words, for the post-mortem
-            for c in sniffer.captures[-12:]:
-                tb.log.info("port %d link, cycle %d: %s", port, c.cycle,
-                            c.packet.summary() if c.packet else c.error)
+        for d, (t, _, _) in enumerate(sides):
+            t.log.info("device %d: %s", d, engine_states(dut.dev1 if d else
+                                                         (dut.dev0 if fabric else dut.dut)))
+        for t, _, _ in sides:   # the links' last words, for the post-mortem
+            for port, sniffer in t.sniffers.items():
+                for c in sniffer.captures[-12:]:
+                    t.log.info("port %d link, cycle %d: %s", port, c.cycle,
+                               c.packet.summary() if c.packet else c.error)
         raise AssertionError(f"random traffic (peers on the {placement}) failed at "
                              f"DATA_WIDTH={width}: {e}\nreplay with SEED={seed}") from e
+
+
+def engine_states(dev):
+    """The device's engines at a glance, for a failure's post-mortem."""
+    names = ("req.state", "rx.state", "rx.in_msg", "rx.lock_port", "rx.cur", "rx.h_op",
+             "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "hdr_valid", "pl_tvalid",
+             "dma_arb.busy", "dma_arb.owner", "mover.s_cmd_ready", "mover.state",
+             "mover.cmd_mode", "mover.cmd_len", "mover.cmd_src", "mover.src_valid",
+             "mover.src_ready", "mover.dst_valid", "mover.dst_ready", "mover.rd_idle",
+             "mover.wr_done", "dma_rd_tvalid", "dma_rd_tready", "dma_rd_tlast")
+    per_port = ("tx.busy", "tx.rq_count", "tx.chunk_busy", "tx.pk.n_full", "tx.pk.active",
+                "tx.pk.f_state", "tx.pk.r_out", "tx.pk.r_all", "tx.pk.pl_req_valid",
+                "tx.pk.pl_req_len", "tx.s_axis_pl_tready")
+    values = [f"{n}={getattr_path(dev, n).value}" for n in names]
+    for p in range(2):
+        values += [f"port{p + 1}.{n}={getattr_path(dev.port[p], n).value}" for n in per_port]
+    return " ".join(values)
+
+
+def getattr_path(obj, path):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def compare(first, second):
     """Differences between two runs' results, ignoring the undefined ranges of either."""
     (wcs1, mem1, undef1), (wcs2, mem2, undef2) = first, second
     diffs = []
-    for qpn, recv in sorted(set(wcs1) | set(wcs2)):
+    for index, recv in sorted(set(wcs1) | set(wcs2)):
         # every receive completes; a send only when signaled or failed, and which sends are
         # signaled depends on how the batches fell, which depends on timing
-        one = {wc[0]: wc for wc in wcs1.get((qpn, recv), [])}
-        two = {wc[0]: wc for wc in wcs2.get((qpn, recv), [])}
+        one = {wc[0]: wc for wc in wcs1.get((index, recv), [])}
+        two = {wc[0]: wc for wc in wcs2.get((index, recv), [])}
         must = set(one) | set(two) if recv else {
             wr_id for wr_id, wc in (one | two).items() if wc[1] != WCStatus.SUCCESS}
         for wr_id in sorted(must | (set(one) & set(two))):
             if one.get(wr_id) != two.get(wr_id):
-                diffs.append(f"QP {qpn} {'receive' if recv else 'send'} wr_id {wr_id:#x}: "
-                             f"{one.get(wr_id)} vs {two.get(wr_id)}")
+                diffs.append(f"plan QP {index} {'receive' if recv else 'send'} wr_id "
+                             f"{wr_id:#x}: {one.get(wr_id)} vs {two.get(wr_id)}")
     undefined = set(undef1) | set(undef2)
     for i, (a, b) in enumerate(zip(mem1, mem2)):
         a, b = bytearray(a), bytearray(b)
@@ -887,6 +975,14 @@ def compare(first, second):
     return diffs
 
 
+async def compare_with_loopback(dut, placement, peer):
+    results = await run_program(dut, placement, peer)
+    assert "same port" in RESULTS, "the loopback run failed: nothing to compare with"
+    diffs = compare(RESULTS["same port"], results)
+    assert not diffs, (f"peers on the {placement} and on the same port differ:\n  "
+                       + "\n  ".join(diffs[:20]))
+
+
 @cocotb.test()
 async def random_traffic_loopback(dut):
     """Thousands of random WRs over many QPs, every peer on its own port: the bypass."""
@@ -897,8 +993,11 @@ async def random_traffic_loopback(dut):
 async def random_traffic_other_port(dut):
     """The same program with every peer on the other port: the packet path, over the cable.
     Software sees what it saw through the bypass: the same completions and memory."""
-    results = await run_program(dut, "other port", OTHER_PORT)
-    assert "same port" in RESULTS, "the loopback run failed: nothing to compare with"
-    diffs = compare(RESULTS["same port"], results)
-    assert not diffs, ("the packet path and the bypass differ:\n  "
-                       + "\n  ".join(diffs[:20]))
+    await compare_with_loopback(dut, "other port", OTHER_PORT)
+
+
+@cocotb.test()
+async def random_traffic_other_device(dut):
+    """The same program with every peer on the other device of tb_fabric: the packet path
+    between two devices. Software sees what it saw through the bypass."""
+    await compare_with_loopback(dut, "other device", OTHER_DEVICE)

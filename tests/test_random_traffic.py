@@ -27,8 +27,10 @@ TRANSPARENCY_WIDTH = 256
 def test_random_traffic(w):
     seed = seed_from_env()
     print(f"random traffic at DATA_WIDTH={w}: SEED={seed}")
-    runs = {} if w == TRANSPARENCY_WIDTH else {
-        "COCOTB_TEST_FILTER": r"^test_random_traffic\.random_traffic_loopback$"}
+    runs = {"COCOTB_TEST_FILTER": r"^test_random_traffic\.random_traffic_loopback$"}
+    if w == TRANSPARENCY_WIDTH:
+        runs = {"COCOTB_TEST_FILTER":
+                r"^test_random_traffic\.random_traffic_(loopback|other_port)$"}
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}",
@@ -38,4 +40,24 @@ def test_random_traffic(w):
         report = str(failed)
     # The seed leads the message, even when the simulator stopped before the test named it.
     pytest.fail(f"random traffic at DATA_WIDTH={w}: replay with SEED={seed}\n{report}",
+                pytrace=False)
+
+
+@pytest.mark.skip(reason="found hanging: an RC message between the two devices gets no answer "
+                         "(RETRY_EXC_ERR after the ACK timeout) with SEED=12345; see the issue "
+                         "note, not yet understood")
+def test_random_traffic_other_device():
+    """The same program with its peers on the other device of tb_fabric, compared with its run
+    on one device's own ports (both in one simulation of tb_fabric), at 256 bits."""
+    seed = seed_from_env()
+    print(f"random traffic between devices: SEED={seed}")
+    try:
+        simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
+                   parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name="random_fabric",
+                   extra_env={"SEED": str(seed), "COCOTB_TEST_FILTER":
+                              r"^test_random_traffic\.random_traffic_(loopback|other_device)$"})
+        return
+    except AssertionError as failed:
+        report = str(failed)
+    pytest.fail(f"random traffic between devices: replay with SEED={seed}\n{report}",
                 pytrace=False)
