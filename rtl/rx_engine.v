@@ -185,6 +185,7 @@ assign m_msg_hold = state != S_IDLE || in_msg;
 
 // ---- storing the payload ----
 reg                   storing;          // the store's stream is open
+reg                   stored;           // the packet's payload is taken (stored, or none)
 reg [ADDR_WIDTH-1:0]  store_addr;
 assign m_dma_data = {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
 // bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
@@ -259,6 +260,7 @@ always @(posedge clk) begin
 
     case (state)
         S_IDLE: if (pick_valid) begin
+            stored <= 1'b0;
             h     <= s_hdr_data[pick*RXH_WIDTH +: RXH_WIDTH];
             cur   <= pick;
             rr    <= pick;
@@ -361,6 +363,7 @@ always @(posedge clk) begin
         S_STORE_WAIT: if (s_dma_done) state <= S_AFTER;
 
         S_AFTER: begin
+            stored <= 1'b1;     // the payload is taken: a drop now would hit the next packet's
             if (is_resp) begin
                 if (resp_last) begin
                     m_ack_valid    <= 1'b1;
@@ -404,8 +407,8 @@ always @(posedge clk) begin
                     m_tx_valid[cur] <= 1'b1;
             end
             if (m_tx_valid[cur] && m_tx_ready[cur]) begin
-                // a NAKed packet's payload was not stored (ignored when it was)
-                if (h_plen != 13'd0)
+                // a NAKed packet's payload is still in the depacketizer
+                if (h_plen != 13'd0 && !stored)
                     pl_drop[cur] <= 1'b1;
                 state <= S_IDLE;
             end

@@ -43,9 +43,6 @@ def test_random_traffic(w):
                 pytrace=False)
 
 
-@pytest.mark.skip(reason="found hanging: an RC message between the two devices gets no answer "
-                         "(RETRY_EXC_ERR after the ACK timeout) with SEED=12345; see the issue "
-                         "note, not yet understood")
 def test_random_traffic_other_device():
     """The same program with its peers on the other device of tb_fabric, compared with its run
     on one device's own ports (both in one simulation of tb_fabric), at 256 bits."""
