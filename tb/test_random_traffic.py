@@ -1,9 +1,10 @@
-"""Seeded random RDMA program on rdma_dev: many QPs, every opcode and transport, run twice on one
-device whose two ports are cabled to each other (harness CABLE = 1): once with every QP's peer
-on its own port (loopback: the bypass), once with every peer on the other port (the packet
-path). Software cannot tell: both runs give the same completions (bar the fields that name the
-receiving port, SLID and DLID path bits) and the same memory, which the second run checks
-against the first (the memory a failed receive names excepted: its contents are undefined).
+"""Seeded random RDMA program on rdma_dev: many QPs, every opcode and transport, with each QP's
+peer on its own port (loopback: the bypass), on the other port of the same device (harness
+CABLE = 1: packets over the cable) or on the other device of tb_fabric (packets between two
+devices). Software cannot tell: every placement gives the same completions and the same memory
+as the loopback run of the same program in the same simulation, bar what names ports or
+devices (SLID, DLID path bits, the source QPN, the GIDs in a UD GRH area) and the buffers of
+failed receives, whose contents are undefined.
 
 The program is what a busy RDMA application does: 38 QPs on both ports (RC, UC and UD),
 several thousand work requests posted in batches with one doorbell each, refilled as
@@ -28,8 +29,8 @@ The program is built so both orders give the same result:
     and a receiver with sends of its own would see them succeed or flush depending on when
     the device serves the failing WR.
 
-Each run is also checked on its own by the scoreboard: every completion, memory image, QP
-state and counter, and in the second every packet on both links and every port counter.
+Each run is also checked on its own by the scoreboards: every completion, memory image, QP
+state and counter, and on the packet path every packet on every link and every port counter.
 
 The seed comes from $SEED (else a fresh one); it is logged at the start and every failure
 names it: `SEED=<n> pytest tests/test_random_traffic.py` replays the run exactly. Each flow

@@ -16,10 +16,10 @@ sys.path.append(str(simrun.TB))
 from seed import seed_from_env  # noqa: E402
 
 
-# The program runs with its peers on the same port (the bypass) at every width, and again with
-# them on the other port (the packet path, compared with the first) at 256 bits: the packet
-# path at the other widths is covered by test_wire and test_fabric, and the second run costs
-# twice the first.
+# The program runs with its peers on the same port (the bypass) at every width, and at 256 bits
+# again with them on the other port and (test_random_traffic_other_device) on the other device,
+# each compared with the first: the packet path at the other widths is covered by test_wire
+# and test_fabric, and a run on the packet path costs twice one through the bypass.
 TRANSPARENCY_WIDTH = 256
 
 
