@@ -154,9 +154,10 @@ reg [8*HDR_MAX-1:0] cap;
 wire [31:0] w_beat32 = {{(32-CNT_BITS){1'b0}}, w_beat};
 integer p;
 always @(posedge clk) begin
-    for (p = 0; p < HDR_MAX; p = p + 1)
-        if (rx_xfer && w_beat32 == p / KEEP_WIDTH)
-            cap[8*p +: 8] <= s_axis_rx_tdata[8*(p % KEEP_WIDTH) +: 8];
+    if (rx_xfer)    // (the loop outside the condition costs simulators every idle cycle)
+        for (p = 0; p < HDR_MAX; p = p + 1)
+            if (w_beat32 == p / KEEP_WIDTH)
+                cap[8*p +: 8] <= s_axis_rx_tdata[8*(p % KEEP_WIDTH) +: 8];
 end
 
 // Bytes in this beat.

@@ -11,7 +11,7 @@ fields, the pad, ICRC and VCRC. `build` computes them and `parse` checks them, s
 
 from dataclasses import dataclass
 
-from ib_crc import icrc_bytes, vcrc_bytes
+from .ib_crc import icrc_bytes, vcrc_bytes
 
 LNH_LOCAL = 2           # BTH follows LRH
 LNH_GLOBAL = 3          # GRH follows LRH

@@ -25,8 +25,8 @@ import struct
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from ib_packet import AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, ImmDt, Packet, packetize
-from verbs import (
+from .ib_packet import AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, ImmDt, Packet, packetize
+from .verbs import (
     COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,

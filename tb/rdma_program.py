@@ -7,9 +7,9 @@ import struct
 
 from cocotb.triggers import ClockCycles
 
-from rdma_tb import open_device, open_fabric
-from seed import SEED
-from verbs import Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WROpcode
+from .rdma_tb import open_device, open_fabric
+from .seed import SEED
+from .verbs import Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WROpcode
 
 
 ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ

@@ -1,37 +1,61 @@
-"""Testbench for rdma_dev (harness top tb_rdma_dev): bus models, reset, link sniffers.
+"""Testbench for rdma_dev (harness top tb_rdma_dev): host memory, register bus, reset, link
+sniffers.
 
-The clock runs in the Verilog harness; nothing here runs on every idle cycle. Host memory is a
-cocotbext-axi AxiRam on the DMA master, the registers are driven by an AxiLiteMaster, and each
-port's TX link has a sniffer (tb/sniffer.py) that wakes only while the link carries a beat.
+The clock runs in the Verilog harness; nothing here runs on every cycle. Host memory is the
+harness's HDL AXI4 RAM on the DMA master (tb/hdl/sim_axi_ram.v), read and written by the
+testbench through its back door (tb/host_mem.py); register accesses go through the harness's
+register master (tb/hdl/sim_axil_master.v), one Python wake each; each port's TX link has a
+sniffer (tb/sniffer.py) that wakes once per packet.
 With the harness's CABLE = 1 the two ports are cabled to each other.
 """
 
 import logging
-import warnings
 
-import cocotb
-from cocotb.triggers import First, RisingEdge, Timer
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+from cocotb.triggers import First, Lock, RisingEdge, Timer, ValueChange
 
-from sniffer import LinkSniffer
-
-warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"cocotbext\..*")
+from .host_mem import HostMemory
+from .sniffer import LinkSniffer
 
 PORTS = (1, 2)
 CLOCK_PERIOD_NS = 4  # the harness toggles clk every 2 ns
+REGISTER_TIMEOUT_CYCLES = 10000   # a register access that takes longer is a hung bus
 
 
 class Registers:
-    """32-bit register access in the shape the verbs driver expects."""
+    """32-bit register access in the shape the verbs driver expects, through the harness's
+    register master (tb/hdl/sim_axil_master.v): one access at a time, Python woken once when
+    it is answered. An error response raises, as a bus error would on a host."""
 
-    def __init__(self, axil):
-        self.axil = axil
+    def __init__(self, master):
+        self.master = master
+        self.lock = Lock()
+        self.requests = int(master.req_count.value)
+        self.accesses = 0
 
     async def read32(self, addr):
-        return await self.axil.read_dword(addr)
+        return await self._access(addr, None)
 
     async def write32(self, addr, value):
-        await self.axil.write_dword(addr, value & 0xFFFFFFFF)
+        await self._access(addr, value & 0xFFFFFFFF)
+
+    async def _access(self, addr, value):
+        m = self.master
+        async with self.lock:
+            m.req_addr.value = addr
+            m.req_data.value = value or 0
+            m.req_write.value = value is not None
+            self.requests = (self.requests + 1) & 0xFFFFFFFF
+            m.req_count.value = self.requests
+            answered = ValueChange(m.rsp_count)
+            fired = await First(answered, Timer(REGISTER_TIMEOUT_CYCLES * CLOCK_PERIOD_NS, "ns"))
+            if fired is not answered:
+                raise TimeoutError(f"register {'write' if value is not None else 'read'} at "
+                                   f"{addr:#x}: no answer in {REGISTER_TIMEOUT_CYCLES} cycles")
+            self.accesses += 1
+            if int(m.rsp_resp.value):
+                raise OSError(f"register access at {addr:#x}: bus error response "
+                              f"{int(m.rsp_resp.value)}")
+            return int(m.rsp_data.value)
 
 
 class RdmaTB:
@@ -45,14 +69,12 @@ class RdmaTB:
         self.prefix = prefix
         self.interface_base = interface_base
         self.log = logging.getLogger(f"cocotb.tb{'.' + prefix.rstrip('_') if prefix else ''}")
-        for bus in ("m_axi", "s_axil"):
-            logging.getLogger(f"cocotb.{dut._name}.{prefix}{bus}").setLevel(logging.WARNING)
-        # bus models run on the harness's tb_clk (see tb/hdl/tb_rdma_dev.v)
-        self.mem = AxiRam(AxiBus.from_prefix(dut, f"{prefix}m_axi"), dut.tb_clk, dut.rst,
-                          size=mem_size)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"{prefix}s_axil"), dut.tb_clk,
-                                  dut.rst)
-        self.regs = Registers(self.axil)
+        ram = getattr(dut, f"{prefix}host_mem")
+        if int(ram.MEM_BYTES.value) < mem_size:
+            raise ValueError(f"the harness's host memory has {int(ram.MEM_BYTES.value)} bytes, "
+                             f"not {mem_size}")
+        self.mem = HostMemory(ram, mem_size)
+        self.regs = Registers(getattr(dut, f"{prefix}regs"))
         self.mem_size = mem_size
         self.data_width = len(getattr(dut, f"{prefix}m_axi_wdata"))
         self.irq = getattr(dut, f"{prefix}irq")
@@ -80,7 +102,8 @@ class RdmaTB:
 
     def start_sniffers(self):
         """A sniffer on each port's TX link (after reset; `reset` starts them)."""
-        self.sniffers = {p: LinkSniffer(self.dut, f"{self.prefix}link{p - 1}",
+        self.sniffers = {p: LinkSniffer(getattr(self.dut, f"{self.prefix}link{p - 1}_tap"),
+                                        self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
 
     def cycle(self):
@@ -117,8 +140,8 @@ async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=Fals
     """Reset the DUT and return (tb, dev, scoreboard) with the model observing from the start
     and both ports addressed. `cabled`: the harness was built with CABLE = 1 (port 1 and port
     2 are cabled to each other), and the model must know."""
-    from scoreboard import Scoreboard
-    from verbs import Device
+    from .scoreboard import Scoreboard
+    from .verbs import Device
 
     tb = RdmaTB(dut, mem_size=mem_size)
     await tb.reset()
@@ -150,8 +173,8 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
     its own AxiRam host memory, register bus, sniffers on its two TX links and scoreboard, the
     two models cabled as the harness is (dev0 port p <-> dev1 port p), and every port addressed
     from `ports` (dev0's, dev1's)."""
-    from scoreboard import Scoreboard
-    from verbs import Device
+    from .scoreboard import Scoreboard
+    from .verbs import Device
 
     tbs = [RdmaTB(dut, mem_size=mem_size, prefix=f"dev{d}_", interface_base=2 * d)
            for d in range(2)]

@@ -5,8 +5,10 @@ its (CQ, QP, send/receive) queue. Completions of different queues may interleave
 order; within one queue the order is the contract. `await check()` then settles the rest:
 every predicted completion arrived and nothing else did, each QP's state and ring indices,
 the expected image of every tracked range (registered regions, WQE rings), the allocator's
-guard bytes, the counters, and the packets each link carried (when given the links' sniffers):
-every one decodes and passes its CRC and length checks, and they are the model's packets.
+guard bytes, the counters, the AXI rules on the host-memory bus (when the memory checks them,
+as the harnesses' sim_axi_ram does), and the packets each link carried (when given the links'
+sniffers): every one decodes and passes its CRC and length checks, and they are the model's
+packets.
 
     sb = Scoreboard(dev)   # before dev.open(): the model has to see everything
     await dev.open()
@@ -21,10 +23,11 @@ from collections import Counter
 from dataclasses import asdict, fields
 from enum import IntEnum, IntFlag
 
+import numpy as np
 from cocotb.triggers import ClockCycles
 
-from model import Model
-from verbs import Counters, Observer
+from .model import Model
+from .verbs import Counters, Observer
 
 DIFF_CONTEXT = 16  # bytes shown from the first difference
 SETTLE_CYCLES = 2000  # a quiet link for this long: every packet it carried has been stored
@@ -46,8 +49,9 @@ def _bytes_diff(label, addr, want, got):
     """None when equal, else where and how `got` differs from `want`."""
     if want == got:
         return None
-    differ = [i for i, (w, g) in enumerate(zip(want, got)) if w != g]
-    first = differ[0]
+    differ = np.flatnonzero(np.frombuffer(want, dtype=np.uint8)
+                            != np.frombuffer(got, dtype=np.uint8))
+    first = int(differ[0])
     return (f"{label} [{addr:#x}, +{len(want):#x}): {len(differ)} byte(s) differ, first at "
             f"offset {first:#x} (host {addr + first:#x}): expected "
             f"{want[first:first + DIFF_CONTEXT].hex(' ')}, got "
@@ -93,7 +97,7 @@ class Scoreboard(Observer):
         await self._settle()
         failures = (self._missing() + await self._qp_failures() + self._memory_failures()
                     + self._guard_failures() + await self._counter_failures()
-                    + self._wire_failures())
+                    + self._wire_failures() + self._bus_failures())
         if failures:
             raise AssertionError(f"scoreboard: {len(failures)} failure(s)\n  "
                                  + "\n  ".join(failures))
@@ -150,6 +154,11 @@ class Scoreboard(Observer):
             failures.append("(the model sees host memory the program writes through dev.write "
                             "or MR.write, not through mem.write)")
         return failures
+
+    def _bus_failures(self):
+        errors = getattr(self.dev.mem, "protocol_errors", 0)
+        return [f"host memory: {errors} AXI protocol error(s) by the device (sim_axi_ram)"
+                ] if errors else []
 
     def _guard_failures(self):
         diffs = (_bytes_diff(f"guard {g.label}", g.addr, g.data, self.dev.read(g.addr, len(g.data)))

@@ -16,7 +16,7 @@ def seed_from_env():
 SEED = seed_from_env()
 
 
-def test_rng(test_name, log=None):
+def rng_for(test_name, log=None):
     """A random stream of its own for one test, and the seed in the log to replay it."""
     (log or logging.getLogger("cocotb.tb")).info("%s: SEED=%d (replay with SEED=%d)",
                                                  test_name, SEED, SEED)

@@ -1,22 +1,25 @@
-"""A cocotb sniffer for one link stream of a harness: it reassembles the packets that cross the
-link, decodes each with ib_packet and can write them to a pcap file Wireshark reads.
+"""A sniffer for one link of a harness: it takes each packet that crossed the link whole from
+the link's HDL tap (tb/hdl/sim_link_tap.v), decodes it with ib_packet and can write the packets
+to a pcap file Wireshark reads.
 
-The link is an AXI-Stream `<prefix>_tdata/_tkeep/_tvalid/_tready/_tlast/_tuser`: byte 0 of a
-packet is tdata[7:0] of its first beat, the kept bytes of every beat are its low bytes (tkeep
-contiguous from bit 0), tlast marks the last beat, and tuser=1 on the last beat marks a packet
-the sender aborted. The harness supplies `tb_clk` (the edge bus models sample on: the clock
-under Icarus, its falling edge under Verilator, see tb/hdl/tb_rdma_dev.v) and the free-running
-`cycle` counter.
+The link is an AXI-Stream: byte 0 of a packet is tdata[7:0] of its first beat, the kept bytes
+of every beat are its low bytes (tkeep contiguous from bit 0), tlast marks the last beat, and
+tuser=1 on the last beat marks a packet the sender aborted. The tap samples on the device's
+clock edge in HDL, so the sniffer sees exactly the beats the far end took, under Icarus and
+Verilator alike, and Python wakes once per packet, never per beat.
+
+LinkSniffer is a cocotb-bus BusMonitor: each capture goes to its callbacks (the captures list
+is one) and wakes `wait_for_recv`.
 """
 
 import logging
 from dataclasses import dataclass
 
-import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, ValueChange
+from cocotb_bus.monitors import BusMonitor
 
-from ib_packet import Packet, PacketError, parse
-from pcap import PcapWriter
+from .ib_packet import Packet, PacketError, parse
+from .pcap import PcapWriter
 
 CLOCK_PERIOD_NS = 4     # the harnesses' clock: pcap timestamps are cycle x 4 ns
 
@@ -32,28 +35,41 @@ class Capture:
     aborted: bool = False
 
 
-class LinkSniffer:
-    """Watches `<prefix>_*` of `dut` from construction on (start it after reset). An idle link
-    costs nothing: the sniffer sleeps until tvalid rises and steps one cycle at a time only
-    while tvalid is high. `mtu`, when given, is the path MTU packets are checked against."""
+def _bits(handle):
+    """A vector's value as an int, X and Z read as 0 (a beat's idle lanes may hold them)."""
+    return int(handle.value.resolve("zeros"))
 
-    def __init__(self, dut, prefix, mtu=None, interface=0):
-        self.log = logging.getLogger(f"cocotb.sniffer.{prefix}")
-        self.clock = dut.tb_clk
-        self.cycle = dut.cycle
-        self.tdata = getattr(dut, f"{prefix}_tdata")
-        self.tkeep = getattr(dut, f"{prefix}_tkeep")
-        self.tvalid = getattr(dut, f"{prefix}_tvalid")
-        self.tready = getattr(dut, f"{prefix}_tready")
-        self.tlast = getattr(dut, f"{prefix}_tlast")
-        self.tuser = getattr(dut, f"{prefix}_tuser")
+
+class LinkSniffer(BusMonitor):
+    """Watches the sim_link_tap instance `tap` from construction on (start it after reset).
+    `clock` and `cycle` are the harness's tb_clk and free-running cycle counter (the scoreboard
+    waits on them); `mtu`, when given, is the path MTU packets are checked against;
+    `interface` is the ERF capture interface of the link in pcaps."""
+
+    _signals = ["packets", "data", "keep", "pkt_beats", "pkt_cycle", "pkt_user", "pkt_x",
+                "pkt_long", "beats", "last_beat_cycle", "tdata"]
+
+    def __init__(self, tap, clock, cycle, mtu=None, interface=0):
+        self.cycle = cycle
         self.mtu = mtu
         self.interface = interface
         self.captures = []
-        self.beats = 0              # beats the link carried
-        self.last_beat_cycle = None
-        self.sampled_cycles = 0     # clock edges the sniffer woke on: the cost of watching
-        cocotb.start_soon(self._run())
+        self.wakes = 0              # times Python woke for this link: the cost of watching
+        super().__init__(tap, None, clock, callback=self.captures.append)
+        self.log = logging.getLogger(f"cocotb.sniffer.{tap._name}")
+        self.beat_bytes = len(self.bus.tdata) // 8
+        self.max_beats = len(self.bus.keep) // self.beat_bytes
+        self._beats_before = int(self.bus.beats.value)
+
+    @property
+    def beats(self):
+        """Beats the link carried since the sniffer started."""
+        return int(self.bus.beats.value) - self._beats_before
+
+    @property
+    def last_beat_cycle(self):
+        """The cycle of the link's last beat, None before the first since the sniffer started."""
+        return int(self.bus.last_beat_cycle.value) if self.beats else None
 
     def packets(self):
         """The packets that decoded."""
@@ -70,39 +86,40 @@ class LinkSniffer:
                 pcap.write(capture.data, capture.cycle * period_ns, self.interface,
                            rx_error=capture.aborted)
 
-    async def _run(self):
-        data = bytearray()
-        start = None
-        framing = None      # the first framing fault of the packet in flight
+    async def _monitor_recv(self):
+        seen = int(self.bus.packets.value)
         while True:
-            if self.tvalid.value != 1:
-                await RisingEdge(self.tvalid)
-            # at a tb_clk edge the link holds the beat that a clock edge takes: this edge under
-            # Icarus, the next one under Verilator (tb_clk is the falling edge there)
-            await RisingEdge(self.clock)
-            self.sampled_cycles += 1
-            if self.tvalid.value != 1 or self.tready.value != 1:
-                continue
-            self.beats += 1
-            self.last_beat_cycle = int(self.cycle.value)
-            if start is None:
-                start = int(self.cycle.value)
-            keep, last, user = self.tkeep.value, self.tlast.value, self.tuser.value
-            if not (keep.is_resolvable and last.is_resolvable and user.is_resolvable):
-                framing = framing or f"tkeep/tlast/tuser not 0/1 ({keep}, {last}, {user})"
-                keep = keep.resolve("zeros")
-            keep = int(keep)
-            beat = self.tdata.value.resolve("zeros").to_bytes(byteorder="little")
-            if keep & (keep + 1) == 0:
-                data += beat[:keep.bit_length()]
-            else:
-                framing = framing or f"tkeep {keep:#x} is not contiguous from byte 0"
-                data += bytes(byte for lane, byte in enumerate(beat) if keep >> lane & 1)
-            if last == 1:
-                self._capture(start, bytes(data), framing, aborted=user == 1)
-                data = bytearray()
-                start = None
-                framing = None
+            await ValueChange(self.bus.packets)
+            await ReadOnly()    # the tap's other registers change in the same time step
+            self.wakes += 1
+            count = int(self.bus.packets.value)
+            if count != seen + 1:   # cannot happen while Python wakes on every change
+                raise RuntimeError(f"link tap {self.bus._entity._name}: {count - seen - 1} "
+                                   f"packets ended unseen")
+            seen = count
+            self._recv(self._take())
+
+    def _take(self):
+        """The packet the tap holds, framing checked, as a Capture."""
+        bb, nbeats = self.beat_bytes, int(self.bus.pkt_beats.value)
+        cycle = int(self.bus.pkt_cycle.value)
+        framing = None
+        if self.bus.pkt_x.value:
+            framing = "tkeep/tlast/tuser not 0/1"
+        if self.bus.pkt_long.value:
+            framing = framing or f"longer than the tap keeps ({self.max_beats} beats)"
+            nbeats = self.max_beats
+        raw = _bits(self.bus.data).to_bytes(self.max_beats * bb, "little")
+        keep = _bits(self.bus.keep)
+        full = (1 << bb) - 1
+        last = keep >> (bb * (nbeats - 1)) & full
+        if keep & ((1 << (bb * (nbeats - 1))) - 1) == (1 << (bb * (nbeats - 1))) - 1 \
+                and last & (last + 1) == 0:
+            data = raw[:bb * (nbeats - 1) + last.bit_length()]
+        else:
+            framing = framing or "tkeep is not contiguous from byte 0"
+            data = bytes(raw[i] for i in range(bb * nbeats) if keep >> i & 1)
+        return self._capture(cycle, data, framing, aborted=bool(self.bus.pkt_user.value))
 
     def _capture(self, cycle, data, framing, aborted):
         if aborted:
@@ -120,4 +137,4 @@ class LinkSniffer:
             self.log.warning("cycle %d: %d bytes, %s", cycle, len(data), capture.error)
         else:
             self.log.debug("cycle %d: %s", cycle, capture.packet.summary())
-        self.captures.append(capture)
+        return capture

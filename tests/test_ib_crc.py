@@ -1,10 +1,6 @@
 """Known answers for the InfiniBand CRCs (no simulator)."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tb"))
-from ib_crc import KAT_ICRC, KAT_PACKET, icrc_bytes, vcrc  # noqa: E402
+from tb.ib_crc import KAT_ICRC, KAT_PACKET, icrc_bytes, vcrc
 
 
 def test_icrc_known_answer():

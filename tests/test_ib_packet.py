@@ -5,22 +5,19 @@ a published packet), not from the codec, and Wireshark decodes the pcap when it 
 """
 
 import math
-import os
 import random
 import shutil
 import struct
 import subprocess
-import sys
 from fractions import Fraction
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tb"))
-from ib_crc import vcrc_bytes  # noqa: E402
-from ib_packet import (AETH, BTH, DETH, GRH, LRH, OPCODES, OPCODES_BY_NAME, RETH,  # noqa: E402
-                       VALID_MTUS, AtomicAckETH, AtomicETH, ImmDt, Packet, PacketError, build,
-                       packetize, parse, seal, segment)
-from pcap import PcapWriter, erf_timestamp  # noqa: E402
+from tb.ib_crc import vcrc_bytes
+from tb.ib_packet import (AETH, BTH, DETH, GRH, LRH, OPCODES, OPCODES_BY_NAME, RETH,
+                          VALID_MTUS, AtomicAckETH, AtomicETH, ImmDt, Packet, PacketError, build,
+                          packetize, parse, seal, segment)
+from tb.pcap import PcapWriter, erf_timestamp
 
 # Extension header sizes in bytes, from the spec.
 HEADER_BYTES = {"deth": 8, "reth": 16, "atomic_eth": 28, "aeth": 4, "atomic_ack_eth": 8,

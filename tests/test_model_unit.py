@@ -8,17 +8,14 @@ predictions are compared with cases worked out by hand from docs/semantics.md.
 
 import asyncio
 import functools
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tb"))
 
-from model import ud_grh  # noqa: E402
-from scoreboard import Scoreboard  # noqa: E402
-from verbs import (  # noqa: E402
+from tb.model import ud_grh
+from tb.scoreboard import Scoreboard
+from tb.verbs import (
     DEV_ID_MAGIC, NO_SGE, SGE, Access, Cmd, CmdResult, CommandError, Device, GlobalRoute,
     QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, VerbsError, WCFlags,
     WCOpcode, WCStatus, WROpcode, connect, rdma_read, rdma_write, send, ud_send,

@@ -1,17 +1,1488 @@
-"""rdma_dev end to end (tb/test_rdma_dev.py) at each supported data width.
+"""End-to-end tests of rdma_dev through its loopback bypass (harness top tb/hdl/tb_rdma_dev.v).
 
-The cocotb tests run in two groups per width, one simulator process each, so pytest-xdist can
-spread them: the 1 MiB messages (most of the run time at 64 bits) and everything else. Both
-groups of a width share one build (simrun builds each top and parameter set once).
+Every test is an RDMA program: it opens the device (`open_device` in tb/rdma_tb.py), registers
+memory, creates CQs and QPs with the verbs driver (tb/verbs.py), posts work requests and polls
+completions. The scoreboard (tb/scoreboard.py) compares every completion, the memory images,
+guard bytes, QP states and indices and the counters with the reference model (tb/model.py)
+when the test finishes; each test also asserts the facts it is about itself, so it reads, and
+fails, on its own terms. docs/semantics.md is the contract.
+
+Payloads and background bytes come from one seed, logged at the start of every test;
+SEED=<n> replays a run.
 """
 
-import os
-import sys
+import struct
+from enum import Enum
 
+import cocotb
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import simrun  # noqa: E402
+from tb import simrun
+from tb.rdma_program import (
+    ALL_ACCESS, ALLOWED_OPCODES, DLID_PATH_BITS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE,
+    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_wc, free_index, grh_bytes,
+    unregistered_key, wait_all, work_request,
+)
+from tb.verbs import (
+    COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
+    GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
+    WCOpcode, WCStatus, WROpcode, cq_arm_db, cq_ci_db, encode_modify, port_counter_reg,
+    port_reg, rq_db, sq_db, ud_send,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Every opcode and transport through the bypass
+
+CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in ALLOWED_OPCODES[t]]
+
+
+@cocotb.test()
+@cocotb.parametrize((("transport", "opcode"), CONNECTED_OPCODES))
+async def test_connected_opcode(dut, transport, opcode):
+    """One RC/UC message of each opcode the transport allows: the bytes land where the opcode
+    says and nowhere else, the send and receive completions carry the documented fields
+    (src_qp, SLID with the source path bits, SL, DLID path bits, immediate), and
+    LB_MSGS/LB_BYTES move by exactly this one message."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(transport)
+    length, src_off, dst_off, imm = 777, 5, 11, 0xC0FFEE01
+    local = await rdma.region(4096)                                  # a's memory
+    remote = await rdma.region(4096, iova=0x7_0000_0000 + 0x10000)  # b's, with a 64-bit iova
+    source, sink = (remote, local) if opcode == WROpcode.RDMA_READ else (local, remote)
+    message = source.read(src_off, length)
+    untouched = sink.read()
+
+    if opcode in NEEDS_RECEIVE:
+        rsge = sink.sge(dst_off, length + 16) if opcode != WROpcode.RDMA_WRITE_WITH_IMM else NO_SGE
+        await b.post_recv(RecvWR(rsge, wr_id=0xB0B))
+    if opcode == WROpcode.RDMA_READ:
+        wr = work_request(opcode, local.sge(dst_off, length), remote.remote(src_off), wr_id=0xA1)
+    else:
+        wr = work_request(opcode, local.sge(src_off, length), remote.remote(dst_off), wr_id=0xA1,
+                          imm=imm if opcode in WITH_IMM else 0)
+    await a.post_send(wr)
+
+    [swc] = await a.send_cq.wait(1)
+    assert_wc(swc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode],
+              qp_num=a.qp_num)
+    if opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM, WROpcode.RDMA_READ):
+        assert swc.byte_len == length
+    assert sink.read(dst_off, length) == message, f"{opcode.name}: data differs at the sink"
+    assert sink.read(0, dst_off) == untouched[:dst_off]
+    assert sink.read(dst_off + length) == untouched[dst_off + length:]
+
+    if opcode in NEEDS_RECEIVE:
+        [rwc] = await b.recv_cq.wait(1)
+        flags = WCFlags.WITH_IMM if opcode in WITH_IMM else WCFlags(0)
+        assert_wc(rwc, wr_id=0xB0B, status=WCStatus.SUCCESS, byte_len=length, qp_num=b.qp_num,
+                  opcode=(WCOpcode.RECV_RDMA_WITH_IMM if opcode == WROpcode.RDMA_WRITE_WITH_IMM
+                          else WCOpcode.RECV),
+                  src_qp=a.qp_num, wc_flags=flags, sl=SL, slid=rdma.slid(1),
+                  dlid_path_bits=rdma.dlid_path_bits(1))
+        if opcode in WITH_IMM:
+            assert rwc.imm_data == imm
+    assert await b.recv_cq.poll() == [], "a receive completion for an operation that takes none"
+    await rdma.assert_loopback_moves(1, length)
+    local.assert_outside_untouched()
+    remote.assert_outside_untouched()
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(with_imm=[False, True], global_route=[False, True])
+async def test_ud_send(dut, with_imm, global_route):
+    """UD SEND with and without immediate and GRH: the receive buffer starts with the 40-byte
+    GRH area (the GRH a packet would have carried, or zeros without GlobalRoute), the payload
+    follows, and the receive completion reports byte_len + 40, src_qp, SLID with the source
+    path bits, SL, the DLID path bits under port 1's LMC and the GRH flag."""
+    rdma = await Rdma.open(dut)
+    a = await rdma.ud_qp()
+    b = await rdma.ud_qp()
+    ah = await rdma.loopback_ah(global_route=global_route)
+    length, imm = 301, 0x5EED1234  # 301: the GRH's PayLen has 3 pad bytes
+    src = await rdma.region(4096)
+    dst = await rdma.region(4096)
+    message = src.read(3, length)
+    untouched = dst.read()
+
+    await b.post_recv(RecvWR(dst.sge(8, GRH_BYTES + length), wr_id=0xB0B))  # exactly enough
+    await a.post_send(ud_send(src.sge(3, length), ah, b.qp_num, QKEY, wr_id=0xA1,
+                              imm=imm if with_imm else None))
+
+    [swc] = await a.send_cq.wait(1)
+    assert_wc(swc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND, byte_len=length,
+              qp_num=a.qp_num)
+    [rwc] = await b.recv_cq.wait(1)
+    flags = (WCFlags.GRH if global_route else WCFlags(0)) | (
+        WCFlags.WITH_IMM if with_imm else WCFlags(0))
+    assert_wc(rwc, wr_id=0xB0B, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV,
+              byte_len=GRH_BYTES + length, qp_num=b.qp_num, src_qp=a.qp_num, wc_flags=flags,
+              sl=SL, slid=rdma.slid(1), dlid_path_bits=DLID_PATH_BITS)
+    assert (rwc.slid, rwc.dlid_path_bits) == (0x13, 2)  # port 1: LID 0x10, LMC 2
+    if with_imm:
+        assert rwc.imm_data == imm
+
+    grh = (grh_bytes(ah.attr.grh, rdma.dev.ports[1].gid, length, with_imm) if global_route
+           else bytes(GRH_BYTES))
+    assert dst.read(8, GRH_BYTES) == grh, (
+        f"GRH area: expected {grh.hex(' ')}, got {dst.read(8, GRH_BYTES).hex(' ')}")
+    assert dst.read(8 + GRH_BYTES, length) == message
+    assert dst.read(0, 8) == untouched[:8]
+    assert dst.read(8 + GRH_BYTES + length) == untouched[8 + GRH_BYTES + length:]
+    await rdma.assert_loopback_moves(1, length)
+    src.assert_outside_untouched()
+    dst.assert_outside_untouched()
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Lengths and alignments
+
+def covering_offsets(n, modulus=64):
+    """`n` (source offset, destination offset) pairs that together cover every source offset,
+    every destination offset and every shift between them (destination - source) modulo
+    `modulus`, the widest bus in bytes. Greedy: case i takes source offset i mod `modulus` and
+    the smallest destination offset that is new and makes a new shift, else just new."""
+    pairs, new_dst, new_shift = [], set(range(modulus)), set(range(modulus))
+    for i in range(n):
+        src = i % modulus
+        both = [d for d in sorted(new_dst) if (d - src) % modulus in new_shift]
+        if both:
+            dst = both[0]
+        elif new_dst:
+            dst = min(new_dst)
+        elif new_shift:
+            dst = (src + min(new_shift)) % modulus
+        else:
+            dst = (7 * i + 3) % modulus
+        new_dst.discard(dst)
+        new_shift.discard((dst - src) % modulus)
+        pairs.append((src, dst))
+    assert not new_dst and not new_shift, f"{n} cases do not cover every offset and shift"
+    return pairs
+
+
+SWEEP_LENGTHS = [0, *range(1, 71), 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025,
+                 4095, 4096, 4097, 8191, 8192, 8193, 65535, 65536, 65537]
+SWEEP_CASES = [(length, src, dst) for length, (src, dst)
+               in zip(SWEEP_LENGTHS, covering_offsets(len(SWEEP_LENGTHS)))]
+MIB = 1 << 20
+MIB_CASES = {  # 1 MiB + 3 from an odd offset to another for every opcode; WRITE also aligned
+    WROpcode.RDMA_WRITE: [(MIB, 0, 0), (MIB + 3, 13, 51)],
+    WROpcode.RDMA_READ: [(MIB + 3, 51, 13)],
+    WROpcode.SEND: [(MIB + 3, 13, 51)],
+}
+SLOT_GAP = 64  # untouched bytes after every message's slot
+
+
+def slot_bases(cases):
+    """Where each case's slot starts in a region (64-byte aligned; the case's offsets are
+    added), and the region size holding them all with SLOT_GAP bytes after each."""
+    bases, at = [], 0
+    for length, src, dst in cases:
+        bases.append(at)
+        at += -(-(max(src, dst) + length + SLOT_GAP) // 64) * 64
+    return bases, at
+
+
+async def transfer_all(rdma, opcode, cases):
+    """Move every (length, source offset, destination offset) case with `opcode` over one RC
+    QP pair, all posted in one doorbell before any completion is polled. Each message must
+    arrive whole at its destination and every other byte of the destination region must
+    keep its value."""
+    n = len(cases)
+    a, b = await rdma.connected_pair(QPType.RC, depth=n)
+    bases, size = slot_bases(cases)
+    local = await rdma.region(size)
+    remote = await rdma.region(size)
+    source, sink = (remote, local) if opcode == WROpcode.RDMA_READ else (local, remote)
+    places = [(base + src, base + dst, length) for base, (length, src, dst) in zip(bases, cases)]
+    expected = bytearray(sink.read())
+    for src, dst, length in places:
+        expected[dst:dst + length] = source.read(src, length)
+
+    if opcode == WROpcode.SEND:
+        await b.post_recv([RecvWR(sink.sge(dst, length), wr_id=i)
+                           for i, (_, dst, length) in enumerate(places)])
+    if opcode == WROpcode.RDMA_READ:
+        wrs = [work_request(opcode, local.sge(dst, length), remote.remote(src), wr_id=i)
+               for i, (src, dst, length) in enumerate(places)]
+    else:
+        wrs = [work_request(opcode, local.sge(src, length), remote.remote(dst), wr_id=i)
+               for i, (src, dst, length) in enumerate(places)]
+    await a.post_send(wrs)
+
+    wcs = await wait_all(a.send_cq, n)
+    assert [wc.wr_id for wc in wcs] == list(range(n)), "send completions out of posting order"
+    for wc, (length, _, _) in zip(wcs, cases):
+        assert_wc(wc, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode])
+        if opcode != WROpcode.RDMA_WRITE:
+            assert wc.byte_len == length
+    if opcode == WROpcode.SEND:
+        rwcs = await wait_all(b.recv_cq, n)
+        assert [(wc.wr_id, wc.status, wc.byte_len) for wc in rwcs] == [
+            (i, WCStatus.SUCCESS, length) for i, (length, _, _) in enumerate(cases)]
+
+    got = sink.read()
+    for (length, src_off, dst_off), (_, dst, _) in zip(cases, places):
+        assert got[dst:dst + length] == expected[dst:dst + length], (
+            f"{opcode.name} of {length} bytes from offset {src_off} to offset {dst_off}: "
+            f"data differs")
+    assert got == expected, f"{opcode.name}: bytes between the messages changed"
+    await rdma.assert_loopback_moves(n, sum(length for length, _, _ in cases))
+    local.assert_outside_untouched()
+    remote.assert_outside_untouched()
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
+async def test_length_alignment_sweep(dut, opcode):
+    """RDMA WRITE, RDMA READ and SEND of 0, 1..70, 127..129 ... 65535..65537 bytes, with
+    source and destination offsets that between them take every value and every relative
+    shift modulo 64 (every byte lane of the widest bus): each message lands whole, nothing
+    else in the destination changes."""
+    rdma = await Rdma.open(dut)
+    await transfer_all(rdma, opcode, SWEEP_CASES)
+
+
+@cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
+async def test_megabyte_messages(dut, opcode):
+    """One message of 1 MiB + 3 bytes between odd offsets (WRITE also 1 MiB aligned): it
+    lands whole, nothing around it changes."""
+    rdma = await Rdma.open(dut)
+    await transfer_all(rdma, opcode, MIB_CASES[opcode])
+
+
+@cocotb.test()
+@cocotb.parametrize(opcode=list(WROpcode))
+async def test_zero_length_needs_no_keys(dut, opcode):
+    """RC, length 0: no byte moves, so neither the lkey nor the rkey is checked (both name no
+    MR here); the WR completes SUCCESS with byte_len 0 and a SEND / WRITE_WITH_IMM still
+    consumes a receive and completes it with byte_len 0."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    bogus = unregistered_key(rdma.dev)
+    if opcode in NEEDS_RECEIVE:
+        await b.post_recv(RecvWR(SGE(0x1234, 0, bogus), wr_id=0xB1))
+    await a.post_send(work_request(opcode, SGE(0x5678, 0, bogus), RemoteAddr(0x9ABC, bogus),
+                                   wr_id=0xA1, imm=0x42))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode])
+    if opcode in NEEDS_RECEIVE:
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=0)
+    await rdma.assert_loopback_moves(1, 0)
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Many WRs outstanding on many QPs
+
+SLOT = 2048  # one message's room in a Traffic's regions
+MAX_LENGTH = SLOT - 64 - GRH_BYTES  # the longest message a slot holds at any offset
+
+
+class Traffic:
+    """Messages from QP `a` to QP `b` (RC, UC, or UD through `ah`), each in its own SLOT of a's
+    and b's regions, so that no result depends on the order the device serves QPs in."""
+
+    def __init__(self, rdma, a, b, local, remote, ah=None):
+        self.rdma, self.a, self.b, self.local, self.remote, self.ah = rdma, a, b, local, remote, ah
+        self.sends, self.recvs = [], []
+        self.landed = []       # (region, offset, bytes) each message must leave behind
+        self.signaled = []     # wr_ids a's send CQ must show, in this order
+        self.received = []     # wr_ids b's receive CQ must show, in this order
+        self.bytes = 0
+
+    @classmethod
+    async def create(cls, rdma, a, b, messages, ah=None):
+        local = await rdma.region(messages * SLOT)
+        remote = await rdma.region(messages * SLOT)
+        return cls(rdma, a, b, local, remote, ah)
+
+    def add(self, opcode, length, flags=SIGNALED):
+        assert length <= MAX_LENGTH, f"{length} bytes do not fit a slot"
+        k = len(self.sends)
+        wr_id = self.a.qp_num << 16 | k
+        src = k * SLOT + (7 * k) % 64
+        dst = k * SLOT + (13 * k + 5) % 64
+        imm = wr_id if opcode in WITH_IMM else 0
+        if opcode == WROpcode.RDMA_READ:
+            self.landed.append((self.local, dst, self.remote.read(src, length)))
+            wr = work_request(opcode, self.local.sge(dst, length), self.remote.remote(src), wr_id)
+        else:
+            grh = GRH_BYTES if self.ah else 0
+            self.landed.append((self.remote, dst + grh, self.local.read(src, length)))
+            if opcode in NEEDS_RECEIVE:
+                rsge = NO_SGE if opcode == WROpcode.RDMA_WRITE_WITH_IMM else self.remote.sge(
+                    dst, grh + length)
+                self.recvs.append(RecvWR(rsge, wr_id))
+                self.received.append(wr_id)
+            if self.ah:
+                wr = ud_send(self.local.sge(src, length), self.ah, self.b.qp_num, QKEY, wr_id,
+                             imm=imm if opcode in WITH_IMM else None)
+            else:
+                wr = work_request(opcode, self.local.sge(src, length), self.remote.remote(dst),
+                                  wr_id, imm)
+        self.sends.append(SendWR(wr.opcode, wr.sge, wr.wr_id, flags, wr.imm, wr.remote_addr,
+                                 wr.rkey, wr.ah, wr.remote_qpn, wr.remote_qkey))
+        if flags & SIGNALED:
+            self.signaled.append(wr_id)
+        self.bytes += length
+
+    def add_mix(self, count, opcodes, lengths):
+        for k in range(count):
+            self.add(opcodes[k % len(opcodes)], lengths[k % len(lengths)])
+
+    async def post(self):
+        """The receives the messages need (one doorbell), then all the sends (one doorbell)."""
+        if self.recvs:
+            await self.b.post_recv(self.recvs)
+        await self.a.post_send(self.sends)
+
+    def check_landed(self):
+        for k, (region, offset, data) in enumerate(self.landed):
+            assert region.read(offset, len(data)) == data, (
+                f"QP {self.a.qp_num} message #{k} ({self.sends[k].opcode.name}, {len(data)} "
+                f"bytes): data differs at its destination")
+        self.local.assert_outside_untouched()
+        self.remote.assert_outside_untouched()
+
+
+def by_qp(wcs):
+    """Completions grouped by QP, each group in the order polled."""
+    groups = {}
+    for wc in wcs:
+        groups.setdefault(wc.qp_num, []).append(wc)
+    return groups
+
+
+MIXED = [WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ, WROpcode.RDMA_WRITE_WITH_IMM,
+         WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND]
+
+
+@cocotb.test()
+async def test_many_qps_many_outstanding(dut):
+    """16 RC QPs each post 8 mixed WRs in one doorbell before any completion is polled: all
+    128 complete successfully, each send queue's completions in posting order, the queues
+    served round robin (the first-posted QP's last completion comes after the last-posted
+    QP's first), every receive queue consumed in order, and every message's data in place."""
+    rdma = await Rdma.open(dut)
+    send_cq = await rdma.dev.create_cq(256)
+    recv_cq = await rdma.dev.create_cq(256)
+    traffics = []
+    for i in range(16):
+        a, b = await rdma.connected_pair(QPType.RC, depth=8, cqs=(send_cq, recv_cq))
+        t = await Traffic.create(rdma, a, b, 8)
+        t.add_mix(8, MIXED, [1 + (97 * i + 131 * k) % MAX_LENGTH for k in range(8)])
+        traffics.append(t)
+    for t in traffics:
+        await t.post()
+
+    wcs = await wait_all(send_cq, 128)
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs), [wc for wc in wcs if wc.status]
+    groups = by_qp(wcs)
+    for t in traffics:
+        assert [wc.wr_id for wc in groups[t.a.qp_num]] == t.signaled, \
+            f"QP {t.a.qp_num}: send completions not in posting order"
+    order = [wc.qp_num for wc in wcs]
+    first, last = traffics[0].a.qp_num, traffics[-1].a.qp_num
+    assert len(order) - order[::-1].index(first) > order.index(last), \
+        "the first QP finished all its WRs before the last QP got its first: not round robin"
+    rgroups = by_qp(await wait_all(recv_cq, sum(len(t.received) for t in traffics)))
+    for t in traffics:
+        assert [wc.wr_id for wc in rgroups[t.b.qp_num]] == t.received
+        t.check_landed()
+    await rdma.assert_loopback_moves(128, sum(t.bytes for t in traffics))
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_qp_sends_to_itself(dut, transport):
+    """A QP whose destination is itself (RC/UC connected to its own QPN, UD addressing its own
+    QPN) serves as requester and responder at once: every opcode of the transport, eight WRs
+    in one doorbell, completes in order with its data and receive completions, and on its one
+    CQ each message's receive completion precedes its send completion."""
+    rdma = await Rdma.open(dut)
+    if transport == QPType.UD:
+        a, ah = await rdma.ud_qp(), await rdma.loopback_ah()
+    else:
+        a, ah = await rdma.qp(transport), None
+        await rdma.connect(a, a.qp_num)
+    t = await Traffic.create(rdma, a, a, 8, ah)
+    t.add_mix(8, ALLOWED_OPCODES[transport], [1 + 211 * k for k in range(8)])
+    await t.post()
+    wcs = await wait_all(a.send_cq, 8 + len(t.received))
+    sends, recvs = sends_and_receives(wcs)
+    assert [(wc.wr_id, wc.status) for wc in sends] == [(i, WCStatus.SUCCESS) for i in t.signaled]
+    assert [(wc.wr_id, wc.status, wc.src_qp) for wc in recvs] == [
+        (i, WCStatus.SUCCESS, a.qp_num) for i in t.received]
+    t.check_landed()
+    order = [(wc.wr_id, wc.is_recv) for wc in wcs]
+    for wr_id in t.received:  # one CQ: each message's receive CQE comes before its send CQE
+        assert order.index((wr_id, True)) < order.index((wr_id, False)), \
+            f"WR {wr_id:#x}: send completion before the receive completion"
+    await rdma.assert_loopback_moves(8, t.bytes)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_unsignaled_then_signaled(dut, transport):
+    """Unsignaled WRs that succeed write no CQE; the signaled WR posted after them is the only
+    send completion, and when it is seen all of them are done: their data is in place and the
+    send queue's consumer index counts them."""
+    rdma = await Rdma.open(dut)
+    if transport == QPType.UD:
+        a, b, ah = await rdma.ud_qp(), await rdma.ud_qp(), await rdma.loopback_ah()
+    else:
+        (a, b), ah = await rdma.connected_pair(transport), None
+    t = await Traffic.create(rdma, a, b, 6, ah)
+    opcodes = ALLOWED_OPCODES[transport]
+    for k in range(5):
+        t.add(opcodes[k % len(opcodes)], 100 + 50 * k, flags=UNSIGNALED)
+    t.add(WROpcode.SEND, 64)
+    await t.post()
+
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=t.signaled[0], status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    t.check_landed()
+    assert (await a.query()).sq_ci >= 5, "the send queue has not consumed the unsignaled WRs"
+    received = await wait_all(b.recv_cq, len(t.received))
+    assert [wc.wr_id for wc in received] == t.received
+    assert await a.send_cq.poll() == [], "an unsignaled success wrote a CQE"
+    await rdma.assert_loopback_moves(6, t.bytes)
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Protection
+
+def error_wc_fields(wr_id, status, opcode, qp):
+    """An error completion: wr_id, status, opcode and qp_num; every other field zero."""
+    return dict(wr_id=wr_id, status=status, opcode=opcode, qp_num=qp.qp_num, byte_len=0,
+                src_qp=0, wc_flags=WCFlags(0), sl=0, slid=0, dlid_path_bits=0)
+
+
+def sends_and_receives(wcs):
+    return [wc for wc in wcs if not wc.is_recv], [wc for wc in wcs if wc.is_recv]
+
+
+async def assert_flushes(rdma, qp, opcode=WROpcode.SEND):
+    """`qp` is in ERR: a send WR (unsignaled, even) and a receive posted now both complete
+    WR_FLUSH_ERR."""
+    await rdma.assert_state(qp, QPState.ERR)
+    await qp.post_recv(RecvWR(NO_SGE, wr_id=0xF1))
+    await qp.post_send(work_request(opcode, NO_SGE, RemoteAddr(0, 0), wr_id=0xF2,
+                                    flags=UNSIGNALED))
+    sends, recvs = sends_and_receives(await wait_all(qp.send_cq, 2))
+    assert_wc(sends[0], **error_wc_fields(0xF2, WCStatus.WR_FLUSH_ERR, SEND_WC_OPCODE[opcode], qp))
+    assert_wc(recvs[0], **error_wc_fields(0xF1, WCStatus.WR_FLUSH_ERR, WCOpcode.RECV, qp))
+
+
+class LocalFault(Enum):
+    UNREGISTERED_LKEY = "RDMA WRITE from an lkey that names no registered MR"
+    LKEY_INDEX_OUT_OF_RANGE = "RDMA WRITE from the MR's lkey with NUM_MR added to its index"
+    STALE_LKEY = "RDMA WRITE from the lkey of an earlier registration of the same MR index"
+    LKEY_OF_OTHER_PD = "RDMA WRITE from an MR of another PD"
+    SGE_BEFORE_MR = "RDMA READ into an SGE that starts one byte before the MR"
+    SGE_BEYOND_MR = "RDMA READ into an SGE that ends one byte beyond the MR"
+    READ_INTO_MR_WITHOUT_LOCAL_WRITE = "RDMA READ into an MR without LOCAL_WRITE"
+
+
+READS_INTO_LOCAL = {LocalFault.SGE_BEFORE_MR, LocalFault.SGE_BEYOND_MR,
+                    LocalFault.READ_INTO_MR_WITHOUT_LOCAL_WRITE}
+
+
+@cocotb.test()
+@cocotb.parametrize(fault=list(LocalFault))
+async def test_local_protection_error(dut, fault):
+    """A WR whose local SGE its MR does not allow completes LOC_PROT_ERR (with the error CQE's
+    other fields zero), moves no byte and no LB counter, and puts the QP in ERR: the WRs
+    behind it, signaled or not, and the receives posted before and after, flush with
+    WR_FLUSH_ERR."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    remote = await rdma.region(4096)
+    pd = rdma.dev.alloc_pd() if fault == LocalFault.LKEY_OF_OTHER_PD else rdma.pd
+    no_local_write = fault == LocalFault.READ_INTO_MR_WITHOUT_LOCAL_WRITE
+    local = await rdma.region(4096, access=Access(0) if no_local_write else Access.LOCAL_WRITE,
+                              pd=pd)
+    length = 256
+    sge = {
+        LocalFault.UNREGISTERED_LKEY: SGE(local.mr.addr, length, unregistered_key(rdma.dev)),
+        LocalFault.LKEY_INDEX_OUT_OF_RANGE: SGE(local.mr.addr, length,
+                                                local.lkey + (rdma.dev.num_mr << 8)),
+        LocalFault.SGE_BEFORE_MR: SGE(local.mr.addr - 1, length, local.lkey),
+        LocalFault.SGE_BEYOND_MR: local.sge(local.length - length + 1, length),
+    }.get(fault, local.sge(0, length))
+    if fault == LocalFault.STALE_LKEY:
+        await local.reregister()
+    opcode = WROpcode.RDMA_READ if fault in READS_INTO_LOCAL else WROpcode.RDMA_WRITE
+    memory = local.read(), remote.read()
+
+    await a.post_recv(RecvWR(local.sge(0, 16), wr_id=0xA0))
+    await a.post_send([work_request(opcode, sge, remote.remote(0), wr_id=0xA1),
+                       work_request(opcode, local.sge(0, 16), remote.remote(0), wr_id=0xA2),
+                       work_request(opcode, local.sge(0, 16), remote.remote(0), wr_id=0xA3,
+                                    flags=UNSIGNALED)])
+    sends, recvs = sends_and_receives(await wait_all(a.send_cq, 4))
+    wc_opcode = SEND_WC_OPCODE[opcode]
+    assert_wc(sends[0], **error_wc_fields(0xA1, WCStatus.LOC_PROT_ERR, wc_opcode, a))
+    assert_wc(sends[1], **error_wc_fields(0xA2, WCStatus.WR_FLUSH_ERR, wc_opcode, a))
+    assert_wc(sends[2], **error_wc_fields(0xA3, WCStatus.WR_FLUSH_ERR, wc_opcode, a))
+    assert_wc(recvs[0], **error_wc_fields(0xA0, WCStatus.WR_FLUSH_ERR, WCOpcode.RECV, a))
+    await assert_flushes(rdma, a)
+    await rdma.assert_state(b, QPState.RTS)
+    assert (local.read(), remote.read()) == memory, "a refused WR moved data"
+    await rdma.assert_loopback_moves(0, 0)
+    local.assert_outside_untouched()
+    remote.assert_outside_untouched()
+    await rdma.finish()
+
+
+class RemoteFault(Enum):
+    UNREGISTERED_RKEY = "the rkey names no registered MR"
+    RKEY_INDEX_OUT_OF_RANGE = "the MR's rkey with NUM_MR added to its index"
+    RKEY_OF_OTHER_PD = "the remote MR belongs to another PD than the destination QP"
+    RANGE_BEYOND_MR = "the remote range ends one byte beyond the MR"
+    MR_WITHOUT_RIGHT = "the remote MR lacks REMOTE_WRITE / REMOTE_READ"
+    QP_WITHOUT_RIGHT = "the destination QP's access flags lack REMOTE_WRITE / REMOTE_READ"
+
+
+RDMA_ON = [(QPType.RC, WROpcode.RDMA_WRITE), (QPType.RC, WROpcode.RDMA_WRITE_WITH_IMM),
+           (QPType.RC, WROpcode.RDMA_READ), (QPType.UC, WROpcode.RDMA_WRITE),
+           (QPType.UC, WROpcode.RDMA_WRITE_WITH_IMM)]
+
+
+@cocotb.test()
+@cocotb.parametrize((("transport", "opcode"), RDMA_ON), fault=list(RemoteFault))
+async def test_remote_access_error(dut, transport, opcode, fault):
+    """An RDMA WRITE / READ the responder must refuse writes and reads nothing. RC: the sender
+    completes REM_ACCESS_ERR and both QPs go to ERR (the destination's receive flushes).
+    UC: the sender completes SUCCESS, both QPs stay in RTS, and a WRITE_WITH_IMM consumed no
+    receive (a SEND after it finds the receive still there). The message still counts in
+    LB_MSGS/LB_BYTES: it passed the requester and was loopback."""
+    rdma = await Rdma.open(dut)
+    reading = opcode == WROpcode.RDMA_READ
+    right = Access.REMOTE_READ if reading else Access.REMOTE_WRITE
+    other_right = Access.REMOTE_WRITE if reading else Access.REMOTE_READ
+    qp_access = other_right if fault == RemoteFault.QP_WITHOUT_RIGHT else right | other_right
+    a, b = await rdma.connected_pair(transport, access=qp_access)
+    mr_access = (Access.LOCAL_WRITE | other_right if fault == RemoteFault.MR_WITHOUT_RIGHT
+                 else ALL_ACCESS)
+    pd = rdma.dev.alloc_pd() if fault == RemoteFault.RKEY_OF_OTHER_PD else rdma.pd
+    remote = await rdma.region(4096, access=mr_access, pd=pd)
+    local = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    length = 512
+    target = {
+        RemoteFault.UNREGISTERED_RKEY: RemoteAddr(remote.mr.addr, unregistered_key(rdma.dev)),
+        RemoteFault.RKEY_INDEX_OUT_OF_RANGE: RemoteAddr(remote.mr.addr,
+                                                        remote.mr.rkey + (rdma.dev.num_mr << 8)),
+        RemoteFault.RANGE_BEYOND_MR: remote.remote(remote.length - length + 1),
+    }.get(fault, remote.remote(0))
+    memory = local.read(), remote.read(), inbox.read()
+
+    await b.post_recv(RecvWR(inbox.sge(0, 64), wr_id=0xB1))
+    await a.post_send(work_request(opcode, local.sge(0, length), target, wr_id=0xA1, imm=0xABCD))
+    [wc] = await a.send_cq.wait(1)
+    if transport == QPType.RC:
+        assert_wc(wc, **error_wc_fields(0xA1, WCStatus.REM_ACCESS_ERR, SEND_WC_OPCODE[opcode], a))
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, **error_wc_fields(0xB1, WCStatus.WR_FLUSH_ERR, WCOpcode.RECV, b))
+        await assert_flushes(rdma, a)
+        await assert_flushes(rdma, b)
+        assert (local.read(), remote.read(), inbox.read()) == memory, "data moved"
+        await rdma.assert_loopback_moves(1, length)
+    else:
+        assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_WRITE)
+        assert await b.recv_cq.poll() == [], "the dropped WRITE completed a receive"
+        assert (local.read(), remote.read()) == memory[:2], "data moved"
+        await a.post_send(work_request(WROpcode.SEND, local.sge(0, 64), wr_id=0xA2))
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV, byte_len=64)
+        assert inbox.read(0, 64) == local.read(0, 64)
+        await rdma.assert_state(a, QPState.RTS)
+        await rdma.assert_state(b, QPState.RTS)
+        await rdma.assert_loopback_moves(2, length + 64)
+    for region in (local, remote, inbox):
+        region.assert_outside_untouched()
+    await rdma.finish()
+
+
+class ReceiveFault(Enum):
+    BUFFER_TOO_SMALL = "the receive SGE is one byte short of the message (UD: + 40)"
+    UNREGISTERED_LKEY = "the receive lkey names no registered MR"
+    MR_WITHOUT_LOCAL_WRITE = "the receive MR lacks LOCAL_WRITE"
+
+
+RECEIVE_ERROR = {ReceiveFault.BUFFER_TOO_SMALL: (WCStatus.LOC_LEN_ERR, WCStatus.REM_INV_REQ_ERR),
+                 ReceiveFault.UNREGISTERED_LKEY: (WCStatus.LOC_PROT_ERR, WCStatus.REM_OP_ERR),
+                 ReceiveFault.MR_WITHOUT_LOCAL_WRITE: (WCStatus.LOC_PROT_ERR, WCStatus.REM_OP_ERR)}
+
+
+async def sender_receiver(rdma, transport):
+    """(a, b, AH or None): two QPs in RTS, `a` able to send to `b` over loopback."""
+    if transport == QPType.UD:
+        return await rdma.ud_qp(), await rdma.ud_qp(), await rdma.loopback_ah()
+    a, b = await rdma.connected_pair(transport)
+    return a, b, None
+
+
+def send_to(b, ah, sge, wr_id, flags=SIGNALED):
+    """A SEND to `b`: through `ah` (UD) or over the connection."""
+    if ah is not None:
+        return ud_send(sge, ah, b.qp_num, QKEY, wr_id, flags=flags)
+    return work_request(WROpcode.SEND, sge, wr_id=wr_id, flags=flags)
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD], fault=list(ReceiveFault))
+async def test_receive_error(dut, transport, fault):
+    """A SEND whose receive WQE cannot take it: the receive completes LOC_LEN_ERR (too small)
+    or LOC_PROT_ERR (lkey), nothing is written. RC: the sender completes REM_INV_REQ_ERR /
+    REM_OP_ERR and both QPs go to ERR (the next receive flushes). UC/UD: the sender completes
+    SUCCESS, both stay in RTS, and the next SEND lands in the next receive."""
+    rdma = await Rdma.open(dut)
+    a, b, ah = await sender_receiver(rdma, transport)
+    length = 200
+    need = length + (GRH_BYTES if transport == QPType.UD else 0)
+    src = await rdma.region(4096)
+    inbox = await rdma.region(4096, access=Access(0) if fault == ReceiveFault.MR_WITHOUT_LOCAL_WRITE
+                              else Access.LOCAL_WRITE)
+    spare = await rdma.region(4096, access=Access.LOCAL_WRITE)
+    rsge = {ReceiveFault.BUFFER_TOO_SMALL: inbox.sge(0, need - 1),
+            ReceiveFault.UNREGISTERED_LKEY: SGE(inbox.mr.addr, need, unregistered_key(rdma.dev)),
+            ReceiveFault.MR_WITHOUT_LOCAL_WRITE: inbox.sge(0, need)}[fault]
+    memory = inbox.read(), spare.read()
+
+    await b.post_recv([RecvWR(rsge, wr_id=0xB1), RecvWR(spare.sge(0, need), wr_id=0xB2)])
+    await a.post_send(send_to(b, ah, src.sge(0, length), wr_id=0xA1))
+    receiver_status, rc_sender_status = RECEIVE_ERROR[fault]
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, **error_wc_fields(0xB1, receiver_status, WCOpcode.RECV, b))
+    [wc] = await a.send_cq.wait(1)
+    assert (inbox.read(), spare.read()) == memory, "the refused SEND wrote the receive buffer"
+    if transport == QPType.RC:
+        assert_wc(wc, **error_wc_fields(0xA1, rc_sender_status, WCOpcode.SEND, a))
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, **error_wc_fields(0xB2, WCStatus.WR_FLUSH_ERR, WCOpcode.RECV, b))
+        await assert_flushes(rdma, a)
+        await assert_flushes(rdma, b)
+        await rdma.assert_loopback_moves(1, length)
+    else:
+        assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+        await a.post_send(send_to(b, ah, src.sge(0, length), wr_id=0xA2))
+        [rwc] = await b.recv_cq.wait(1)
+        assert_wc(rwc, wr_id=0xB2, status=WCStatus.SUCCESS, byte_len=need)
+        assert spare.read(need - length, length) == src.read(0, length)
+        await rdma.assert_state(a, QPState.RTS)
+        await rdma.assert_state(b, QPState.RTS)
+        await rdma.assert_loopback_moves(2, 2 * length)
+    for region in (src, inbox, spare):
+        region.assert_outside_untouched()
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Destination-side rules
+
+class Unreachable(Enum):
+    NO_SUCH_QP = "the destination QPN names no QP"
+    QPN_OUT_OF_RANGE = "the destination QPN is beyond NUM_QP"
+    DEST_IN_INIT = "the destination QP is in INIT"
+    DEST_IN_ERR = "the destination QP is in ERR"
+    OTHER_TRANSPORT = "the destination QP has another transport"
+    OTHER_PORT = "the destination QP is bound to port 2"
+    QKEY_MISMATCH = "UD: the WQE's Q_Key is not the destination's"
+    OWN_QKEY_MISMATCH = "UD: the WQE asks for the sender QP's own Q_Key, which differs"
+
+
+UNREACHABLE = [(t, r) for t in (QPType.RC, QPType.UC, QPType.UD) for r in Unreachable
+               if t == QPType.UD or r not in (Unreachable.QKEY_MISMATCH,
+                                              Unreachable.OWN_QKEY_MISMATCH)]
+OTHER_TRANSPORT = {QPType.RC: QPType.UC, QPType.UC: QPType.RC, QPType.UD: QPType.UC}
+
+
+async def destination(rdma, transport, reason, inbox, length):
+    """The destination QPN for `reason`: a QP that cannot take the message (with a receive
+    posted on it), or a number that names none."""
+    dev = rdma.dev
+    if reason == Unreachable.NO_SUCH_QP:
+        return free_index(dev.qps, dev.num_qp, first=2)
+    if reason == Unreachable.QPN_OUT_OF_RANGE:
+        return dev.num_qp + 3
+    qp_type = OTHER_TRANSPORT[transport] if reason == Unreachable.OTHER_TRANSPORT else transport
+    port = 2 if reason == Unreachable.OTHER_PORT else 1
+    t = await rdma.qp(qp_type)
+    if reason == Unreachable.DEST_IN_INIT:
+        await t.modify(QPState.INIT, port_num=port, qkey=QKEY, qp_access_flags=ALL_ACCESS)
+    elif qp_type == QPType.UD:
+        await t.to_rts(port=port, qkey=QKEY)
+    else:
+        await rdma.connect(t, 0, port)
+    await t.post_recv(RecvWR(inbox.sge(0, GRH_BYTES + length), wr_id=0xD1))
+    if reason == Unreachable.DEST_IN_ERR:
+        await t.modify(QPState.ERR)  # its receive flushes
+    return t.qp_num
+
+
+@cocotb.test()
+@cocotb.parametrize((("transport", "reason"), UNREACHABLE))
+async def test_unreachable_destination(dut, transport, reason):
+    """A loopback SEND whose destination cannot take it: RC completes RETRY_EXC_ERR (the
+    requester would have timed out) and goes to ERR; UC and UD complete SUCCESS and stay in
+    RTS. Either way nothing is written and no receive is consumed; the message still counts
+    in LB_MSGS/LB_BYTES."""
+    rdma = await Rdma.open(dut)
+    length = 300
+    src = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    memory = inbox.read()
+    dest_qpn = await destination(rdma, transport, reason, inbox, length)
+    if transport == QPType.UD:
+        own_qkey = QKEY + 1 if reason == Unreachable.OWN_QKEY_MISMATCH else QKEY
+        a = await rdma.ud_qp(qkey=own_qkey)
+        qkey = {Unreachable.QKEY_MISMATCH: QKEY ^ 0x100,
+                Unreachable.OWN_QKEY_MISMATCH: QKEY_FROM_QP}.get(reason, QKEY)
+        wr = ud_send(src.sge(0, length), await rdma.loopback_ah(), dest_qpn, qkey, wr_id=0xA1)
+    else:
+        a = await rdma.qp(transport)
+        await rdma.connect(a, dest_qpn)
+        wr = work_request(WROpcode.SEND, src.sge(0, length), wr_id=0xA1)
+
+    await a.post_send(wr)
+    [wc] = await a.send_cq.wait(1)
+    if transport == QPType.RC:
+        assert_wc(wc, **error_wc_fields(0xA1, WCStatus.RETRY_EXC_ERR, WCOpcode.SEND, a))
+        await assert_flushes(rdma, a)
+    else:
+        assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND, byte_len=length)
+        await rdma.assert_state(a, QPState.RTS)
+    await rdma.cycles(200)
+    assert inbox.read() == memory, "the unreachable destination's receive buffer was written"
+    if dest_qpn in rdma.dev.qps:
+        t = rdma.dev.qps[dest_qpn]
+        status = await t.query()
+        assert status.rq_ci == (1 if reason == Unreachable.DEST_IN_ERR else 0), \
+            "the destination's receive queue moved"
+    await rdma.assert_loopback_moves(1, length)
+    inbox.assert_outside_untouched()
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_destination_in_rtr_receives(dut, transport):
+    """A destination QP in RTR (not yet RTS) is reachable: it takes a SEND."""
+    rdma = await Rdma.open(dut)
+    a, b, ah = await sender_receiver(rdma, transport)
+    await b.modify(QPState.RESET)
+    if transport == QPType.UD:
+        await b.modify(QPState.INIT, port_num=1, qkey=QKEY)
+        await b.modify(QPState.RTR)
+    else:
+        await b.modify(QPState.INIT, port_num=1, qp_access_flags=ALL_ACCESS)
+        await b.modify(QPState.RTR)
+    src = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    need = 128 + (GRH_BYTES if ah else 0)
+    await b.post_recv(RecvWR(inbox.sge(0, need), wr_id=0xB1))
+    await a.post_send(send_to(b, ah, src.sge(0, 128), wr_id=0xA1))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=need, src_qp=a.qp_num)
+    assert inbox.read(need - 128, 128) == src.read(0, 128)
+    await rdma.assert_state(b, QPState.RTR)
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_ud_qkey_from_sender_qp(dut):
+    """A UD WQE whose Q_Key has bit 31 set uses the sending QP's own Q_Key: it is delivered
+    when that one matches the destination's."""
+    rdma = await Rdma.open(dut)
+    a, b, ah = await sender_receiver(rdma, QPType.UD)
+    src = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    await b.post_recv(RecvWR(inbox.sge(0, GRH_BYTES + 64), wr_id=0xB1))
+    await a.post_send(ud_send(src.sge(0, 64), ah, b.qp_num, QKEY_FROM_QP, wr_id=0xA1))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=GRH_BYTES + 64)
+    assert inbox.read(GRH_BYTES, 64) == src.read(0, 64)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.SEND, WROpcode.RDMA_WRITE_WITH_IMM], rnr_retry=[0, 3])
+async def test_rc_rnr_retries_exhausted(dut, opcode, rnr_retry):
+    """RC: a message that needs a receive where none is posted is retried rnr_retry times,
+    then completes RNR_RETRY_EXC_ERR; the sender goes to ERR, the receiver stays in RTS and
+    nothing is written. It counts once in LB_MSGS/LB_BYTES."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC, rnr_retry=rnr_retry)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    memory = remote.read()
+    await a.post_send(work_request(opcode, local.sge(0, 100), remote.remote(0), wr_id=0xA1,
+                                   imm=0x1234))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, **error_wc_fields(0xA1, WCStatus.RNR_RETRY_EXC_ERR, SEND_WC_OPCODE[opcode], a))
+    await assert_flushes(rdma, a)
+    await rdma.assert_state(b, QPState.RTS)
+    assert remote.read() == memory
+    await rdma.assert_loopback_moves(1, 100)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.SEND, WROpcode.RDMA_WRITE_WITH_IMM])
+async def test_rc_rnr_retry_forever(dut, opcode):
+    """RC with rnr_retry 7: a message that finds no receive waits (no completion, the send
+    queue does not advance, no LB count yet: it counts on its last try) without holding up
+    other QPs, and completes once a receive is posted, with its data and receive
+    completion."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC, rnr_retry=7)
+    c, d = await rdma.connected_pair(QPType.RC)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    await a.post_send(work_request(opcode, local.sge(0, 100), remote.remote(0), wr_id=0xA1,
+                                   imm=0x1234))
+    await rdma.cycles(5000)  # several RNR back-offs
+    assert await a.send_cq.poll() == [], "completed without a receive"
+    assert (await a.query()).sq_ci == 0
+    await rdma.assert_loopback_moves(0, 0)
+    await c.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(2048),
+                                   wr_id=0xC1))
+    [wc] = await c.send_cq.wait(1)  # the waiting QP blocks no other
+    assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS)
+
+    rsge = remote.sge(0, 100) if opcode == WROpcode.SEND else NO_SGE
+    await b.post_recv(RecvWR(rsge, wr_id=0xB1))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=100)
+    assert remote.read(0, 100) == local.read(0, 100)
+    await rdma.assert_loopback_moves(2, 164)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize((("transport", "opcode"), [(QPType.UC, WROpcode.SEND),
+                                               (QPType.UC, WROpcode.RDMA_WRITE_WITH_IMM),
+                                               (QPType.UD, WROpcode.SEND)]))
+async def test_unreliable_without_receive_drops(dut, transport, opcode):
+    """UC/UD: a message that needs a receive where none is posted is dropped: the sender
+    completes SUCCESS, nothing is written, and a receive posted afterwards is still free for
+    the next message."""
+    rdma = await Rdma.open(dut)
+    a, b, ah = await sender_receiver(rdma, transport)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    memory = remote.read()
+    if ah:
+        wr = ud_send(local.sge(0, 100), ah, b.qp_num, QKEY, wr_id=0xA1)
+    else:
+        wr = work_request(opcode, local.sge(0, 100), remote.remote(0), wr_id=0xA1, imm=0x1234)
+    await a.post_send(wr)
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode])
+    assert remote.read() == memory, "the dropped message wrote"
+
+    need = 100 + (GRH_BYTES if ah else 0)
+    await b.post_recv(RecvWR(remote.sge(1024, need), wr_id=0xB1))
+    await a.post_send(send_to(b, ah, local.sge(0, 100), wr_id=0xA2))
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=need)
+    assert remote.read(1024 + need - 100, 100) == local.read(0, 100)
+    await rdma.assert_loopback_moves(2, 200)
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Completion events, CQ overflow, register and command hygiene
+
+@cocotb.test()
+async def test_device_identity(dut):
+    """DEV_ID reads "RDMA"; DEV_PARAMS/DEV_PARAMS2 report the harness's configuration (2
+    ports, this build's data width, 64 QPs, 16 CQs, 64 MRs, 16 AHs, 32-bit addresses), and
+    the port registers read back what open_device wrote."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    assert await dev.read_reg(Reg.DEV_ID) == 0x52444D41
+    assert (dev.num_ports, dev.data_bytes, dev.num_qp, dev.num_cq, dev.num_mr, dev.num_ah,
+            dev.addr_width) == (2, rdma.tb.data_width // 8, 64, 16, 64, 16, 32)
+    for port, attr in dev.ports.items():
+        lid, lmc = (await dev.read_reg(port_reg(port, PortReg.LID)),
+                    await dev.read_reg(port_reg(port, PortReg.LMC)))
+        gid = b"".join([(await dev.read_reg(port_reg(port, PortReg.GID0 + 4 * i))).to_bytes(
+            4, "big") for i in range(4)])
+        assert (lid, lmc, gid) == (attr.lid, attr.lmc, attr.gid), f"port {port} registers"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_rings_wrap(dut):
+    """Send queue, receive queue and both CQs of two entries each, reused for 12 rounds: the
+    ring indices wrap six times and the CQ owner phase flips, every WR completes in order with
+    its data."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC, depth=2)
+    assert (a.max_send_wr, b.max_recv_wr, a.send_cq.depth) == (2, 2, 4)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    for k in range(12):
+        await b.post_recv([RecvWR(remote.sge(256 * k, 64), wr_id=2 * k),
+                           RecvWR(remote.sge(256 * k + 64, 64), wr_id=2 * k + 1)])
+        await a.post_send([work_request(WROpcode.SEND, local.sge(128 * k, 64), wr_id=2 * k),
+                           work_request(WROpcode.SEND_WITH_IMM, local.sge(128 * k + 64, 64),
+                                        wr_id=2 * k + 1, imm=k)])
+        assert [wc.wr_id for wc in await a.send_cq.wait(2)] == [2 * k, 2 * k + 1]
+        assert [wc.wr_id for wc in await b.recv_cq.wait(2)] == [2 * k, 2 * k + 1]
+        assert remote.read(256 * k, 128) == local.read(128 * k, 128)
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_completion_event(dut):
+    """A CQ raises irq only when armed: a completion on a disarmed CQ raises nothing; after
+    req_notify the next completion raises irq with the CQ's EVENT bit (and no other), writing
+    the bit clears it and irq falls, the arm was for one event only, and arming then writing
+    0 to CQ_ARM_DB disarms."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    cq = a.send_cq
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+
+    async def write(wr_id):
+        await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0),
+                                       wr_id=wr_id))
+
+    await write(1)
+    assert [wc.wr_id for wc in await rdma.poll_until(cq, 1)] == [1]
+    assert not await rdma.irq_within(500), "irq from a disarmed CQ"
+    assert await rdma.dev.read_reg(Reg.EVENT) == 0
+
+    await cq.req_notify()
+    assert not await rdma.irq_within(500), "irq without a completion"
+    await write(2)
+    assert await rdma.irq_within(5000), "no irq for a completion on an armed CQ"
+    assert await rdma.dev.read_reg(Reg.EVENT) == 1 << cq.cqn
+    assert [wc.wr_id for wc in await cq.poll()] == [2]
+    await rdma.dev.write_reg(Reg.EVENT, 1 << cq.cqn)
+    await rdma.cycles(2)
+    assert not rdma.dut.irq.value, "irq stayed high after the EVENT bit was cleared"
+    assert await rdma.dev.read_reg(Reg.EVENT) == 0
+
+    await write(3)
+    assert [wc.wr_id for wc in await rdma.poll_until(cq, 1)] == [3]
+    assert not await rdma.irq_within(500), "the arm fired twice"
+
+    await cq.req_notify()
+    await rdma.dev.write_reg(cq_arm_db(cq.cqn), 0)  # disarm
+    await write(4)
+    assert [wc.wr_id for wc in await rdma.poll_until(cq, 1)] == [4]
+    assert not await rdma.irq_within(500), "irq from a disarmed CQ"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_solicited_event(dut):
+    """A CQ armed for solicited completions only stays quiet for an unsolicited SEND's receive
+    completion and a successful send completion, and raises irq for the receive completion of
+    a SEND with SendFlags.SOLICITED and for an error completion."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    local = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    await b.post_recv([RecvWR(inbox.sge(0, 64), wr_id=0xB1), RecvWR(inbox.sge(64, 64), wr_id=0xB2)])
+
+    await b.recv_cq.req_notify(solicited_only=True)
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 64), wr_id=0xA1))
+    assert [wc.wr_id for wc in await rdma.poll_until(b.recv_cq, 1)] == [0xB1]
+    assert not await rdma.irq_within(500), "irq for an unsolicited SEND"
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 64), wr_id=0xA2,
+                                   flags=SIGNALED | SendFlags.SOLICITED))
+    assert await rdma.irq_within(5000), "no irq for a solicited SEND"
+    assert await rdma.dev.read_reg(Reg.EVENT) == 1 << b.recv_cq.cqn
+    await rdma.dev.write_reg(Reg.EVENT, 1 << b.recv_cq.cqn)
+    assert [wc.wr_id for wc in await b.recv_cq.poll()] == [0xB2]
+    assert [wc.wr_id for wc in await rdma.poll_until(a.send_cq, 2)] == [0xA1, 0xA2]
+
+    await a.send_cq.req_notify(solicited_only=True)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), inbox.remote(512),
+                                   wr_id=0xA3))
+    assert [wc.wr_id for wc in await rdma.poll_until(a.send_cq, 1)] == [0xA3]
+    assert not await rdma.irq_within(500), "irq for a successful send completion"
+    bad = SGE(local.mr.addr, 64, unregistered_key(rdma.dev))
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, bad, inbox.remote(512), wr_id=0xA4))
+    assert await rdma.irq_within(5000), "no irq for an error completion"
+    assert await rdma.dev.read_reg(Reg.EVENT) == 1 << a.send_cq.cqn
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_cq_overflow(dut):
+    """Seven signaled WRs into a CQ of four entries, nothing polled while the device works:
+    all seven execute, the first four CQEs are kept, the last three are dropped and counted in
+    CQ_OVERFLOWS. Once polled, the CQ takes completions again across the ring's wrap."""
+    rdma = await Rdma.open(dut)
+    small = await rdma.dev.create_cq(4)
+    assert small.depth == 4
+    a = await rdma.qp(QPType.RC, small, small)
+    b = await rdma.qp(QPType.RC)
+    await rdma.connect(a, b.qp_num)
+    await rdma.connect(b, a.qp_num)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+
+    def write(k):
+        return work_request(WROpcode.RDMA_WRITE, local.sge(64 * k, 64), remote.remote(64 * k),
+                            wr_id=k)
+
+    await a.post_send([write(k) for k in range(7)])
+    await rdma.wait_sent(a, 7)
+    moved = await rdma.counter_moves()
+    assert moved.cq_overflows == 3, f"CQ_OVERFLOWS moved by {moved.cq_overflows}, expected 3"
+    assert [wc.wr_id for wc in await small.poll()] == [0, 1, 2, 3]
+    assert remote.read(0, 7 * 64) == local.read(0, 7 * 64), "a WR whose CQE was dropped did not run"
+
+    await a.post_send([write(k) for k in range(7, 13)])  # CQEs 4..7: the ring wraps
+    await rdma.wait_sent(a, 13)
+    assert [wc.wr_id for wc in await small.poll()] == [7, 8, 9, 10], \
+        "the CQ did not hold exactly 4 again"
+    assert (await rdma.counter_moves()).cq_overflows == 5
+    await rdma.finish()
+
+
+# Writes to addresses the register map does not list (holes between registers, a hole in a
+# port block, past CMD_STATUS, past the CQ doorbells).
+UNLISTED = [0x001C, 0x0030, 0x00FC, 0x0120, 0x0448, 0x0818, 0x3000, 0xFFFC]
+
+
+@cocotb.test()
+async def test_register_hygiene(dut):
+    """Writes that address nothing change nothing and count in REG_ERRORS: SQ/RQ doorbells for
+    QPNs beyond NUM_QP and CQ doorbells for CQNs beyond NUM_CQ (each chosen to alias a live
+    QP or CQ if only the low bits were decoded), registers of a port 3 that does not exist
+    (aliasing port 1), and writes to unlisted addresses, which still read 0. The write-only
+    registers (doorbells, CMD) read 0 even after use."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    a, b = await rdma.connected_pair(QPType.RC)
+    cq = a.send_cq
+    port_regs = [await dev.read_reg(port_reg(p, r)) for p in (1, 2) for r in PortReg]
+
+    await dev.write_reg(sq_db(dev.num_qp + a.qp_num), 1)
+    await dev.write_reg(rq_db(dev.num_qp + b.qp_num), 1)
+    await dev.write_reg(cq_ci_db(dev.num_cq + cq.cqn), 5)
+    await dev.write_reg(cq_arm_db(dev.num_cq + cq.cqn), 1)
+    await dev.write_reg(port_reg(3, PortReg.LID), 0x77)
+    await dev.write_reg(port_reg(3, PortReg.LMC), 7)
+    assert (await rdma.counter_moves()).reg_errors == 6
+    for addr in UNLISTED:
+        await dev.write_reg(addr, 0xFFFFFFFF)
+    assert (await rdma.counter_moves()).reg_errors == 6 + len(UNLISTED)
+    for addr in UNLISTED:
+        assert await dev.read_reg(addr) == 0, f"unlisted address {addr:#06x} reads nonzero"
+
+    assert [await dev.read_reg(port_reg(p, r)) for p in (1, 2) for r in PortReg] == port_regs
+    assert ((await a.query()).sq_pi, (await b.query()).rq_pi) == (0, 0)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0),
+                                   wr_id=0xA1))
+    [wc] = await rdma.poll_until(cq, 1)  # the CQ's consumer index was not moved to 5
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    assert not await rdma.irq_within(500), "the out-of-range arm doorbell armed a CQ"
+    for name, addr in [("SQ_DB", sq_db(a.qp_num)), ("RQ_DB", rq_db(b.qp_num)),
+                       ("CQ_CI_DB", cq_ci_db(cq.cqn)), ("CQ_ARM_DB", cq_arm_db(cq.cqn)),
+                       ("CMD", Reg.CMD)]:
+        assert await dev.read_reg(addr) == 0, f"write-only {name} reads nonzero"
+    await rdma.finish()
+
+
+async def assert_refused(result, command, what):
+    """The device refuses `command` (an awaitable running one command) with `result` (or one
+    of a tuple of results)."""
+    results = result if isinstance(result, tuple) else (result,)
+    names = " or ".join(r.name for r in results)
+    try:
+        await command
+    except CommandError as e:
+        assert e.result in results, f"{what}: refused with {e.result!r}, expected {names}"
+    else:
+        raise AssertionError(f"{what}: accepted, expected a refusal with {names}")
+
+
+LEGAL_FROM = {  # host-interface.md, besides any -> RESET and any -> ERR
+    QPState.RESET: {QPState.INIT},
+    QPState.INIT: {QPState.INIT, QPState.RTR},
+    QPState.RTR: {QPState.RTS},
+    QPState.RTS: {QPState.RTS},
+    QPState.ERR: set(),
+}
+
+
+@cocotb.test()
+async def test_illegal_qp_transitions(dut):
+    """MODIFY_QP refuses every transition the host interface does not list with BAD_STATE and
+    a port that does not exist with BAD_PARAM, and the QP keeps its state; walking the legal
+    path RESET -> INIT -> RTR -> RTS -> ERR -> RESET -> ... RTS afterwards, the QP carries
+    traffic."""
+    rdma = await Rdma.open(dut)
+    a = await rdma.qp(QPType.RC)
+    b = await rdma.qp(QPType.RC)
+    await rdma.connect(b, a.qp_num)
+
+    async def refuse_illegal(state):
+        for target in set(QPState) - LEGAL_FROM[state] - {QPState.RESET, QPState.ERR}:
+            await assert_refused(CmdResult.BAD_STATE, a.modify(target),
+                                 f"MODIFY_QP {state.name} -> {target.name}")
+            await rdma.assert_state(a, state)
+
+    await refuse_illegal(QPState.RESET)
+    for port in (0, 3):
+        await assert_refused(CmdResult.BAD_PARAM, a.modify(QPState.INIT, port_num=port),
+                             f"MODIFY_QP RESET -> INIT on port {port}")
+        await rdma.assert_state(a, QPState.RESET)
+    await a.modify(QPState.INIT, port_num=1, qp_access_flags=ALL_ACCESS)
+    await refuse_illegal(QPState.INIT)
+    await a.modify(QPState.INIT)
+    await assert_refused(CmdResult.BAD_PARAM, a.modify(QPState.INIT, port_num=3),
+                         "MODIFY_QP INIT -> INIT on port 3")
+    await a.modify(QPState.RTR, dest_qp_num=b.qp_num,
+                   ah_attr=AHAttr(rdma.own_lid(1)))
+    await refuse_illegal(QPState.RTR)
+    await a.modify(QPState.RTS)
+    await refuse_illegal(QPState.RTS)
+    await a.modify(QPState.RTS)
+    await a.modify(QPState.ERR)
+    await refuse_illegal(QPState.ERR)
+    await a.modify(QPState.ERR)
+    await a.modify(QPState.RESET)
+    await rdma.connect(a, b.qp_num)
+
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0),
+                                   wr_id=0xA1))
+    [wc] = await a.send_cq.wait(1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    assert remote.read(0, 64) == local.read(0, 64)
+    await rdma.finish()
+
+
+def cq_block(ring, log2):
+    return struct.pack("<QB", ring, log2)
+
+
+def mr_block(host, length, access, pd):
+    return struct.pack("<QIBBHQ", host, length, 0x11, access, pd, host)
+
+
+def ah_block(port, pd, dlid=0x10):
+    return struct.pack("<HBBBBBBIBxH16s", dlid, 0, 0, 0, 0, port, 64, 0, 0, pd, bytes(16))
+
+
+def qp_block(qp_type, pd, cqn, ring, sq_log=2, rq_log=2, sq_offset=0):
+    return struct.pack("<BxHHHBB6xQQ", qp_type, pd, cqn, cqn, sq_log, rq_log, ring + sq_offset,
+                       ring + 1024)
+
+
+@cocotb.test()
+async def test_command_refusals(dut):
+    """Commands naming an index beyond the device's (or a reserved QPN), carrying a bad
+    parameter, or creating an object that exists / destroying one that does not, are refused
+    with BAD_INDEX, BAD_PARAM and BUSY; they create nothing (the free indices are still free)
+    and break nothing (the existing QPs, CQs and MRs still carry traffic)."""
+    rdma = await Rdma.open(dut)
+    dev, pd = rdma.dev, rdma.pd.pdn
+    a, b = await rdma.connected_pair(QPType.RC)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    ah = await rdma.loopback_ah()
+    cqn = a.send_cq.cqn
+    ring = dev.alloc(4096, align=4096, label="rings for refused commands")
+    qpn, free_cq = free_index(dev.qps, dev.num_qp, 2), free_index(dev.cqs, dev.num_cq)
+    mrn, ahn = free_index(dev.mrs, dev.num_mr), free_index(dev.ahs, dev.num_ah)
+    rc = QPType.RC
+    refusals = [
+        (CmdResult.BAD_INDEX, Cmd.CREATE_QP, 0, qp_block(rc, pd, cqn, ring), "reserved QPN 0"),
+        (CmdResult.BAD_INDEX, Cmd.CREATE_QP, 1, qp_block(rc, pd, cqn, ring), "reserved QPN 1"),
+        (CmdResult.BAD_INDEX, Cmd.CREATE_QP, dev.num_qp, qp_block(rc, pd, cqn, ring), "QPN"),
+        (CmdResult.BAD_INDEX, Cmd.MODIFY_QP, dev.num_qp, b"", "QPN"),
+        (CmdResult.BAD_INDEX, Cmd.QUERY_QP, dev.num_qp, b"", "QPN"),
+        (CmdResult.BAD_INDEX, Cmd.DESTROY_QP, dev.num_qp, b"", "QPN"),
+        (CmdResult.BUSY, Cmd.CREATE_QP, a.qp_num, qp_block(rc, pd, cqn, ring), "existing QP"),
+        (CmdResult.BUSY, Cmd.MODIFY_QP, qpn, b"", "no such QP"),
+        (CmdResult.BUSY, Cmd.QUERY_QP, qpn, b"", "no such QP"),
+        (CmdResult.BUSY, Cmd.DESTROY_QP, qpn, b"", "no such QP"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(1, pd, cqn, ring), "QP type 1"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(5, pd, cqn, ring), "QP type 5"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(rc, pd, dev.num_cq, ring), "CQN"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(rc, pd, cqn, ring, sq_log=0), "log2 0"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(rc, pd, cqn, ring, rq_log=16),
+         "log2 16"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_QP, qpn, qp_block(rc, pd, cqn, ring, sq_offset=32),
+         "send ring not 64-byte aligned"),
+        (CmdResult.BAD_INDEX, Cmd.CREATE_CQ, dev.num_cq, cq_block(ring, 2), "CQN"),
+        (CmdResult.BAD_INDEX, Cmd.DESTROY_CQ, dev.num_cq, b"", "CQN"),
+        (CmdResult.BUSY, Cmd.CREATE_CQ, cqn, cq_block(ring, 2), "existing CQ"),
+        (CmdResult.BUSY, Cmd.DESTROY_CQ, free_cq, b"", "no such CQ"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_CQ, free_cq, cq_block(ring, 0), "log2 0"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_CQ, free_cq, cq_block(ring, 16), "log2 16"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_CQ, free_cq, cq_block(ring + 16, 2),
+         "ring not 32-byte aligned"),
+        (CmdResult.BAD_INDEX, Cmd.REG_MR, dev.num_mr, mr_block(ring, 64, 1, pd), "MR index"),
+        (CmdResult.BAD_INDEX, Cmd.DEREG_MR, dev.num_mr, b"", "MR index"),
+        (CmdResult.BUSY, Cmd.REG_MR, local.mr.index, mr_block(ring, 64, 1, pd), "existing MR"),
+        (CmdResult.BUSY, Cmd.DEREG_MR, mrn, b"", "no such MR"),
+        (CmdResult.BAD_PARAM, Cmd.REG_MR, mrn, mr_block(ring, 64, Access.REMOTE_WRITE, pd),
+         "REMOTE_WRITE without LOCAL_WRITE"),
+        (CmdResult.BAD_PARAM, Cmd.REG_MR, mrn, mr_block(ring, 64, Access.REMOTE_ATOMIC, pd),
+         "REMOTE_ATOMIC without LOCAL_WRITE"),
+        (CmdResult.BAD_INDEX, Cmd.CREATE_AH, dev.num_ah, ah_block(1, pd), "AH number"),
+        (CmdResult.BAD_INDEX, Cmd.DESTROY_AH, dev.num_ah, b"", "AH number"),
+        (CmdResult.BUSY, Cmd.CREATE_AH, ah.ahn, ah_block(1, pd), "existing AH"),
+        (CmdResult.BUSY, Cmd.DESTROY_AH, ahn, b"", "no such AH"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_AH, ahn, ah_block(0, pd), "port 0"),
+        (CmdResult.BAD_PARAM, Cmd.CREATE_AH, ahn, ah_block(3, pd), "port 3"),
+    ]
+    for result, cmd, index, block, why in refusals:
+        await assert_refused(result, dev.command(cmd, index, block),
+                             f"{cmd.name} {index} ({why})")
+    for cmd, index in ((Cmd.QUERY_QP, qpn), (Cmd.DESTROY_CQ, free_cq), (Cmd.DEREG_MR, mrn),
+                       (Cmd.DESTROY_AH, ahn)):
+        await assert_refused(CmdResult.BUSY, dev.command(cmd, index),
+                             f"{cmd.name} {index}: a refused command created it")
+
+    await b.post_recv(RecvWR(remote.sge(1024, 64), wr_id=0xB1))
+    await a.post_send([work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0),
+                                    wr_id=0xA1),
+                       work_request(WROpcode.SEND, local.sge(64, 64), wr_id=0xA2)])
+    wcs = await a.send_cq.wait(2)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(0xA1, WCStatus.SUCCESS),
+                                                     (0xA2, WCStatus.SUCCESS)]
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=64)
+    assert remote.read(0, 64) == local.read(0, 64)
+    assert remote.read(1024, 64) == local.read(64, 64)
+    await rdma.finish()
+
+
+class BadRequest(Enum):
+    UC_RDMA_READ = "RDMA READ on a UC QP"
+    UD_RDMA_WRITE = "RDMA WRITE on a UD QP"
+    UNKNOWN_OPCODE = "opcode 7, which no transport has"
+    UD_AH_NEVER_CREATED = "an AH number that names no AH"
+    UD_AH_OUT_OF_RANGE = "a live AH's number plus NUM_AH"
+    UD_AH_OF_OTHER_PD = "an AH of another PD"
+    UD_AH_OF_OTHER_PORT = "an AH for port 2, on a QP of port 1"
+    UD_LONGER_THAN_MTU = "257 bytes over a port whose active MTU is 256"
+
+
+@cocotb.test()
+@cocotb.parametrize(request=list(BadRequest))
+async def test_requester_refuses(dut, request):
+    """The requester checks before the lkey: an opcode the transport does not have, or a UD
+    AH that is missing, out of range, of another PD or of another port, completes
+    LOC_QP_OP_ERR; a UD
+    message longer than the port's active MTU completes LOC_LEN_ERR (one of exactly the MTU
+    goes through). Nothing moves, the QP goes to ERR and flushes what follows."""
+    rdma = await Rdma.open(dut)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    memory = remote.read()
+    status, moved = WCStatus.LOC_QP_OP_ERR, (0, 0)
+    if request in (BadRequest.UC_RDMA_READ, BadRequest.UNKNOWN_OPCODE):
+        a, b = await rdma.connected_pair(QPType.UC if request == BadRequest.UC_RDMA_READ
+                                         else QPType.RC)
+        opcode = WROpcode.RDMA_READ if request == BadRequest.UC_RDMA_READ else 7
+        wr = work_request(opcode, local.sge(0, 64), remote.remote(0), wr_id=0xA1)
+    else:
+        a, b = await rdma.ud_qp(), await rdma.ud_qp()
+        if request == BadRequest.UD_AH_NEVER_CREATED:
+            ah = free_index(rdma.dev.ahs, rdma.dev.num_ah)
+        elif request == BadRequest.UD_AH_OUT_OF_RANGE:
+            ah = (await rdma.loopback_ah()).ahn + rdma.dev.num_ah
+        elif request == BadRequest.UD_AH_OF_OTHER_PD:
+            ah = await rdma.dev.alloc_pd().create_ah(1, rdma.own_lid(1))
+        elif request == BadRequest.UD_AH_OF_OTHER_PORT:
+            ah = await rdma.loopback_ah(port=2)
+        else:
+            ah = await rdma.loopback_ah()
+        opcode = WROpcode.RDMA_WRITE if request == BadRequest.UD_RDMA_WRITE else WROpcode.SEND
+        length = 64
+        if request == BadRequest.UD_LONGER_THAN_MTU:
+            port = rdma.dev.ports[1]
+            await rdma.dev.set_port(1, port.lid, port.lmc, port.gid, mtu=MTU.MTU256)
+            await b.post_recv(RecvWR(remote.sge(0, GRH_BYTES + 256), wr_id=0xB1))
+            await a.post_send(ud_send(local.sge(0, 256), ah, b.qp_num, QKEY, wr_id=0xA0))
+            [wc] = await a.send_cq.wait(1)
+            assert_wc(wc, wr_id=0xA0, status=WCStatus.SUCCESS)  # exactly the MTU is fine
+            memory = remote.read()
+            status, moved, length = WCStatus.LOC_LEN_ERR, (1, 256), 257
+        wr = SendWR(opcode, local.sge(0, length), 0xA1, SIGNALED, 0, remote.mr.addr,
+                    remote.mr.rkey, ah, b.qp_num, QKEY)
+
+    await a.post_send(wr)
+    [wc] = await a.send_cq.wait(1)
+    fields = error_wc_fields(0xA1, status, SEND_WC_OPCODE.get(opcode), a)
+    if opcode not in SEND_WC_OPCODE:
+        del fields["opcode"]  # the contract names no completion opcode for an unknown one
+    assert_wc(wc, **fields)
+    await assert_flushes(rdma, a)
+    assert remote.read() == memory
+    await rdma.assert_loopback_moves(*moved)
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. The TX links under heavy loopback traffic
+
+@cocotb.test()
+async def test_port_counters_load_clear_and_loopback_moves_none(dut):
+    """Every PMA counter of both ports reads zero after reset, takes a value loaded through its
+    register (all-ones too, as a saturation test starts), clears per port, ignores writes to
+    its reserved words (counted in REG_ERRORS), and does not move under loopback traffic of
+    every opcode."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    loaded = {}
+    for port in (1, 2):
+        assert set((await dev.port_counters(port)).values()) == {0}, f"port {port} after reset"
+        loaded[port] = {c: ((1 << c.bits) - 1) - port * (i + 1) for i, c in enumerate(COUNTERS)}
+        loaded[port][COUNTERS[0]] = 0xFFFFFFFF   # all-ones, where saturation starts
+        for counter, value in loaded[port].items():
+            await dev.load_port_counter(port, counter, value)
+        assert await dev.port_counters(port) == loaded[port], f"port {port} after loading"
+    for reserved in (6, 7, 20, 30):
+        await dev.write_reg(port_counter_reg(1, reserved), 0x1234)
+        assert await dev.read_reg(port_counter_reg(1, reserved)) == 0
+    await dev.write_reg(port_counter_reg(3, 0), 0x1234)   # no port 3
+    assert (await rdma.counter_moves()).reg_errors == 5
+
+    for port in (1, 2):
+        a, b = await rdma.connected_pair(QPType.RC, port=port)
+        local, remote = await rdma.region(8192), await rdma.region(8192)
+        await b.post_recv(RecvWR(remote.sge(0, 4096), wr_id=1))
+        await a.post_send([work_request(op, local.sge(0, 3000), remote.remote(4096), wr_id=op)
+                           for op in (WROpcode.SEND, WROpcode.RDMA_WRITE, WROpcode.RDMA_READ)])
+        await a.send_cq.wait(3)
+        await b.recv_cq.wait(1)
+    for port in (1, 2):
+        assert await dev.port_counters(port) == loaded[port], \
+            f"port {port}'s counters moved under loopback traffic"
+    await dev.clear_port_counters(2)
+    assert set((await dev.port_counters(2)).values()) == {0}
+    assert await dev.port_counters(1) == loaded[1], "clearing port 2 touched port 1"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_tx_links_idle_under_loopback_load(dut):
+    """Mixed loopback traffic on both ports at once (an RC, a UC and a UD pair on port 1 and on
+    port 2, 16 WRs each, all posted before any completion is polled): every message completes
+    in order and lands, LB_MSGS/LB_BYTES count exactly these messages, and neither port's TX
+    link ever offers a beat."""
+    rdma = await Rdma.open(dut)
+    send_cq = await rdma.dev.create_cq(128)
+    recv_cq = await rdma.dev.create_cq(128)
+    traffics = []
+    for port in (1, 2):
+        for transport in (QPType.RC, QPType.UC, QPType.UD):
+            if transport == QPType.UD:
+                a, b = await rdma.ud_qp(port, cq=send_cq), await rdma.ud_qp(port, cq=recv_cq)
+                ah = await rdma.loopback_ah(port)
+            else:
+                a, b = await rdma.connected_pair(transport, port, cqs=(send_cq, recv_cq))
+                ah = None
+            t = await Traffic.create(rdma, a, b, 16, ah)
+            t.add_mix(16, ALLOWED_OPCODES[transport],
+                      [1 + (389 * k + 71 * port + 13 * transport) % MAX_LENGTH for k in range(16)])
+            traffics.append(t)
+    for t in traffics:
+        await t.post()
+
+    groups = by_qp(await wait_all(send_cq, 96))
+    rgroups = by_qp(await wait_all(recv_cq, sum(len(t.received) for t in traffics)))
+    for t in traffics:
+        assert [(wc.wr_id, wc.status) for wc in groups[t.a.qp_num]] == [
+            (wr_id, WCStatus.SUCCESS) for wr_id in t.signaled]
+        assert [(wc.wr_id, wc.status) for wc in rgroups.get(t.b.qp_num, [])] == [
+            (wr_id, WCStatus.SUCCESS) for wr_id in t.received]
+        t.check_landed()
+    await rdma.assert_loopback_moves(96, sum(t.bytes for t in traffics))
+    for port in (1, 2):
+        assert rdma.tb.tx_beats(port) == 0, \
+            f"port {port}'s TX link offered {rdma.tb.tx_beats(port)} beats"
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# Encodings wider than the fields they name are refused, not aliased.
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UD])
+async def test_destination_qpn_above_24_bits(dut, transport):
+    """A destination QPN with bit 24 set is out of range (QPNs are 24-bit and the device has
+    NUM_QP of them), so the destination is unreachable (RC: RETRY_EXC_ERR; UD: dropped with
+    SUCCESS) -- it must not reach the QP named by the QPN's low 24 bits."""
+    rdma = await Rdma.open(dut)
+    src = await rdma.region(4096)
+    inbox = await rdma.region(4096)
+    memory = inbox.read()
+    b = await rdma.ud_qp() if transport == QPType.UD else await rdma.qp(transport)
+    alias = 1 << 24 | b.qp_num
+    if transport == QPType.UD:
+        a = await rdma.ud_qp()
+        wr = ud_send(src.sge(0, 64), await rdma.loopback_ah(), alias, QKEY, wr_id=0xA1)
+    else:
+        a = await rdma.qp(transport)
+        await rdma.connect(a, alias)
+        await rdma.connect(b, a.qp_num)
+        wr = work_request(WROpcode.SEND, src.sge(0, 64), wr_id=0xA1)
+    await b.post_recv(RecvWR(inbox.sge(0, GRH_BYTES + 64), wr_id=0xB1))
+    await a.post_send(wr)
+    [wc] = await a.send_cq.wait(1)
+    await rdma.cycles(200)
+    assert await b.recv_cq.poll() == [] and inbox.read() == memory, \
+        f"a message for QPN {alias:#x} was delivered to QP {b.qp_num}"
+    expected = WCStatus.RETRY_EXC_ERR if transport == QPType.RC else WCStatus.SUCCESS
+    assert wc.status == expected, f"{wc.status!r}, expected {expected.name}"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_modify_to_undefined_state_refused(dut):
+    """MODIFY_QP to state 9 -- no QP state (RESET 0 .. ERR 6) -- is refused, and the QP keeps
+    its state; it must not be taken for the state its low three bits name (9 & 7 = INIT)."""
+    rdma = await Rdma.open(dut)
+    qp = await rdma.qp(QPType.RC)
+    await assert_refused((CmdResult.BAD_STATE, CmdResult.BAD_PARAM),
+                         rdma.dev.command(Cmd.MODIFY_QP, qp.qp_num, encode_modify(9, qp.attr)),
+                         "MODIFY_QP RESET -> 9")
+    await rdma.assert_state(qp, QPState.RESET)
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# The pytest runner: rdma_dev end to end at each supported data width. The cocotb tests run in two
+# groups per width, one simulator process each, so pytest-xdist can spread them: the 1 MiB messages
+# (most of the run time at 64 bits) and everything else. Both groups of a width share one build
+# (simrun builds each top and parameter set once).
 
 WIDTHS = [64, 256, 512]
 MEGABYTE_TESTS = "test_megabyte_messages"

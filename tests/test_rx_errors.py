@@ -1,14 +1,209 @@
-"""Packets injected on rdma_dev's RX links by the testbench (tb/test_rx_errors.py) at each
-supported data width; the same build as test_rdma_dev (links open to the testbench)."""
+"""Packets the testbench puts on rdma_dev's RX links itself (harness tb/hdl/tb_rdma_dev.v with
+CABLE = 0: the links end at the testbench).
 
-import os
-import sys
+Each bad packet is a good one (built by tb/ib_packet.py) with one thing wrong and, unless the
+thing wrong is a CRC, both CRCs recomputed, so only the field under test can make the device
+drop it. A dropped packet counts once in the port's PortRcvErrors and changes no memory; a good
+packet right after it is delivered. The scoreboard checks memory, completions and every port
+counter against the model, which is told what was injected.
+"""
 
+from enum import Enum
+
+import cocotb
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import simrun  # noqa: E402
+from tb import simrun
+from tb.ib_crc import icrc_bytes, vcrc_bytes
+from tb.ib_packet import BTH, DETH, GRH, LRH, Packet, build
+from tb.rdma_program import QKEY, Rdma, assert_wc
+from tb.verbs import GRH_BYTES, PortCounter, QPType, RecvWR, WCStatus
 
+PORT = 2            # injected on port 2's RX link (LID 0x20, LMC 0)
+PAYLOAD = bytes(range(48, 48 + 37))
+
+
+class Bad(Enum):
+    VCRC = "VCRC wrong"
+    ICRC = "ICRC wrong (VCRC right over it)"
+    PKTLEN = "LRH PktLen one word short"
+    PAYLEN = "GRH PayLen one word long"
+    PADCNT = "PadCnt 2 on a SEND first packet, whose payload must be whole words"
+    LVER = "LRH LVer 1"
+    TVER = "BTH TVer 1"
+    IPVER = "GRH IPVer 4"
+    OPCODE = "opcode 0x13 (RC compare-and-swap: not supported)"
+    DLID = "DLID of another port"
+    DGID = "DGID of another port"
+    PKEY = "P_Key of another partition"
+    TRUNCATED = "ends inside the BTH"
+    ABORTED = "aborted by the sender (tuser)"
+    QPN = "destination QP that does not exist"
+    QKEY = "UD Q_Key that is not the QP's"
+
+
+# bad at the link: the depacketizer drops them; the model is only told to count them
+LINK_BAD = set(Bad) - {Bad.QPN, Bad.QKEY}
+
+
+class Injector:
+    """Drives one RX link from the testbench."""
+
+    def __init__(self, dut, port):
+        link = f"rx{port - 1}_axis"
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, link), dut.tb_clk, dut.rst)
+
+    async def send(self, data, abort=False):
+        await self.source.send(AxiStreamFrame(data, tuser=int(abort)))
+        await self.source.wait()
+
+
+def ud_packet(rdma, dest_qp, qkey=QKEY, grh=False):
+    """A good UD SEND only packet to port 2 from a sender that does not exist (QPN 0x99)."""
+    port = rdma.dev.ports[PORT]
+    route = None
+    if grh:
+        route = GRH(sgid=bytes(16), dgid=bytes(port.gid), hop_limit=5)
+    return Packet(lrh=LRH(dlid=port.lid, slid=0x7, sl=1), grh=route,
+                  bth=BTH(opcode=0x64, dest_qp=dest_qp, psn=0),
+                  deth=DETH(qkey=qkey, src_qp=0x99), payload=PAYLOAD)
+
+
+def reseal(body):
+    """Good CRCs over `body` (LRH through pad)."""
+    with_icrc = body + icrc_bytes(body)
+    return with_icrc + vcrc_bytes(with_icrc)
+
+
+def patch(data, at, value):
+    """`data` without its CRCs, byte `at` replaced by `value`, resealed."""
+    body = bytearray(data[:-6])
+    body[at] = value
+    return reseal(bytes(body))
+
+
+def bad_packet(rdma, bad, qp):
+    """The wire bytes of a packet with `bad`, aimed at UD QP `qp` on port 2."""
+    good = build(ud_packet(rdma, qp.qp_num))
+    bth = 8                         # BTH offset without a GRH
+    if bad == Bad.VCRC:
+        return good[:-1] + bytes([good[-1] ^ 0x01])
+    if bad == Bad.ICRC:
+        body = good[:-6]
+        icrc = bytes([icrc_bytes(body)[0] ^ 0x80]) + icrc_bytes(body)[1:]
+        return body + icrc + vcrc_bytes(body + icrc)
+    if bad == Bad.PKTLEN:
+        return patch(good, 5, good[5] - 1)
+    if bad == Bad.PAYLEN:
+        data = build(ud_packet(rdma, qp.qp_num, grh=True))
+        return patch(data, 8 + 5, data[8 + 5] + 4)
+    if bad == Bad.PADCNT:
+        first = Packet(lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x7),
+                       bth=BTH(opcode=0x20, dest_qp=qp.qp_num, psn=0), payload=PAYLOAD[:32])
+        data = build(first)
+        return patch(data, bth + 1, data[bth + 1] | 0x20)
+    if bad == Bad.LVER:
+        return patch(good, 0, good[0] | 0x01)
+    if bad == Bad.TVER:
+        return patch(good, bth + 1, good[bth + 1] | 0x01)
+    if bad == Bad.IPVER:
+        data = build(ud_packet(rdma, qp.qp_num, grh=True))
+        return patch(data, 8, 0x40 | data[8] & 0x0F)
+    if bad == Bad.OPCODE:
+        return patch(good, bth, 0x13)
+    if bad == Bad.DLID:
+        return patch(good, 3, rdma.dev.ports[1].lid)
+    if bad == Bad.DGID:
+        data = build(ud_packet(rdma, qp.qp_num, grh=True))
+        return patch(data, 8 + 39, data[8 + 39] ^ 0x01)
+    if bad == Bad.PKEY:
+        return patch(good, bth + 3, 0x00)     # P_Key 0xFF00
+    if bad == Bad.TRUNCATED:
+        return reseal(good[:bth + 6])
+    if bad == Bad.QPN:
+        return build(ud_packet(rdma, 0x3E))
+    if bad == Bad.QKEY:
+        return build(ud_packet(rdma, qp.qp_num, qkey=QKEY ^ 1))
+    return good                                # ABORTED: the frame itself is fine
+
+
+@cocotb.test()
+@cocotb.parametrize(bad=list(Bad))
+async def test_bad_packet_dropped_and_counted(dut, bad):
+    """A packet with one thing wrong arrives on port 2 for a UD QP with a receive posted: it is
+    dropped, PortRcvErrors moves by one (PortRcvPkts only for the two that pass the link checks
+    and fail at the QP), nothing is written and no completion appears; the same packet made
+    good is then delivered into the same receive."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    qp = await rdma.ud_qp(port=PORT)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 1024), wr_id=0xB1))
+    before = await rdma.dev.port_counters(PORT)
+    memory = inbox.read()
+    link = Injector(dut, PORT)
+
+    await link.send(bad_packet(rdma, bad, qp), abort=bad == Bad.ABORTED)
+    if bad in LINK_BAD:
+        model.count_injected_bad(PORT)
+    else:
+        model.receive_injected(PORT, [ud_packet(rdma, 0x3E if bad == Bad.QPN else qp.qp_num,
+                                                qkey=QKEY ^ 1 if bad == Bad.QKEY else QKEY)])
+    await rdma.cycles(300)
+    after = await rdma.dev.port_counters(PORT)
+    assert after[PortCounter.RCV_ERRORS] - before[PortCounter.RCV_ERRORS] == 1, \
+        f"{bad.value}: PortRcvErrors did not move by one"
+    assert after[PortCounter.RCV_PKTS] - before[PortCounter.RCV_PKTS] == (bad not in LINK_BAD)
+    assert inbox.read() == memory, f"{bad.value}: memory changed"
+    assert await qp.recv_cq.poll() == [], f"{bad.value}: a completion appeared"
+
+    good = ud_packet(rdma, qp.qp_num)
+    await link.send(build(good))
+    model.receive_injected(PORT, [good])
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + GRH_BYTES,
+              src_qp=0x99, slid=0x7)
+    assert inbox.read(GRH_BYTES, len(PAYLOAD)) == PAYLOAD
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_injected_rc_message_is_acknowledged(dut):
+    """An RC SEND of three packets (first, middle, last) put on port 2's link for an RC QP in
+    RTR/RTS expecting PSN 0x123456: the data lands, the receive completes, and port 2 answers
+    with one ACK carrying the last PSN and MSN 1 on its TX link — the packets the model
+    predicts."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=0x123456)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC1))
+    port = rdma.dev.ports[PORT]
+    data = bytes((7 * i) & 0xFF for i in range(256 * 2 + 100))
+    lrh = LRH(dlid=port.lid, slid=0x9, sl=3)
+    packets = [Packet(lrh=lrh, bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=0x123456 + i,
+                                       ackreq=code == 0x02),
+                      payload=data[256 * i:256 * (i + 1)])
+               for i, code in enumerate((0x00, 0x01, 0x02))]
+    link = Injector(dut, PORT)
+    for packet in packets:
+        await link.send(build(packet))
+    model.receive_injected(PORT, packets)
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS, byte_len=len(data), src_qp=0x77,
+              slid=0x9, sl=3)
+    assert inbox.read(0, len(data)) == data
+    await rdma.cycles(300)
+    [ack] = rdma.tb.sniffers[PORT].packets()
+    assert (ack.bth.opcode, ack.bth.psn, ack.aeth.msn, ack.lrh.dlid) == (0x11, 0x123458, 1, 0x9)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pytest runner: Packets injected on rdma_dev's RX links by the testbench at each supported
+# data width; the same build as test_rdma_dev (links open to the testbench).
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_rx_errors(w):

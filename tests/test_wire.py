@@ -1,14 +1,483 @@
-"""rdma_dev's packet path on a device whose two ports are cabled to each other
-(tb/test_wire.py) at each supported data width."""
+"""rdma_dev's packet path, on a device whose port 1 and port 2 are cabled to each other
+(harness tb/hdl/tb_rdma_dev.v built with CABLE = 1).
 
-import os
-import sys
+Every test is an RDMA program like those of test_rdma_dev.py, and the scoreboard's verdict at
+the end covers the packet path too: the sniffer on each link decoded every packet and checked
+its CRCs and lengths (tb/ib_packet.py, independent of the RTL), the packets on each link are
+exactly the ones the reference model predicts (tb/model.py), and every port counter equals the
+model's. Each test also asserts the facts it is about itself.
+"""
 
+from dataclasses import replace
+from enum import Enum
+
+import cocotb
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import simrun  # noqa: E402
+from tb import simrun
+from tb.rdma_program import (
+    ALL_ACCESS, ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
+    WITH_IMM, Rdma, assert_wc, work_request,
+)
+from tb.verbs import (
+    GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
+    WROpcode, ud_send,
+)
 
+PEER = {1: 2, 2: 1}
+LENGTHS = (0, 1, 255, 1024, 1025, 3000)    # at path MTU 1024: 1 to 3 packets
+
+
+def port_lid(rdma, port):
+    """The LID a peer addresses `port` with: port 1's own LID with path bits (LMC 2), or
+    port 2's LID."""
+    return rdma.own_lid(port)
+
+
+async def wire_pair(rdma, transport, cq=None, **attrs):
+    """RC or UC QPs a (port 1) and b (port 2) aimed at each other across the cable (each with
+    its own CQ unless `cq` is given)."""
+    a = await rdma.qp(transport, cq, cq)
+    b = await rdma.qp(transport, cq, cq)
+    await rdma.connect(a, b.qp_num, port=1, dlid=port_lid(rdma, 2), **attrs)
+    await rdma.connect(b, a.qp_num, port=2, dlid=port_lid(rdma, 1), **attrs)
+    return a, b
+
+
+async def counters(rdma, port):
+    return await rdma.dev.port_counters(port)
+
+
+def moved(before, after, counter):
+    return after[counter] - before[counter]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Every opcode and transport across the cable
+
+CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in ALLOWED_OPCODES[t]]
+
+
+@cocotb.test()
+@cocotb.parametrize((("transport", "opcode"), CONNECTED_OPCODES))
+async def test_wire_opcode(dut, transport, opcode):
+    """An RC or UC opcode from port 1 to port 2 and back, at lengths 0 to 3000 bytes over a
+    1024-byte path MTU (one to three packets, every first/middle/last/only opcode): the data
+    lands, the completions are right (the receiver's carry the sender's SLID with its source
+    path bits), the packets are the model's, and both ports count them."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, b = await wire_pair(rdma, transport, path_mtu=MTU.MTU1024)
+    src = await rdma.region(8192)
+    dst = await rdma.region(8192)
+    before = {p: await counters(rdma, p) for p in (1, 2)}
+    for sender, receiver in ((a, b), (b, a)):
+        for i, length in enumerate(LENGTHS):
+            wr_id = sender.qp_num << 8 | i
+            if opcode in NEEDS_RECEIVE:
+                await receiver.post_recv(RecvWR(dst.sge(4096, 4096), wr_id=wr_id))
+            remote = (src if opcode == WROpcode.RDMA_READ else dst).remote(100 + i)
+            local = (dst if opcode == WROpcode.RDMA_READ else src).sge(7 * i, length)
+            await sender.post_send(work_request(opcode, local, remote, wr_id=wr_id,
+                                                imm=0x0A0B0C00 | i))
+            [wc] = await rdma.poll_until(sender.send_cq, 1)
+            assert_wc(wc, wr_id=wr_id, status=WCStatus.SUCCESS, opcode=SEND_WC_OPCODE[opcode])
+            if opcode in NEEDS_RECEIVE:
+                [rwc] = await rdma.poll_until(receiver.recv_cq, 1)
+                assert_wc(rwc, status=WCStatus.SUCCESS, byte_len=length,
+                          slid=rdma.slid(1 if sender is a else 2),
+                          imm_data=0x0A0B0C00 | i if opcode in WITH_IMM else 0)
+    after = {p: await counters(rdma, p) for p in (1, 2)}
+    for port in (1, 2):
+        assert moved(before[port], after[port], PortCounter.XMIT_PKTS) > 0
+        assert moved(before[port], after[port], PortCounter.RCV_PKTS) > 0
+    await rdma.assert_loopback_moves(0, 0)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+@cocotb.parametrize(with_imm=[False, True], global_route=[False, True])
+async def test_wire_ud_send(dut, with_imm, global_route):
+    """UD SEND from port 1 to port 2 through an AH for port 2 (with a GRH to port 2's GID or
+    without): the receive buffer gets the GRH the packet carried (or 40 zero bytes) and the
+    payload, the completion reports the GRH flag, source QP and SLID."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, b = await rdma.ud_qp(port=1), await rdma.ud_qp(port=2)
+    grh = GlobalRoute(rdma.dev.ports[2].gid, flow_label=0x12345, hop_limit=9,
+                      traffic_class=0x3C) if global_route else None
+    ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL, src_path_bits=SRC_PATH_BITS,
+                                 grh=grh)
+    src, dst = await rdma.region(4096), await rdma.region(8192)
+    imm = 0x51525354 if with_imm else None
+    for i, length in enumerate((0, 1, 333, 4096)):
+        await b.post_recv(RecvWR(dst.sge(0, length + GRH_BYTES), wr_id=i))
+        await a.post_send(ud_send(src.sge(0, length), ah, b.qp_num, QKEY, wr_id=i, imm=imm))
+        [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        assert_wc(rwc, wr_id=i, status=WCStatus.SUCCESS, byte_len=length + GRH_BYTES,
+                  src_qp=a.qp_num, slid=rdma.slid(1), sl=SL,
+                  wc_flags=(WCFlags.GRH if grh else WCFlags(0))
+                  | (WCFlags.WITH_IMM if with_imm else WCFlags(0)))
+        assert dst.read(GRH_BYTES, length) == src.read(0, length)
+        if not grh:
+            assert dst.read(0, GRH_BYTES) == bytes(GRH_BYTES)
+    await rdma.poll_until(a.send_cq, 4)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Not loopback: packets appear and counters move
+
+class Remote(Enum):
+    OTHER_PORT_LID = "port 2's LID, from a QP on port 1"
+    LID_ABOVE_LMC_RANGE = "LID 0x14, one above port 1's 0x10-0x13"
+    OTHER_GID = "port 1's own LID, but a GRH to another GID"
+
+
+def remote_address(rdma, remote):
+    """(DLID, GlobalRoute or None) of a destination that is not port 1 itself."""
+    port1 = rdma.dev.ports[1]
+    if remote == Remote.OTHER_PORT_LID:
+        return rdma.dev.ports[2].lid, None
+    if remote == Remote.LID_ABOVE_LMC_RANGE:
+        return port1.lid + (1 << port1.lmc), None
+    return rdma.own_lid(1), GlobalRoute(port1.gid[:15] + bytes([port1.gid[15] ^ 0x80]))
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD], remote=list(Remote))
+async def test_not_loopback(dut, transport, remote):
+    """A message to an address that is not the sending port's own (the other port's LID, a
+    LID just outside the port's LMC range, the port's own LID with another GID) is
+    packetized: its packets leave port 1 and port 1's transmit counters move, while
+    LB_MSGS/LB_BYTES stay still. Port 2 takes the packets addressed to it and delivers them;
+    it drops the others as not its own, counting them in PortRcvErrors, and nothing lands (RC
+    then completes RETRY_EXC_ERR, having had no answer)."""
+    rdma = await Rdma.open(dut, cabled=True)
+    dlid, grh = remote_address(rdma, remote)
+    local, inbox = await rdma.region(4096), await rdma.region(4096)
+    memory = inbox.read()
+    delivered = remote == Remote.OTHER_PORT_LID
+    if transport == QPType.UD:
+        a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
+        ah = await rdma.pd.create_ah(1, dlid, sl=SL, grh=grh)
+        wr = ud_send(local.sge(0, 100), ah, b.qp_num, QKEY, wr_id=0xA1)
+    else:
+        a, b = await rdma.qp(transport), await rdma.qp(transport)
+        await rdma.connect(a, b.qp_num, port=1, dlid=dlid, grh=grh)
+        await rdma.connect(b, a.qp_num, port=2, dlid=port_lid(rdma, 1))
+        wr = work_request(WROpcode.SEND, local.sge(0, 100), wr_id=0xA1)
+    need = 100 + (GRH_BYTES if transport == QPType.UD else 0)
+    await b.post_recv(RecvWR(inbox.sge(0, need), wr_id=0xB1))
+    before = {p: await counters(rdma, p) for p in (1, 2)}
+
+    await a.post_send(wr)
+    [wc] = await rdma.poll_until(a.send_cq, 1, cycles=100000)
+    failed = transport == QPType.RC and not delivered
+    assert_wc(wc, wr_id=0xA1,
+              status=WCStatus.RETRY_EXC_ERR if failed else WCStatus.SUCCESS)
+    after = {p: await counters(rdma, p) for p in (1, 2)}
+    assert moved(before[1], after[1], PortCounter.XMIT_PKTS) >= 1
+    assert rdma.tb.tx_beats(1) > 0, "nothing left port 1"
+    if delivered:
+        [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=need)
+    else:
+        assert moved(before[2], after[2], PortCounter.RCV_ERRORS) == 1
+        assert moved(before[2], after[2], PortCounter.RCV_PKTS) == 0
+        assert inbox.read() == memory, "a packet not addressed to port 2 was delivered"
+    await rdma.assert_loopback_moves(0, 0)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The bypass switch
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_bypass_switch_same_results(dut, transport):
+    """The same loopback program (every opcode of the transport, lengths 1 to 5000 over a
+    1024-byte path MTU) run with the bypass on, then off: the second run goes through the
+    packetizer, the port's internal loopback and the depacketizer, yet gives the same
+    completions and the same memory, puts no beat on any link and moves no port counter;
+    LB_MSGS / LB_BYTES count the first run only. (UC and UD complete a send when its packets
+    have left, so each run ends with a SEND whose receive completion says the rest landed.)"""
+    rdma = await Rdma.open(dut, cabled=True)
+    results = []
+    counts_before = {p: await counters(rdma, p) for p in (1, 2)}
+    for bypass in (True, False):
+        await rdma.dev.set_bypass(bypass)
+        if transport == QPType.UD:
+            a, b = await rdma.ud_qp(), await rdma.ud_qp()
+            ah = await rdma.loopback_ah(global_route=True)
+        else:
+            a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024)
+            ah = None
+        src = await rdma.region(8192)
+        src.write(0, bytes(range(256)) * 32)     # the same bytes in both runs
+        dst = await rdma.region(32768)
+        dst.write(0, bytes(32768))
+        wcs = []
+        lengths = (1, 1000, 4096) if ah else (1, 1025, 5000)
+        for i, length in enumerate(lengths):
+            for k, opcode in enumerate(ALLOWED_OPCODES[transport]):
+                slot = 8192 * (k % 4)
+                if opcode in NEEDS_RECEIVE:
+                    await b.post_recv(RecvWR(dst.sge(slot, 8192 + GRH_BYTES if ah else 8192),
+                                             wr_id=i))
+                if ah:
+                    wr = ud_send(src.sge(0, length), ah, b.qp_num, QKEY, wr_id=i,
+                                 imm=0x1000 + i if opcode in WITH_IMM else None)
+                else:
+                    remote = (src if opcode == WROpcode.RDMA_READ else dst).remote(slot)
+                    local = (dst.sge(slot, length) if opcode == WROpcode.RDMA_READ
+                             else src.sge(0, length))
+                    wr = work_request(opcode, local, remote, wr_id=i, imm=0x1000 + i)
+                await a.post_send(wr)
+                wcs += await rdma.poll_until(a.send_cq, 1)
+                if opcode in NEEDS_RECEIVE:
+                    wcs += await rdma.poll_until(b.recv_cq, 1)
+        results.append(dst.read())
+        # what software sees, bar the QP numbers of the two runs' QPs
+        results.append([(wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.imm_data, wc.wc_flags,
+                         wc.sl, wc.slid, wc.dlid_path_bits) for wc in wcs])
+    half = len(results) // 2
+    assert results[:half] == results[half:], "the bypass and the packet path differ"
+    for port in (1, 2):
+        assert await counters(rdma, port) == counts_before[port], f"port {port} counted"
+    rdma.tb.assert_links_idle()
+    await rdma.finish()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Path attributes
+
+@cocotb.test()
+async def test_path_mtu_sets_packets_not_loopback_cycles(dut):
+    """A 16 KiB RDMA WRITE at each path MTU from 256 to 4096 bytes: on the wire it takes
+    16384 / MTU packets; through the bypass the same message takes the same number of cycles
+    whatever the MTU."""
+    rdma = await Rdma.open(dut, cabled=True)
+    src, dst = await rdma.region(16384), await rdma.region(16384)
+    cq = await rdma.dev.create_cq(64)
+    loopback_cycles = set()
+    for mtu in MTU:
+        a, b = await wire_pair(rdma, QPType.RC, cq, path_mtu=mtu)
+        seen = len(rdma.tb.sniffers[1].captures)
+        await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=mtu))
+        await rdma.poll_until(cq, 1)
+        sent = rdma.tb.sniffers[1].captures[seen:]
+        assert len(sent) == 16384 // mtu.size, f"MTU {mtu.size}: {len(sent)} packets"
+        assert all(len(c.packet.payload) == mtu.size for c in sent)
+
+        c, d = await rdma.connected_pair(QPType.RC, cqs=(cq, cq), path_mtu=mtu)
+        wc, cycles = await rdma.timed_send(c, work_request(WROpcode.RDMA_WRITE, src.sge(),
+                                                           dst.remote(), wr_id=mtu))
+        assert_wc(wc, status=WCStatus.SUCCESS)
+        loopback_cycles.add(cycles)
+    assert len(loopback_cycles) == 1, f"loopback cycles vary with the MTU: {loopback_cycles}"
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_static_rate_slows_wire_not_loopback(dut):
+    """A 16 KiB RDMA WRITE with static rate 1 (full) and 4 (a quarter of the port's rate): at
+    rate 4 every packet of N beats is followed by at least 3N idle link cycles, so the message
+    spans more cycles on the wire; through the bypass, where the rate is ignored, both take
+    the same number of cycles."""
+    rdma = await Rdma.open(dut, cabled=True)
+    src, dst = await rdma.region(16384), await rdma.region(16384)
+    beat_bytes = rdma.tb.data_width // 8
+    spans, loopback = {}, {}
+    for rate in (1, 4):
+        a, b = await wire_pair(rdma, QPType.RC, static_rate=rate, path_mtu=MTU.MTU1024)
+        seen = len(rdma.tb.sniffers[1].captures)
+        await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=rate))
+        await rdma.poll_until(a.send_cq, 1)
+        sent = rdma.tb.sniffers[1].captures[seen:]
+        spans[rate] = sent[-1].cycle - sent[0].cycle
+        if rate == 4:
+            for p, q in zip(sent, sent[1:]):
+                beats = -(-len(p.data) // beat_bytes)
+                assert q.cycle - p.cycle >= 4 * beats, \
+                    f"packet at cycle {p.cycle} ({beats} beats), next at {q.cycle}"
+        c, d = await rdma.connected_pair(QPType.RC, static_rate=rate)
+        wc, loopback[rate] = await rdma.timed_send(
+            c, work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=rate))
+    assert spans[4] > spans[1], f"wire spans: {spans}"
+    assert loopback[1] == loopback[4], f"loopback cycles: {loopback}"
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_source_path_bits_in_slid(dut):
+    """Port 1 has LMC 2: a QP sending with each source path bits value 0-3 puts LID | bits in
+    the SLID of its packets on the wire, and the receive completion on port 2 reports that
+    SLID."""
+    rdma = await Rdma.open(dut, cabled=True)
+    src, dst = await rdma.region(256), await rdma.region(256)
+    for bits in range(4):
+        a, b = await wire_pair(rdma, QPType.UC, src_path_bits=bits)
+        seen = len(rdma.tb.sniffers[1].captures)
+        await b.post_recv(RecvWR(dst.sge(), wr_id=bits))
+        await a.post_send(work_request(WROpcode.SEND, src.sge(0, 64), wr_id=bits))
+        [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        slid = rdma.dev.ports[1].lid | bits
+        [capture] = rdma.tb.sniffers[1].captures[seen:]
+        assert capture.packet.lrh.slid == slid
+        assert_wc(rwc, slid=slid, status=WCStatus.SUCCESS)
+        await rdma.poll_until(a.send_cq, 1)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Counters
+
+@cocotb.test()
+async def test_port_counters_saturate(dut):
+    """Counters loaded one below all-ones (32-bit PortXmitPkts / PortRcvPkts, 16-bit
+    PortRcvErrors, the 64-bit extended ones below 2^32) and then moved by traffic on the wire
+    stop at all-ones, while the 64-bit ones carry past 2^32."""
+    rdma = await Rdma.open(dut, cabled=True)
+    dev = rdma.dev
+    for port in (1, 2):
+        await dev.load_port_counter(port, PortCounter.XMIT_PKTS, 0xFFFFFFFE)
+        await dev.load_port_counter(port, PortCounter.RCV_PKTS, 0xFFFFFFFE)
+        await dev.load_port_counter(port, PortCounter.XMIT_DATA, 0xFFFFFFF0)
+        await dev.load_port_counter(port, PortCounter.RCV_ERRORS, 0xFFFE)
+        await dev.load_port_counter(port, PortCounter.XMIT_PKTS_EXT, 0xFFFFFFFE)
+    a, b = await wire_pair(rdma, QPType.UC, path_mtu=MTU.MTU256)
+    src, dst = await rdma.region(4096), await rdma.region(4096)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=1))
+    # and three packets to a LID nobody has: port 2 counts them as errors
+    c = await rdma.qp(QPType.UC)
+    await rdma.connect(c, b.qp_num, port=1, dlid=0x77, path_mtu=MTU.MTU256)
+    await c.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 768), dst.remote(), wr_id=2))
+    await rdma.poll_until(a.send_cq, 1)
+    await rdma.poll_until(c.send_cq, 1)
+    one = await counters(rdma, 1)
+    two = await counters(rdma, 2)
+    assert one[PortCounter.XMIT_PKTS] == 0xFFFFFFFF
+    assert one[PortCounter.XMIT_DATA] == 0xFFFFFFFF
+    assert one[PortCounter.XMIT_PKTS_EXT] == 0xFFFFFFFE + 16 + 3
+    assert two[PortCounter.RCV_PKTS] == 0xFFFFFFFF
+    assert two[PortCounter.RCV_ERRORS] == 0xFFFF
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. RC answers: NAKs, RNR, no answer
+
+class Fault(Enum):
+    BAD_RKEY = "RDMA WRITE with an rkey of no MR: NAK remote access error"
+    RECEIVE_TOO_SMALL = "SEND of 3000 bytes into a 2000-byte receive: NAK invalid request"
+    NO_RECEIVE = "SEND with no receive posted and rnr_retry 2: three RNR NAKs"
+    NO_SUCH_QP = "SEND to a QPN that does not exist: no answer, the requester times out"
+
+
+@cocotb.test()
+@cocotb.parametrize(fault=list(Fault))
+async def test_rc_faults_on_the_wire(dut, fault):
+    """RC faults detected by the responder on port 2 reach the requester on port 1 as NAKs (or
+    as silence): each completes with its verbs status, the destination QP moves to ERR where
+    the rule says so, and the NAK and retried packets are the model's and counted."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024, rnr_retry=2)
+    src, dst = await rdma.region(4096), await rdma.region(4096)
+    if fault == Fault.BAD_RKEY:
+        remote = dst.remote(0)
+        wr = replace(work_request(WROpcode.RDMA_WRITE, src.sge(0, 100), remote, wr_id=1),
+                     rkey=remote.rkey ^ 0x5500)
+        status = WCStatus.REM_ACCESS_ERR
+    elif fault == Fault.RECEIVE_TOO_SMALL:
+        await b.post_recv(RecvWR(dst.sge(0, 2000), wr_id=7))
+        wr = work_request(WROpcode.SEND, src.sge(0, 3000), wr_id=1)
+        status = WCStatus.REM_INV_REQ_ERR
+    elif fault == Fault.NO_RECEIVE:
+        wr = work_request(WROpcode.SEND, src.sge(0, 3000), wr_id=1)
+        status = WCStatus.RNR_RETRY_EXC_ERR
+    else:
+        c = await rdma.qp(QPType.RC)
+        await rdma.connect(c, 0xFFFF, port=1, dlid=port_lid(rdma, 2))
+        a = c
+        wr = work_request(WROpcode.SEND, src.sge(0, 100), wr_id=1)
+        status = WCStatus.RETRY_EXC_ERR
+    await a.post_send(wr)
+    [wc] = await rdma.poll_until(a.send_cq, 1, cycles=100000)
+    assert_wc(wc, wr_id=1, status=status)
+    if fault == Fault.RECEIVE_TOO_SMALL:
+        [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        assert_wc(rwc, wr_id=7, status=WCStatus.LOC_LEN_ERR, opcode=WCOpcode.RECV)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Mixed traffic: the sniffers see the wire messages and nothing of the loopback ones
+
+@cocotb.test()
+async def test_mixed_traffic_sniffed(dut):
+    """Loopback pairs on each port and pairs across the cable, RC, UC and UD, all posted before
+    anything is polled: every message lands; the packets on the links are exactly the model's
+    (the scoreboard), every one of them belongs to a QP pair across the cable, and the port
+    counters equal the model's; LB_MSGS counts exactly the loopback messages."""
+    rdma = await Rdma.open(dut, cabled=True)
+    cq = await rdma.dev.create_cq(256)
+    src, dst = await rdma.region(4096), await rdma.region(48 * 4096)
+    senders, wire_qpns, expected_lb = [], set(), [0, 0]
+    slot = 0
+    for transport in (QPType.RC, QPType.UC, QPType.UD):
+        for across in (False, True):
+            for port in (1, 2):
+                if transport == QPType.UD:
+                    a = await rdma.ud_qp(port, cq=cq)
+                    b = await rdma.ud_qp(PEER[port] if across else port, cq=cq)
+                    ah = await rdma.pd.create_ah(port, port_lid(rdma, b.attr.port_num),
+                                                 sl=SL, src_path_bits=SRC_PATH_BITS)
+                else:
+                    a, b = await rdma.qp(transport, cq, cq), await rdma.qp(transport, cq, cq)
+                    far = PEER[port] if across else port
+                    await rdma.connect(a, b.qp_num, port=port, dlid=port_lid(rdma, far),
+                                       path_mtu=MTU.MTU1024)
+                    await rdma.connect(b, a.qp_num, port=far, dlid=port_lid(rdma, port),
+                                       path_mtu=MTU.MTU1024)
+                    ah = None
+                wrs = []
+                for k, opcode in enumerate(ALLOWED_OPCODES[transport]):
+                    length = 1 + (977 * (slot + k)) % 3000
+                    if opcode in NEEDS_RECEIVE:
+                        await b.post_recv(RecvWR(dst.sge(slot * 4096, 4096), wr_id=slot))
+                    if ah:
+                        wrs.append(ud_send(src.sge(0, min(length, 2000)), ah, b.qp_num, QKEY,
+                                           wr_id=slot))
+                    else:
+                        remote = (src if opcode == WROpcode.RDMA_READ else dst).remote(
+                            slot * 4096 if opcode != WROpcode.RDMA_READ else 0)
+                        local = (dst.sge(slot * 4096, length)
+                                 if opcode == WROpcode.RDMA_READ else src.sge(0, length))
+                        wrs.append(work_request(opcode, local, remote, wr_id=slot))
+                    slot += 1
+                senders.append((a, wrs))
+                if across:
+                    wire_qpns |= {a.qp_num, b.qp_num}
+                else:
+                    expected_lb[0] += len(wrs)
+                    expected_lb[1] += sum(wr.sge.length for wr in wrs)
+    for a, wrs in senders:
+        await a.post_send(wrs)
+    total = sum(len(wrs) for _, wrs in senders)
+    wcs = [wc for wc in await rdma.poll_until(cq, total + sum(
+        1 for _, wrs in senders for wr in wrs if wr.opcode in NEEDS_RECEIVE), cycles=400000)]
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+    for port in (1, 2):
+        for packet in rdma.tb.sniffers[port].packets():
+            assert packet.bth.dest_qp in wire_qpns, \
+                f"a packet on port {port}'s link for QP {packet.bth.dest_qp}, a loopback pair"
+        assert rdma.tb.sniffers[port].packets(), f"nothing on port {port}'s link"
+    await rdma.assert_loopback_moves(*expected_lb)
+    await rdma.finish(links_idle=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pytest runner: rdma_dev's packet path on a device whose two ports are cabled to each other at
+# each supported data width.
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_wire(w):

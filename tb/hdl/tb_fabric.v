@@ -1,10 +1,11 @@
 // Simulation harness for two rdma_dev instances cabled port to port (topology b): dev0 port 1
 // <-> dev1 port 1 and dev0 port 2 <-> dev1 port 2, each direction a wire from one device's TX
 // to the other's RX with tready back. Each device has its own register slave (devN_s_axil_*),
-// DMA master (devN_m_axi_*) and irq; reset is shared. devN_link<p>_* is device N's port p+1 TX
-// link as the far end takes it, for sniffers (tb/sniffer.py). Same conventions as
-// tb_rdma_dev.v: the clock is made here, tb_clk is the edge the bus models sample on, `cycle`
-// runs free and per-device timestamps record the last SQ doorbell write and the last irq rise.
+// host memory (devN_host_mem, a sim_axi_ram on its DMA master) and irq; reset is shared.
+// devN_link<p>_* is device N's port p+1 TX link as the far end takes it, tapped for the
+// sniffers (devN_link<p>_tap). Same conventions as tb_rdma_dev.v: the clock is made here,
+// tb_clk is the edge the bus models sample on, `cycle` runs free and per-device timestamps
+// record the last SQ doorbell write and the last irq rise.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -16,128 +17,129 @@ module tb_fabric #(
     parameter NUM_QP = 64,           // queue pairs (QPN 0 and 1 reserved)
     parameter NUM_CQ = 16,           // completion queues
     parameter NUM_MR = 64,           // memory regions
-    parameter NUM_AH = 16            // address handles
+    parameter NUM_AH = 16,           // address handles
+    parameter MEM_BYTES = 1 << 24    // host memory size of each device
 ) (
     input  wire                          rst,
 
-    input  wire [AXIL_ADDR_WIDTH-1:0]    dev0_s_axil_awaddr,
-    input  wire [2:0]                    dev0_s_axil_awprot,
-    input  wire                          dev0_s_axil_awvalid,
-    output wire                          dev0_s_axil_awready,
-    input  wire [31:0]                   dev0_s_axil_wdata,
-    input  wire [3:0]                    dev0_s_axil_wstrb,
-    input  wire                          dev0_s_axil_wvalid,
-    output wire                          dev0_s_axil_wready,
-    output wire [1:0]                    dev0_s_axil_bresp,
-    output wire                          dev0_s_axil_bvalid,
-    input  wire                          dev0_s_axil_bready,
-    input  wire [AXIL_ADDR_WIDTH-1:0]    dev0_s_axil_araddr,
-    input  wire [2:0]                    dev0_s_axil_arprot,
-    input  wire                          dev0_s_axil_arvalid,
-    output wire                          dev0_s_axil_arready,
-    output wire [31:0]                   dev0_s_axil_rdata,
-    output wire [1:0]                    dev0_s_axil_rresp,
-    output wire                          dev0_s_axil_rvalid,
-    input  wire                          dev0_s_axil_rready,
-
-    output wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_awid,
-    output wire [ADDR_WIDTH-1:0]         dev0_m_axi_awaddr,
-    output wire [7:0]                    dev0_m_axi_awlen,
-    output wire [2:0]                    dev0_m_axi_awsize,
-    output wire [1:0]                    dev0_m_axi_awburst,
-    output wire                          dev0_m_axi_awlock,
-    output wire [3:0]                    dev0_m_axi_awcache,
-    output wire [2:0]                    dev0_m_axi_awprot,
-    output wire                          dev0_m_axi_awvalid,
-    input  wire                          dev0_m_axi_awready,
-    output wire [DATA_WIDTH-1:0]         dev0_m_axi_wdata,
-    output wire [DATA_WIDTH/8-1:0]       dev0_m_axi_wstrb,
-    output wire                          dev0_m_axi_wlast,
-    output wire                          dev0_m_axi_wvalid,
-    input  wire                          dev0_m_axi_wready,
-    input  wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_bid,
-    input  wire [1:0]                    dev0_m_axi_bresp,
-    input  wire                          dev0_m_axi_bvalid,
-    output wire                          dev0_m_axi_bready,
-    output wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_arid,
-    output wire [ADDR_WIDTH-1:0]         dev0_m_axi_araddr,
-    output wire [7:0]                    dev0_m_axi_arlen,
-    output wire [2:0]                    dev0_m_axi_arsize,
-    output wire [1:0]                    dev0_m_axi_arburst,
-    output wire                          dev0_m_axi_arlock,
-    output wire [3:0]                    dev0_m_axi_arcache,
-    output wire [2:0]                    dev0_m_axi_arprot,
-    output wire                          dev0_m_axi_arvalid,
-    input  wire                          dev0_m_axi_arready,
-    input  wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_rid,
-    input  wire [DATA_WIDTH-1:0]         dev0_m_axi_rdata,
-    input  wire [1:0]                    dev0_m_axi_rresp,
-    input  wire                          dev0_m_axi_rlast,
-    input  wire                          dev0_m_axi_rvalid,
-    output wire                          dev0_m_axi_rready,
-
     output wire                          dev0_irq,
-
-    input  wire [AXIL_ADDR_WIDTH-1:0]    dev1_s_axil_awaddr,
-    input  wire [2:0]                    dev1_s_axil_awprot,
-    input  wire                          dev1_s_axil_awvalid,
-    output wire                          dev1_s_axil_awready,
-    input  wire [31:0]                   dev1_s_axil_wdata,
-    input  wire [3:0]                    dev1_s_axil_wstrb,
-    input  wire                          dev1_s_axil_wvalid,
-    output wire                          dev1_s_axil_wready,
-    output wire [1:0]                    dev1_s_axil_bresp,
-    output wire                          dev1_s_axil_bvalid,
-    input  wire                          dev1_s_axil_bready,
-    input  wire [AXIL_ADDR_WIDTH-1:0]    dev1_s_axil_araddr,
-    input  wire [2:0]                    dev1_s_axil_arprot,
-    input  wire                          dev1_s_axil_arvalid,
-    output wire                          dev1_s_axil_arready,
-    output wire [31:0]                   dev1_s_axil_rdata,
-    output wire [1:0]                    dev1_s_axil_rresp,
-    output wire                          dev1_s_axil_rvalid,
-    input  wire                          dev1_s_axil_rready,
-
-    output wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_awid,
-    output wire [ADDR_WIDTH-1:0]         dev1_m_axi_awaddr,
-    output wire [7:0]                    dev1_m_axi_awlen,
-    output wire [2:0]                    dev1_m_axi_awsize,
-    output wire [1:0]                    dev1_m_axi_awburst,
-    output wire                          dev1_m_axi_awlock,
-    output wire [3:0]                    dev1_m_axi_awcache,
-    output wire [2:0]                    dev1_m_axi_awprot,
-    output wire                          dev1_m_axi_awvalid,
-    input  wire                          dev1_m_axi_awready,
-    output wire [DATA_WIDTH-1:0]         dev1_m_axi_wdata,
-    output wire [DATA_WIDTH/8-1:0]       dev1_m_axi_wstrb,
-    output wire                          dev1_m_axi_wlast,
-    output wire                          dev1_m_axi_wvalid,
-    input  wire                          dev1_m_axi_wready,
-    input  wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_bid,
-    input  wire [1:0]                    dev1_m_axi_bresp,
-    input  wire                          dev1_m_axi_bvalid,
-    output wire                          dev1_m_axi_bready,
-    output wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_arid,
-    output wire [ADDR_WIDTH-1:0]         dev1_m_axi_araddr,
-    output wire [7:0]                    dev1_m_axi_arlen,
-    output wire [2:0]                    dev1_m_axi_arsize,
-    output wire [1:0]                    dev1_m_axi_arburst,
-    output wire                          dev1_m_axi_arlock,
-    output wire [3:0]                    dev1_m_axi_arcache,
-    output wire [2:0]                    dev1_m_axi_arprot,
-    output wire                          dev1_m_axi_arvalid,
-    input  wire                          dev1_m_axi_arready,
-    input  wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_rid,
-    input  wire [DATA_WIDTH-1:0]         dev1_m_axi_rdata,
-    input  wire [1:0]                    dev1_m_axi_rresp,
-    input  wire                          dev1_m_axi_rlast,
-    input  wire                          dev1_m_axi_rvalid,
-    output wire                          dev1_m_axi_rready,
 
     output wire                          dev1_irq
 );
 
 localparam KEEP_WIDTH = DATA_WIDTH/8;
+
+// the register bus, driven by the testbench's register master
+wire [AXIL_ADDR_WIDTH-1:0]    dev0_s_axil_awaddr;
+wire [2:0]                    dev0_s_axil_awprot;
+wire                         dev0_s_axil_awvalid;
+wire                         dev0_s_axil_awready;
+wire [31:0]                   dev0_s_axil_wdata;
+wire [3:0]                    dev0_s_axil_wstrb;
+wire                         dev0_s_axil_wvalid;
+wire                         dev0_s_axil_wready;
+wire [1:0]                    dev0_s_axil_bresp;
+wire                         dev0_s_axil_bvalid;
+wire                         dev0_s_axil_bready;
+wire [AXIL_ADDR_WIDTH-1:0]    dev0_s_axil_araddr;
+wire [2:0]                    dev0_s_axil_arprot;
+wire                         dev0_s_axil_arvalid;
+wire                         dev0_s_axil_arready;
+wire [31:0]                   dev0_s_axil_rdata;
+wire [1:0]                    dev0_s_axil_rresp;
+wire                         dev0_s_axil_rvalid;
+wire                         dev0_s_axil_rready;
+wire [AXIL_ADDR_WIDTH-1:0]    dev1_s_axil_awaddr;
+wire [2:0]                    dev1_s_axil_awprot;
+wire                         dev1_s_axil_awvalid;
+wire                         dev1_s_axil_awready;
+wire [31:0]                   dev1_s_axil_wdata;
+wire [3:0]                    dev1_s_axil_wstrb;
+wire                         dev1_s_axil_wvalid;
+wire                         dev1_s_axil_wready;
+wire [1:0]                    dev1_s_axil_bresp;
+wire                         dev1_s_axil_bvalid;
+wire                         dev1_s_axil_bready;
+wire [AXIL_ADDR_WIDTH-1:0]    dev1_s_axil_araddr;
+wire [2:0]                    dev1_s_axil_arprot;
+wire                         dev1_s_axil_arvalid;
+wire                         dev1_s_axil_arready;
+wire [31:0]                   dev1_s_axil_rdata;
+wire [1:0]                    dev1_s_axil_rresp;
+wire                         dev1_s_axil_rvalid;
+wire                         dev1_s_axil_rready;
+
+// the DMA master, ending at the host memory model
+wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_awid;
+wire [ADDR_WIDTH-1:0]         dev0_m_axi_awaddr;
+wire [7:0]                    dev0_m_axi_awlen;
+wire [2:0]                    dev0_m_axi_awsize;
+wire [1:0]                    dev0_m_axi_awburst;
+wire                         dev0_m_axi_awlock;
+wire [3:0]                    dev0_m_axi_awcache;
+wire [2:0]                    dev0_m_axi_awprot;
+wire                         dev0_m_axi_awvalid;
+wire                         dev0_m_axi_awready;
+wire [DATA_WIDTH-1:0]         dev0_m_axi_wdata;
+wire [DATA_WIDTH/8-1:0]       dev0_m_axi_wstrb;
+wire                         dev0_m_axi_wlast;
+wire                         dev0_m_axi_wvalid;
+wire                         dev0_m_axi_wready;
+wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_bid;
+wire [1:0]                    dev0_m_axi_bresp;
+wire                         dev0_m_axi_bvalid;
+wire                         dev0_m_axi_bready;
+wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_arid;
+wire [ADDR_WIDTH-1:0]         dev0_m_axi_araddr;
+wire [7:0]                    dev0_m_axi_arlen;
+wire [2:0]                    dev0_m_axi_arsize;
+wire [1:0]                    dev0_m_axi_arburst;
+wire                         dev0_m_axi_arlock;
+wire [3:0]                    dev0_m_axi_arcache;
+wire [2:0]                    dev0_m_axi_arprot;
+wire                         dev0_m_axi_arvalid;
+wire                         dev0_m_axi_arready;
+wire [AXI_ID_WIDTH-1:0]       dev0_m_axi_rid;
+wire [DATA_WIDTH-1:0]         dev0_m_axi_rdata;
+wire [1:0]                    dev0_m_axi_rresp;
+wire                         dev0_m_axi_rlast;
+wire                         dev0_m_axi_rvalid;
+wire                         dev0_m_axi_rready;
+wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_awid;
+wire [ADDR_WIDTH-1:0]         dev1_m_axi_awaddr;
+wire [7:0]                    dev1_m_axi_awlen;
+wire [2:0]                    dev1_m_axi_awsize;
+wire [1:0]                    dev1_m_axi_awburst;
+wire                         dev1_m_axi_awlock;
+wire [3:0]                    dev1_m_axi_awcache;
+wire [2:0]                    dev1_m_axi_awprot;
+wire                         dev1_m_axi_awvalid;
+wire                         dev1_m_axi_awready;
+wire [DATA_WIDTH-1:0]         dev1_m_axi_wdata;
+wire [DATA_WIDTH/8-1:0]       dev1_m_axi_wstrb;
+wire                         dev1_m_axi_wlast;
+wire                         dev1_m_axi_wvalid;
+wire                         dev1_m_axi_wready;
+wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_bid;
+wire [1:0]                    dev1_m_axi_bresp;
+wire                         dev1_m_axi_bvalid;
+wire                         dev1_m_axi_bready;
+wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_arid;
+wire [ADDR_WIDTH-1:0]         dev1_m_axi_araddr;
+wire [7:0]                    dev1_m_axi_arlen;
+wire [2:0]                    dev1_m_axi_arsize;
+wire [1:0]                    dev1_m_axi_arburst;
+wire                         dev1_m_axi_arlock;
+wire [3:0]                    dev1_m_axi_arcache;
+wire [2:0]                    dev1_m_axi_arprot;
+wire                         dev1_m_axi_arvalid;
+wire                         dev1_m_axi_arready;
+wire [AXI_ID_WIDTH-1:0]       dev1_m_axi_rid;
+wire [DATA_WIDTH-1:0]         dev1_m_axi_rdata;
+wire [1:0]                    dev1_m_axi_rresp;
+wire                         dev1_m_axi_rlast;
+wire                         dev1_m_axi_rvalid;
+wire                         dev1_m_axi_rready;
 
 // 250 MHz: a 4 ns period, so cycle counts read straight off the simulation time.
 reg clk = 1'b0;
@@ -290,6 +292,110 @@ rdma_dev #(
     .s_axis_rx_tlast({dev0_link1_tlast, dev0_link0_tlast}),
     .s_axis_rx_tuser({dev0_link1_tuser, dev0_link0_tuser}),
     .irq(dev1_irq)
+);
+
+// the register master (tb/rdma_tb.py drives it)
+sim_axil_master #(.ADDR_WIDTH(AXIL_ADDR_WIDTH)) dev0_regs (
+    .clk(clk),
+    .rst(rst),
+    .m_axil_awaddr(dev0_s_axil_awaddr), .m_axil_awprot(dev0_s_axil_awprot),
+    .m_axil_awvalid(dev0_s_axil_awvalid), .m_axil_awready(dev0_s_axil_awready),
+    .m_axil_wdata(dev0_s_axil_wdata), .m_axil_wstrb(dev0_s_axil_wstrb),
+    .m_axil_wvalid(dev0_s_axil_wvalid), .m_axil_wready(dev0_s_axil_wready),
+    .m_axil_bresp(dev0_s_axil_bresp), .m_axil_bvalid(dev0_s_axil_bvalid),
+    .m_axil_bready(dev0_s_axil_bready), .m_axil_araddr(dev0_s_axil_araddr),
+    .m_axil_arprot(dev0_s_axil_arprot), .m_axil_arvalid(dev0_s_axil_arvalid),
+    .m_axil_arready(dev0_s_axil_arready), .m_axil_rdata(dev0_s_axil_rdata),
+    .m_axil_rresp(dev0_s_axil_rresp), .m_axil_rvalid(dev0_s_axil_rvalid),
+    .m_axil_rready(dev0_s_axil_rready)
+);
+
+sim_axil_master #(.ADDR_WIDTH(AXIL_ADDR_WIDTH)) dev1_regs (
+    .clk(clk),
+    .rst(rst),
+    .m_axil_awaddr(dev1_s_axil_awaddr), .m_axil_awprot(dev1_s_axil_awprot),
+    .m_axil_awvalid(dev1_s_axil_awvalid), .m_axil_awready(dev1_s_axil_awready),
+    .m_axil_wdata(dev1_s_axil_wdata), .m_axil_wstrb(dev1_s_axil_wstrb),
+    .m_axil_wvalid(dev1_s_axil_wvalid), .m_axil_wready(dev1_s_axil_wready),
+    .m_axil_bresp(dev1_s_axil_bresp), .m_axil_bvalid(dev1_s_axil_bvalid),
+    .m_axil_bready(dev1_s_axil_bready), .m_axil_araddr(dev1_s_axil_araddr),
+    .m_axil_arprot(dev1_s_axil_arprot), .m_axil_arvalid(dev1_s_axil_arvalid),
+    .m_axil_arready(dev1_s_axil_arready), .m_axil_rdata(dev1_s_axil_rdata),
+    .m_axil_rresp(dev1_s_axil_rresp), .m_axil_rvalid(dev1_s_axil_rvalid),
+    .m_axil_rready(dev1_s_axil_rready)
+);
+
+// host memory (tb/host_mem.py is its back door) and a tap on every TX link for the sniffers
+sim_axi_ram #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .ID_WIDTH(AXI_ID_WIDTH),
+    .MEM_BYTES(MEM_BYTES)
+) dev0_host_mem (
+    .clk(clk),
+    .rst(rst),
+    .s_axi_awid(dev0_m_axi_awid), .s_axi_awaddr(dev0_m_axi_awaddr),
+    .s_axi_awlen(dev0_m_axi_awlen), .s_axi_awsize(dev0_m_axi_awsize),
+    .s_axi_awburst(dev0_m_axi_awburst), .s_axi_awvalid(dev0_m_axi_awvalid),
+    .s_axi_awready(dev0_m_axi_awready), .s_axi_wdata(dev0_m_axi_wdata),
+    .s_axi_wstrb(dev0_m_axi_wstrb), .s_axi_wlast(dev0_m_axi_wlast),
+    .s_axi_wvalid(dev0_m_axi_wvalid), .s_axi_wready(dev0_m_axi_wready),
+    .s_axi_bid(dev0_m_axi_bid), .s_axi_bresp(dev0_m_axi_bresp), .s_axi_bvalid(dev0_m_axi_bvalid),
+    .s_axi_bready(dev0_m_axi_bready), .s_axi_arid(dev0_m_axi_arid),
+    .s_axi_araddr(dev0_m_axi_araddr), .s_axi_arlen(dev0_m_axi_arlen),
+    .s_axi_arsize(dev0_m_axi_arsize), .s_axi_arburst(dev0_m_axi_arburst),
+    .s_axi_arvalid(dev0_m_axi_arvalid), .s_axi_arready(dev0_m_axi_arready),
+    .s_axi_rid(dev0_m_axi_rid), .s_axi_rdata(dev0_m_axi_rdata), .s_axi_rresp(dev0_m_axi_rresp),
+    .s_axi_rlast(dev0_m_axi_rlast), .s_axi_rvalid(dev0_m_axi_rvalid),
+    .s_axi_rready(dev0_m_axi_rready)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev0_link0_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev0_link0_tdata), .tkeep(dev0_link0_tkeep),
+    .tvalid(dev0_link0_tvalid), .tready(dev0_link0_tready), .tlast(dev0_link0_tlast),
+    .tuser(dev0_link0_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev0_link1_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev0_link1_tdata), .tkeep(dev0_link1_tkeep),
+    .tvalid(dev0_link1_tvalid), .tready(dev0_link1_tready), .tlast(dev0_link1_tlast),
+    .tuser(dev0_link1_tuser)
+);
+
+sim_axi_ram #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .ID_WIDTH(AXI_ID_WIDTH),
+    .MEM_BYTES(MEM_BYTES)
+) dev1_host_mem (
+    .clk(clk),
+    .rst(rst),
+    .s_axi_awid(dev1_m_axi_awid), .s_axi_awaddr(dev1_m_axi_awaddr),
+    .s_axi_awlen(dev1_m_axi_awlen), .s_axi_awsize(dev1_m_axi_awsize),
+    .s_axi_awburst(dev1_m_axi_awburst), .s_axi_awvalid(dev1_m_axi_awvalid),
+    .s_axi_awready(dev1_m_axi_awready), .s_axi_wdata(dev1_m_axi_wdata),
+    .s_axi_wstrb(dev1_m_axi_wstrb), .s_axi_wlast(dev1_m_axi_wlast),
+    .s_axi_wvalid(dev1_m_axi_wvalid), .s_axi_wready(dev1_m_axi_wready),
+    .s_axi_bid(dev1_m_axi_bid), .s_axi_bresp(dev1_m_axi_bresp), .s_axi_bvalid(dev1_m_axi_bvalid),
+    .s_axi_bready(dev1_m_axi_bready), .s_axi_arid(dev1_m_axi_arid),
+    .s_axi_araddr(dev1_m_axi_araddr), .s_axi_arlen(dev1_m_axi_arlen),
+    .s_axi_arsize(dev1_m_axi_arsize), .s_axi_arburst(dev1_m_axi_arburst),
+    .s_axi_arvalid(dev1_m_axi_arvalid), .s_axi_arready(dev1_m_axi_arready),
+    .s_axi_rid(dev1_m_axi_rid), .s_axi_rdata(dev1_m_axi_rdata), .s_axi_rresp(dev1_m_axi_rresp),
+    .s_axi_rlast(dev1_m_axi_rlast), .s_axi_rvalid(dev1_m_axi_rvalid),
+    .s_axi_rready(dev1_m_axi_rready)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link0_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev1_link0_tdata), .tkeep(dev1_link0_tkeep),
+    .tvalid(dev1_link0_tvalid), .tready(dev1_link0_tready), .tlast(dev1_link0_tlast),
+    .tuser(dev1_link0_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link1_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev1_link1_tdata), .tkeep(dev1_link1_tkeep),
+    .tvalid(dev1_link1_tvalid), .tready(dev1_link1_tready), .tlast(dev1_link1_tlast),
+    .tuser(dev1_link1_tuser)
 );
 
 endmodule

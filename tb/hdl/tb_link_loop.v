@@ -66,6 +66,12 @@ assign m_axis_tvalid = valid_q;
 assign m_axis_tlast  = last_q;
 assign m_axis_tuser  = user_q;
 
+// the tap the sniffer reads (tb/sniffer.py)
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) m_axis_tap (
+    .clk(clk), .cycle(cycle), .tdata(m_axis_tdata), .tkeep(m_axis_tkeep),
+    .tvalid(m_axis_tvalid), .tready(m_axis_tready), .tlast(m_axis_tlast), .tuser(m_axis_tuser)
+);
+
 endmodule
 
 `resetall

@@ -1,9 +1,11 @@
-// Simulation harness for rdma_dev: makes the clock in Verilog (much faster than a cocotb Clock),
-// passes the AXI buses through under the names cocotbext-axi expects, and splits the per-port
-// link streams into one bus per port. With CABLE = 1 port 1's TX is cabled to port 2's RX and
-// back (a device talking to itself over real links); with CABLE = 0 the links end at the
-// testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is port p's
-// TX link as it is taken, for sniffers. The testbench drives rst and everything else.
+// Simulation harness for rdma_dev. Everything that would otherwise run Python on every cycle
+// is HDL here: the clock (about 40 times faster on Icarus than a cocotb Clock), the host memory
+// on the DMA master (sim_axi_ram, which the testbench reads and writes through its back door),
+// the register bus master (sim_axil_master, one Python wake per access) and a tap on each TX
+// link (sim_link_tap, one Python wake per packet). With CABLE = 1 port 1's TX is cabled to port
+// 2's RX and back (a device talking to itself over real links); with CABLE = 0 the links end at
+// the testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is port
+// p's TX link as it is taken. The testbench drives rst.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -16,65 +18,10 @@ module tb_rdma_dev #(
     parameter NUM_CQ = 16,           // completion queues
     parameter NUM_MR = 64,           // memory regions
     parameter NUM_AH = 16,           // address handles
+    parameter MEM_BYTES = 1 << 24,   // host memory size
     parameter CABLE = 0              // 1: port 1 and port 2 are cabled to each other
 ) (
     input  wire                        rst,
-
-    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_awaddr,
-    input  wire [2:0]                  s_axil_awprot,
-    input  wire                        s_axil_awvalid,
-    output wire                        s_axil_awready,
-    input  wire [31:0]                 s_axil_wdata,
-    input  wire [3:0]                  s_axil_wstrb,
-    input  wire                        s_axil_wvalid,
-    output wire                        s_axil_wready,
-    output wire [1:0]                  s_axil_bresp,
-    output wire                        s_axil_bvalid,
-    input  wire                        s_axil_bready,
-    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_araddr,
-    input  wire [2:0]                  s_axil_arprot,
-    input  wire                        s_axil_arvalid,
-    output wire                        s_axil_arready,
-    output wire [31:0]                 s_axil_rdata,
-    output wire [1:0]                  s_axil_rresp,
-    output wire                        s_axil_rvalid,
-    input  wire                        s_axil_rready,
-
-    output wire [AXI_ID_WIDTH-1:0]     m_axi_awid,
-    output wire [ADDR_WIDTH-1:0]       m_axi_awaddr,
-    output wire [7:0]                  m_axi_awlen,
-    output wire [2:0]                  m_axi_awsize,
-    output wire [1:0]                  m_axi_awburst,
-    output wire                        m_axi_awlock,
-    output wire [3:0]                  m_axi_awcache,
-    output wire [2:0]                  m_axi_awprot,
-    output wire                        m_axi_awvalid,
-    input  wire                        m_axi_awready,
-    output wire [DATA_WIDTH-1:0]       m_axi_wdata,
-    output wire [DATA_WIDTH/8-1:0]     m_axi_wstrb,
-    output wire                        m_axi_wlast,
-    output wire                        m_axi_wvalid,
-    input  wire                        m_axi_wready,
-    input  wire [AXI_ID_WIDTH-1:0]     m_axi_bid,
-    input  wire [1:0]                  m_axi_bresp,
-    input  wire                        m_axi_bvalid,
-    output wire                        m_axi_bready,
-    output wire [AXI_ID_WIDTH-1:0]     m_axi_arid,
-    output wire [ADDR_WIDTH-1:0]       m_axi_araddr,
-    output wire [7:0]                  m_axi_arlen,
-    output wire [2:0]                  m_axi_arsize,
-    output wire [1:0]                  m_axi_arburst,
-    output wire                        m_axi_arlock,
-    output wire [3:0]                  m_axi_arcache,
-    output wire [2:0]                  m_axi_arprot,
-    output wire                        m_axi_arvalid,
-    input  wire                        m_axi_arready,
-    input  wire [AXI_ID_WIDTH-1:0]     m_axi_rid,
-    input  wire [DATA_WIDTH-1:0]       m_axi_rdata,
-    input  wire [1:0]                  m_axi_rresp,
-    input  wire                        m_axi_rlast,
-    input  wire                        m_axi_rvalid,
-    output wire                        m_axi_rready,
 
     output wire [DATA_WIDTH-1:0]       tx0_axis_tdata,
     output wire [DATA_WIDTH/8-1:0]     tx0_axis_tkeep,
@@ -105,6 +52,64 @@ module tb_rdma_dev #(
 );
 
 localparam KEEP_WIDTH = DATA_WIDTH/8;
+
+// the register bus, driven by the testbench's register master
+wire [AXIL_ADDR_WIDTH-1:0]    s_axil_awaddr;
+wire [2:0]                    s_axil_awprot;
+wire                         s_axil_awvalid;
+wire                         s_axil_awready;
+wire [31:0]                   s_axil_wdata;
+wire [3:0]                    s_axil_wstrb;
+wire                         s_axil_wvalid;
+wire                         s_axil_wready;
+wire [1:0]                    s_axil_bresp;
+wire                         s_axil_bvalid;
+wire                         s_axil_bready;
+wire [AXIL_ADDR_WIDTH-1:0]    s_axil_araddr;
+wire [2:0]                    s_axil_arprot;
+wire                         s_axil_arvalid;
+wire                         s_axil_arready;
+wire [31:0]                   s_axil_rdata;
+wire [1:0]                    s_axil_rresp;
+wire                         s_axil_rvalid;
+wire                         s_axil_rready;
+
+// the DMA master, ending at the host memory model
+wire [AXI_ID_WIDTH-1:0]       m_axi_awid;
+wire [ADDR_WIDTH-1:0]         m_axi_awaddr;
+wire [7:0]                    m_axi_awlen;
+wire [2:0]                    m_axi_awsize;
+wire [1:0]                    m_axi_awburst;
+wire                         m_axi_awlock;
+wire [3:0]                    m_axi_awcache;
+wire [2:0]                    m_axi_awprot;
+wire                         m_axi_awvalid;
+wire                         m_axi_awready;
+wire [DATA_WIDTH-1:0]         m_axi_wdata;
+wire [DATA_WIDTH/8-1:0]       m_axi_wstrb;
+wire                         m_axi_wlast;
+wire                         m_axi_wvalid;
+wire                         m_axi_wready;
+wire [AXI_ID_WIDTH-1:0]       m_axi_bid;
+wire [1:0]                    m_axi_bresp;
+wire                         m_axi_bvalid;
+wire                         m_axi_bready;
+wire [AXI_ID_WIDTH-1:0]       m_axi_arid;
+wire [ADDR_WIDTH-1:0]         m_axi_araddr;
+wire [7:0]                    m_axi_arlen;
+wire [2:0]                    m_axi_arsize;
+wire [1:0]                    m_axi_arburst;
+wire                         m_axi_arlock;
+wire [3:0]                    m_axi_arcache;
+wire [2:0]                    m_axi_arprot;
+wire                         m_axi_arvalid;
+wire                         m_axi_arready;
+wire [AXI_ID_WIDTH-1:0]       m_axi_rid;
+wire [DATA_WIDTH-1:0]         m_axi_rdata;
+wire [1:0]                    m_axi_rresp;
+wire                         m_axi_rlast;
+wire                         m_axi_rvalid;
+wire                         m_axi_rready;
 
 // 250 MHz: a 4 ns period, so cycle counts read straight off the simulation time. Icarus runs
 // far faster with the clock made here than with a cocotb Clock.
@@ -222,6 +227,52 @@ rdma_dev #(
     .s_axis_rx_tlast({in1_tlast, in0_tlast}),
     .s_axis_rx_tuser({in1_tuser, in0_tuser}),
     .irq(irq)
+);
+
+// the register master (tb/rdma_tb.py drives it)
+sim_axil_master #(.ADDR_WIDTH(AXIL_ADDR_WIDTH)) regs (
+    .clk(clk),
+    .rst(rst),
+    .m_axil_awaddr(s_axil_awaddr), .m_axil_awprot(s_axil_awprot), .m_axil_awvalid(s_axil_awvalid),
+    .m_axil_awready(s_axil_awready), .m_axil_wdata(s_axil_wdata), .m_axil_wstrb(s_axil_wstrb),
+    .m_axil_wvalid(s_axil_wvalid), .m_axil_wready(s_axil_wready), .m_axil_bresp(s_axil_bresp),
+    .m_axil_bvalid(s_axil_bvalid), .m_axil_bready(s_axil_bready), .m_axil_araddr(s_axil_araddr),
+    .m_axil_arprot(s_axil_arprot), .m_axil_arvalid(s_axil_arvalid),
+    .m_axil_arready(s_axil_arready), .m_axil_rdata(s_axil_rdata), .m_axil_rresp(s_axil_rresp),
+    .m_axil_rvalid(s_axil_rvalid), .m_axil_rready(s_axil_rready)
+);
+
+// host memory (tb/host_mem.py is its back door) and a tap on every TX link for the sniffers
+sim_axi_ram #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .ID_WIDTH(AXI_ID_WIDTH),
+    .MEM_BYTES(MEM_BYTES)
+) host_mem (
+    .clk(clk),
+    .rst(rst),
+    .s_axi_awid(m_axi_awid), .s_axi_awaddr(m_axi_awaddr), .s_axi_awlen(m_axi_awlen),
+    .s_axi_awsize(m_axi_awsize), .s_axi_awburst(m_axi_awburst), .s_axi_awvalid(m_axi_awvalid),
+    .s_axi_awready(m_axi_awready), .s_axi_wdata(m_axi_wdata), .s_axi_wstrb(m_axi_wstrb),
+    .s_axi_wlast(m_axi_wlast), .s_axi_wvalid(m_axi_wvalid), .s_axi_wready(m_axi_wready),
+    .s_axi_bid(m_axi_bid), .s_axi_bresp(m_axi_bresp), .s_axi_bvalid(m_axi_bvalid),
+    .s_axi_bready(m_axi_bready), .s_axi_arid(m_axi_arid), .s_axi_araddr(m_axi_araddr),
+    .s_axi_arlen(m_axi_arlen), .s_axi_arsize(m_axi_arsize), .s_axi_arburst(m_axi_arburst),
+    .s_axi_arvalid(m_axi_arvalid), .s_axi_arready(m_axi_arready), .s_axi_rid(m_axi_rid),
+    .s_axi_rdata(m_axi_rdata), .s_axi_rresp(m_axi_rresp), .s_axi_rlast(m_axi_rlast),
+    .s_axi_rvalid(m_axi_rvalid), .s_axi_rready(m_axi_rready)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link0_tap (
+    .clk(clk), .cycle(cycle), .tdata(link0_tdata), .tkeep(link0_tkeep),
+    .tvalid(link0_tvalid), .tready(link0_tready), .tlast(link0_tlast),
+    .tuser(link0_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link1_tap (
+    .clk(clk), .cycle(cycle), .tdata(link1_tdata), .tkeep(link1_tkeep),
+    .tvalid(link1_tvalid), .tready(link1_tready), .tlast(link1_tlast),
+    .tuser(link1_tuser)
 );
 
 endmodule

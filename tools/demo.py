@@ -12,13 +12,16 @@ sim/out/demo_report.txt, the pcaps to sim/out/demo_port<p>.pcap.
 """
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import cocotb
 
-from rdma_tb import PORT_SETUP, open_device
-from verbs import (Access, GlobalRoute, PortCounter, QPType, RecvWR, RemoteAddr, connect,
-                   rdma_read, rdma_write, send, ud_send)
+from tb.rdma_tb import PORT_SETUP, open_device
+from tb.verbs import (Access, GlobalRoute, PortCounter, QPType, RecvWR, RemoteAddr, connect,
+                      rdma_read, rdma_write, send, ud_send)
 
 REPORT = Path(os.environ.get("DEMO_REPORT", "demo_report.txt"))
 PCAP_DIR = REPORT.parent
@@ -140,3 +143,42 @@ async def demo(dut):
         "pcaps: " + "; ".join(pcaps),
     ]
     REPORT.write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Run as a script (`make sim`): build rdma_dev under Icarus, run the demonstration, print its
+# report, the path of the waveform it left, and the pcap of each link (decoded by tshark when it is
+# there).
+
+def main():
+    from tb import simrun
+
+    os.environ["WAVES"] = "1"
+
+    report = simrun.OUT / "demo_report.txt"
+    report.unlink(missing_ok=True)
+    simrun.run("tb_rdma_dev", "demo", {"DATA_WIDTH": 256, "CABLE": 1}, "demo",
+               extra_env={"DEMO_REPORT": str(report), "COCOTB_LOG_LEVEL": "WARNING",
+                          "GPI_LOG_LEVEL": "ERROR"})
+    if not report.exists():
+        sys.exit("the demonstration failed: see the simulator output above")
+    print()
+    print(report.read_text())
+    print(f"waveform: {simrun.OUT / 'demo.fst'}  (make waves opens it)")
+
+    # Each link's pcap, decoded by tshark when it is installed: every frame must be InfiniBand.
+    for pcap in sorted(simrun.OUT.glob("demo_port*.pcap")):
+        if not shutil.which("tshark"):
+            print(f"pcap: {pcap} (tshark not installed: not decoded here)")
+            continue
+        out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "frame.protocols"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        ib = sum("infiniband" in frame for frame in out)
+        print(f"pcap: {pcap}: tshark decodes {ib} of {len(out)} frames as InfiniBand")
+        if ib != len(out):
+            sys.exit(f"tshark did not decode every frame of {pcap} as InfiniBand")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
