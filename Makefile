@@ -1,10 +1,13 @@
 # rdma_dev: an RDMA device model with a loopback bypass, simulated under cocotb.
-#   make sim     the demonstration (Icarus), prints a report and the waveform path
-#   make test    the whole regression in parallel (SIM=icarus|verilator)
-#   make lint    verilator --lint-only -Wall on the RTL
-#   make waves   open the last waveform in GTKWave
-#   make bench   clock-cycle benchmarks, table + sim/out/bench.json
-#   make clean   remove build and output folders
+#   make sim       the demonstration (Icarus), prints a report and the waveform path
+#   make test      the regression CI runs, in parallel (SIM=icarus|verilator, SHARD=i/N, SEED=n)
+#   make regress   long random runs with many seeds, on Icarus and Verilator
+#   make coverage  the regression with functional coverage, merged into one report
+#   make lint      verilator --lint-only -Wall on the RTL
+#   make waves     open the last waveform in GTKWave
+#   make bench     clock-cycle benchmarks and simulation speed, table + sim/out/bench.json
+#   make durations record every test's duration in .test_durations (SHARD and ordering use it)
+#   make clean     remove build and output folders
 # Set-up is automatic: a .venv from requirements.txt, and Icarus (and tshark, to check our
 # pcaps) from Debian when missing.
 
@@ -15,8 +18,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= auto
+# SHARD=i/N runs the i-th of N shards balanced by .test_durations (pytest-split)
+SHARD ?=
+SHARD_ARGS := $(if $(SHARD),--splits $(word 2,$(subst /, ,$(SHARD))) --group $(word 1,$(subst /, ,$(SHARD))))
+REGRESS_SEEDS ?= 4
+PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
 
-.PHONY: all sim test lint waves bench clean deps simulator
+.PHONY: all sim test regress coverage durations lint waves bench clean deps simulator
 
 all: test
 
@@ -41,10 +49,26 @@ simulator:
 
 sim: $(STAMP)
 	@$(MAKE) --no-print-directory simulator SIM=icarus
-	SIM=icarus $(PY) tb/run_demo.py
+	SIM=icarus $(PY) tools/demo.py
 
 test: deps
-	$(PY) -m pytest -n $(JOBS) tests
+	@start=$$(date +%s); $(PYTEST) $(SHARD_ARGS) tests; status=$$?; \
+	  echo "make test$(if $(SHARD), SHARD=$(SHARD)) on $(SIM): $$(( $$(date +%s) - start )) s wall"; \
+	  exit $$status
+
+regress: $(STAMP)
+	@for sim in icarus verilator; do \
+	  $(MAKE) --no-print-directory simulator SIM=$$sim && \
+	  SIM=$$sim REGRESS=1 RANDOM_RUNS=$(REGRESS_SEEDS) $(PYTEST) tests || exit 1; \
+	done
+
+coverage: deps
+	rm -rf sim/out/coverage
+	FUNCTIONAL_COVERAGE=1 $(PYTEST) tests
+	$(PY) -m tb.coverage sim/out/coverage
+
+durations: deps
+	$(PYTEST) --store-durations --clean-durations tests
 
 lint:
 	@command -v verilator >/dev/null 2>&1 || sh sim/apt-install.sh verilator
@@ -56,7 +80,7 @@ waves:
 	gtkwave "$$(cat sim/out/last_waves)" sim/rdma_dev.gtkw
 
 bench: deps
-	$(PY) tb/run_bench.py
+	$(PY) tools/bench.py
 
 clean:
 	rm -rf sim/build sim/out .pytest_cache

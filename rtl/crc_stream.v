@@ -61,16 +61,25 @@ wire [CRC_WIDTH-1:0]  start = s_first ? INIT : state;
 // Enabled bytes in this beat. The enables are a thermometer code, so bit b of the count is set
 // when the count mod 2^(b+1) is at least 2^b: some byte j*2^(b+1) + 2^b - 1 is enabled and
 // byte (j+1)*2^(b+1) - 1 is not. An OR of such pairs has log depth, where a priority encoder
-// would chain through every byte of the beat. keep_ext reads 0 beyond the beat.
-wire [2*KEEP_WIDTH-1:0] keep_ext = {{KEEP_WIDTH{1'b0}}, s_keep & {KEEP_WIDTH{s_valid}}};
-reg  [CNT_WIDTH-1:0]  count;
-integer b, lo;
-always @* begin
-    count = {CNT_WIDTH{1'b0}};
-    for (b = 0; b < CNT_WIDTH; b = b + 1)
+// would chain through every byte of the beat; written as one masked vector per count bit, as
+// simulators evaluate it fastest. keep_ext reads 0 beyond the beat.
+function [2*KEEP_WIDTH-1:0] pair_low(input integer b);   // the bytes j*2^(b+1) + 2^b - 1
+    integer lo;
+    begin
+        pair_low = {2*KEEP_WIDTH{1'b0}};
         for (lo = (1 << b) - 1; lo < KEEP_WIDTH; lo = lo + (2 << b))
-            count[b] = count[b] | (keep_ext[lo] & ~keep_ext[lo + (1 << b)]);
-end
+            pair_low[lo] = 1'b1;
+    end
+endfunction
+
+wire [2*KEEP_WIDTH-1:0] keep_ext = {{KEEP_WIDTH{1'b0}}, s_keep & {KEEP_WIDTH{s_valid}}};
+wire [CNT_WIDTH-1:0]  count;
+genvar b;
+generate
+    for (b = 0; b < CNT_WIDTH; b = b + 1) begin : g_count
+        assign count[b] = |(keep_ext & ~(keep_ext >> (1 << b)) & pair_low(b));
+    end
+endgenerate
 
 reg  [DATA_WIDTH-1:0] start_wide;   // the register, zero-extended to a beat
 always @* begin

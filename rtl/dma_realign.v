@@ -49,19 +49,15 @@ assign s_ready = !flushing && (out_free || take_skip);
 
 wire in_fire = s_valid && s_ready;
 
-// Logarithmic shifter, shift amount r = shift + 1 bytes: byte 0 of the previous beat is left
-// out of the concatenation, which accounts for the "+ 1".
-reg [CW-1:0]         cat;
-reg [DATA_WIDTH-1:0] shifted;
-integer k;
-always @* begin
-    // zeros instead of a stale or never-written register keep the output free of X
-    cat = {flushing ? {DATA_WIDTH{1'b0}} : s_data, first ? {(DATA_WIDTH-8){1'b0}} : prev_hi};
-    for (k = 0; k < BL; k = k + 1)
-        if (shift[k])
-            cat = cat >> (8 << k);
-    shifted = cat[DATA_WIDTH-1:0];
-end
+// The shifter, shift amount r = shift + 1 bytes: byte 0 of the previous beat is left out of
+// the concatenation, which accounts for the "+ 1". Zeros instead of a stale or never-written
+// register keep the output free of X.
+wire [CW-1:0] cat = {flushing ? {DATA_WIDTH{1'b0}} : s_data,
+                     first ? {(DATA_WIDTH-8){1'b0}} : prev_hi};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [CW-1:0] cat_shifted = cat >> {shift, 3'b000};     // the output is its low word
+/* verilator lint_on UNUSEDSIGNAL */
+wire [DATA_WIDTH-1:0] shifted = cat_shifted[DATA_WIDTH-1:0];
 
 always @(posedge clk) begin
     if (m_valid && m_ready)

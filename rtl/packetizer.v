@@ -287,7 +287,10 @@ wire        s_reads = s_beat_start + KEEP_WIDTH[13:0] > {7'd0, s_hdr_len};
 
 localparam HDR_PAD = ((HDR_MAX * 8 + DATA_WIDTH - 1) / DATA_WIDTH) * DATA_WIDTH;
 wire [HDR_PAD-1:0] s_hdr_wide = {{(HDR_PAD-640){1'b0}}, s_hdr};
-wire [HDR_PAD-1:0] s_hdr_beat = s_hdr_wide >> (s_beat_start * 8);
+/* verilator lint_off UNUSEDSIGNAL */
+wire [HDR_PAD-1:0] s_hdr_shifted = s_hdr_wide >> (s_beat_start * 8);   // the beat is its low word
+/* verilator lint_on UNUSEDSIGNAL */
+wire [DATA_WIDTH-1:0] s_hdr_beat = s_hdr_shifted[DATA_WIDTH-1:0];
 wire [DATA_WIDTH-1:0] s_mem = mem[s_ptr];
 
 wire [KEEP_BITS-1:0] s_shift = s_hdr_len[KEEP_BITS-1:0];
@@ -296,22 +299,21 @@ localparam PAIR_BITS = KEEP_BITS + 4;                    // bit index into two w
 wire [PAIR_BITS-1:0] s_rshift = DATA_WIDTH[PAIR_BITS-1:0] - {1'b0, s_shift, 3'b000};
 wire [DATA_WIDTH-1:0] s_pay = s_pair[s_rshift +: DATA_WIDTH];
 
-reg [DATA_WIDTH-1:0] s_data;
-reg [KEEP_WIDTH-1:0] s_keep;
-reg [13:0] s_pos;       // frame byte index of byte b of the beat
-integer b;
-always @* begin
-    for (b = 0; b < KEEP_WIDTH; b = b + 1) begin
-        s_pos = s_beat_start + b[13:0];
-        if (s_pos < {7'd0, s_hdr_len})
-            s_data[8*b +: 8] = s_hdr_beat[8*b +: 8];
-        else if (s_pos < s_pay_end)
-            s_data[8*b +: 8] = s_pay[8*b +: 8];
-        else
-            s_data[8*b +: 8] = 8'h00;
-        s_keep[b] = s_pos < s_end;
-    end
-end
+// How many of this beat's bytes lie before the header's end, the payload's end and the frame's
+// end; the beat's bytes are then masks of those many low bytes (vector operations, not a loop
+// over bytes: simulators evaluate this once per beat either way, but a loop costs them dearly).
+wire [13:0] s_hdr_left = {7'd0, s_hdr_len} > s_beat_start ? {7'd0, s_hdr_len} - s_beat_start
+                                                         : 14'd0;
+wire [13:0] s_pay_left = s_pay_end > s_beat_start ? s_pay_end - s_beat_start : 14'd0;
+wire [13:0] s_end_left = s_end > s_beat_start ? s_end - s_beat_start : 14'd0;
+wire [DATA_WIDTH-1:0] s_hdr_bits = s_hdr_left >= KEEP_WIDTH[13:0] ? {DATA_WIDTH{1'b1}}
+                                 : ~({DATA_WIDTH{1'b1}} << {s_hdr_left, 3'b000});
+wire [DATA_WIDTH-1:0] s_pay_bits = s_pay_left >= KEEP_WIDTH[13:0] ? {DATA_WIDTH{1'b1}}
+                                 : ~({DATA_WIDTH{1'b1}} << {s_pay_left, 3'b000});
+wire [DATA_WIDTH-1:0] s_data = (s_hdr_beat & s_hdr_bits)
+                             | (s_pay & s_pay_bits & ~s_hdr_bits);
+wire [KEEP_WIDTH-1:0] s_keep = s_end_left >= KEEP_WIDTH[13:0] ? {KEEP_WIDTH{1'b1}}
+                             : ~({KEEP_WIDTH{1'b1}} << s_end_left);
 
 // Stage register after the buffer read.
 reg                   a_valid;

@@ -42,22 +42,29 @@ reg [CNT_WIDTH-1:0]     sp_count;
 wire load = ~m_valid | m_ready;
 assign s_ready = load & ~sp_valid;
 
-// Enabled bytes of the input beat (the keep is contiguous, so the count of ones).
-reg [CNT_WIDTH-1:0] count;
-integer i;
-always @* begin
-    count = {CNT_WIDTH{1'b0}};
-    for (i = 0; i < KEEP_WIDTH; i = i + 1)
-        count = count + {{(CNT_WIDTH-1){1'b0}}, s_keep[i]};
-end
+// Enabled bytes of the input beat. The keep is contiguous, so its top enabled byte is the
+// one-hot keep & ~(keep >> 1), and bit j of the count is set where that index + 1 has bit j:
+// a few vector operations instead of a loop over bytes, which simulators pay for every beat.
+function [KEEP_WIDTH-1:0] count_bit(input integer j);   // top-byte positions giving count bit j
+    integer b;
+    begin
+        for (b = 0; b < KEEP_WIDTH; b = b + 1)
+            count_bit[b] = ((b + 1) >> j) % 2 == 1;
+    end
+endfunction
+
+wire [KEEP_WIDTH-1:0] top_byte = s_keep & ~(s_keep >> 1);
+wire [CNT_WIDTH-1:0] count;
+genvar j;
+generate
+    for (j = 0; j < CNT_WIDTH; j = j + 1) begin : g_count
+        assign count[j] = |(top_byte & count_bit(j));
+    end
+endgenerate
 
 // The beat's bytes with the tail placed right after them; disabled input bytes are zeroed so
 // the OR does not mix junk into the tail.
-reg [DATA_WIDTH-1:0] clean;
-always @* begin
-    for (i = 0; i < KEEP_WIDTH; i = i + 1)
-        clean[8*i +: 8] = s_keep[i] ? s_data[8*i +: 8] : 8'h00;
-end
+wire [DATA_WIDTH-1:0] clean = s_data & ~({DATA_WIDTH{1'b1}} << {count, 3'b000});
 wire [WIDE-1:0] tail_wide = {{DATA_WIDTH{1'b0}}, s_tail};
 wire [WIDE-1:0] merged = {{(8*TAIL_BYTES){1'b0}}, clean} | (tail_wide << {count, 3'b000});
 wire [CNT_WIDTH-1:0] total = count + TAIL_BYTES[CNT_WIDTH-1:0];

@@ -190,14 +190,17 @@ reg [ADDR_WIDTH-1:0]  store_addr;
 assign m_dma_data = {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
 // bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
 // the AXI write data (the strobes mask them anyway)
-reg [DATA_WIDTH-1:0] wr_data;
-integer k;
-always @* begin
-    for (k = 0; k < KEEP_WIDTH; k = k + 1)
-        wr_data[k*8 +: 8] = s_axis_pl_tkeep[cur*KEEP_WIDTH + k] ? s_axis_pl_tdata[cur*DATA_WIDTH + k*8 +: 8] : 8'h00;
-end
+wire [KEEP_WIDTH-1:0] wr_keep = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
+wire [DATA_WIDTH-1:0] wr_keep_bits;     // each keep bit widened to its byte
+genvar k;
+generate
+    for (k = 0; k < KEEP_WIDTH; k = k + 1) begin : g_keep_bits
+        assign wr_keep_bits[k*8 +: 8] = {8{wr_keep[k]}};
+    end
+endgenerate
+wire [DATA_WIDTH-1:0] wr_data = s_axis_pl_tdata[cur*DATA_WIDTH +: DATA_WIDTH] & wr_keep_bits;
 assign m_axis_wr_tdata  = wr_data;
-assign m_axis_wr_tkeep  = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
+assign m_axis_wr_tkeep  = wr_keep;
 assign m_axis_wr_tvalid = storing && s_axis_pl_tvalid[cur];
 assign m_axis_wr_tlast  = s_axis_pl_tlast[cur];
 assign s_axis_pl_tready = (storing && m_axis_wr_tready) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << cur)

@@ -2,17 +2,15 @@
 
 The device reaches the memory through AXI4 in HDL; the testbench reads and writes it here, in
 bulk and in zero simulated time, the way software reads and writes its own buffers. Storage is
-an array of 512-bit words, so one simulator access moves 64 bytes; writes are immediate, so a
-read right after a write sees it. The interface is the one the verbs driver expects of host
+an array of wide words (self.word_BYTES, 512 bytes by default), so one simulator access moves that
+many bytes; writes are immediate, so a read right after a write sees it. The interface is the one the verbs driver expects of host
 memory (`read`, `write`), with numpy views beside it for bulk compares and fills.
 """
 
 import numpy as np
 from cocotb.handle import Immediate
 
-WORD = 64   # bytes per storage word of sim_axi_ram
-NO_DELAY = 3    # the GPI's "set without delay" action, what cocotb.handle.Immediate uses
-_ZEROS = str.maketrans("xXzZuUwW-", "000000000")
+from .signals import read_int, write_int
 
 
 class HostMemory:
@@ -22,6 +20,7 @@ class HostMemory:
         self.ram = ram
         self.size = size
         self._words = ram.mem
+        self.word = int(ram.WORD_BYTES.value)   # bytes per storage word
         self._gpi = {}      # word index -> its simulator object, for the bulk path below
 
     def _check(self, addr, length):
@@ -29,8 +28,8 @@ class HostMemory:
             raise ValueError(f"host memory [{addr:#x}, {addr + length:#x}) is outside "
                              f"[0, {self.size:#x})")
 
-    # One word per simulator call, straight through the GPI object under cocotb's handle: the
-    # back door moves megabytes, and cocotb's LogicArray round trip would triple its cost.
+    # One word per simulator call, through the GPI object (tb/signals.py): the back door moves
+    # megabytes.
     def _obj(self, index):
         obj = self._gpi.get(index)
         if obj is None:
@@ -38,25 +37,19 @@ class HostMemory:
         return obj
 
     def _word(self, index):
-        bits = self._obj(index).get_signal_val_binstr()
-        try:
-            value = int(bits, 2)
-        except ValueError:      # X or Z (a word the RAM never initialised) reads as 0
-            value = int(bits.translate(_ZEROS), 2)
-        return value.to_bytes(WORD, "little")
+        return read_int(self._obj(index)).to_bytes(self.word, "little")
 
     def _set_word(self, index, word):
-        bits = format(int.from_bytes(word, "little"), f"0{8 * WORD}b")
-        self._obj(index).set_signal_val_binstr(NO_DELAY, bits)
+        write_int(self._obj(index), int.from_bytes(word, "little"), 8 * self.word)
 
     def read_array(self, addr, length):
         """`length` bytes from `addr` as a numpy uint8 array."""
         self._check(addr, length)
         if not length:
             return np.zeros(0, dtype=np.uint8)
-        first, last = addr // WORD, (addr + length - 1) // WORD
+        first, last = addr // self.word, (addr + length - 1) // self.word
         raw = b"".join(self._word(i) for i in range(first, last + 1))
-        start = addr - first * WORD
+        start = addr - first * self.word
         return np.frombuffer(raw, dtype=np.uint8)[start:start + length]
 
     def read(self, addr, length):
@@ -71,18 +64,18 @@ class HostMemory:
         self._check(addr, length)
         if not length:
             return
-        first, last = addr // WORD, (addr + length - 1) // WORD
-        start = addr - first * WORD
-        span = np.zeros((last - first + 1) * WORD, dtype=np.uint8)
+        first, last = addr // self.word, (addr + length - 1) // self.word
+        start = addr - first * self.word
+        span = np.zeros((last - first + 1) * self.word, dtype=np.uint8)
         if start:
-            span[:WORD] = np.frombuffer(self._word(first), dtype=np.uint8)
+            span[:self.word] = np.frombuffer(self._word(first), dtype=np.uint8)
         end = start + length
-        if end % WORD:
-            span[-WORD:] = np.frombuffer(self._word(last), dtype=np.uint8)
+        if end % self.word:
+            span[-self.word:] = np.frombuffer(self._word(last), dtype=np.uint8)
         span[start:end] = data
         raw = span.tobytes()
         for n, index in enumerate(range(first, last + 1)):
-            self._set_word(index, raw[n * WORD:(n + 1) * WORD])
+            self._set_word(index, raw[n * self.word:(n + 1) * self.word])
 
     def fill(self, addr, length, rng):
         """Random bytes from the numpy Generator `rng` over [addr, addr + length)."""

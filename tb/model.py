@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .ib_packet import AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, ImmDt, Packet, packetize
 from .verbs import (
     COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
-    AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
+    AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg, SGE,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
 
@@ -166,6 +166,8 @@ class _SendWQE:
     what: str
     started: bool = False  # passed the requester checks and was counted; RNR retries don't
     wire: bool = False     # takes the packet path
+    internal: bool = False  # a loopback message on the packet path (the bypass switched off)
+    recv_sge: SGE | None = None    # the receive buffer a SEND landed in
 
 
 @dataclass
@@ -217,6 +219,10 @@ class Model(Observer):
         # False once an RC message met receiver-not-ready with rnr_retry 7 on the packet path:
         # how often the device retried depends on timing, so its packets are not predictable
         self.wire_exact = True
+        # called with (model, qp, wqe, status) for every send WR the model completes, for
+        # functional coverage (tb/coverage.py)
+        self.listeners = []
+        self.last_recv_sge = None   # the receive buffer the last arriving SEND was given
 
     def cable(self, port, far_model, far_port):
         """Port `port`'s link leads to `far_port` of `far_model` (which may be this model)."""
@@ -388,6 +394,8 @@ class Model(Observer):
     def _complete_send(self, q, w, status, why):
         q.sq.popleft()
         q.sq_done += 1
+        for listener in self.listeners:
+            listener(self, q, w, status)
         wr = w.wr
         opcode = _WC_OPCODE.get(wr.opcode)
         what = f"{w.what}: {why}" if why else w.what
@@ -425,7 +433,9 @@ class Model(Observer):
             if status != WCStatus.SUCCESS:
                 self._complete_send(q, w, status, why)
                 return True
-            w.wire = not (self.bypass and self._loopback(q, self._av(q, w.wr)))
+            loopback = self._loopback(q, self._av(q, w.wr))
+            w.wire = not (self.bypass and loopback)
+            w.internal = w.wire and loopback
             if not w.wire:
                 self.counters.lb_msgs += 1
                 self.counters.lb_bytes += w.wr.sge.length
@@ -536,6 +546,7 @@ class Model(Observer):
         if not dest.rq:
             return self._no_receive(q, dest)
         recv = self._take_recv(dest)
+        w.recv_sge = recv.wr.sge
         rc = q.type == QPType.RC
         total = wr.sge.length + (GRH_BYTES if q.type == QPType.UD else 0)
         if total > recv.wr.sge.length:
@@ -718,7 +729,9 @@ class Model(Observer):
             if far is None:
                 answer, why, responses = None, f"port {q.port} has no cable", []
             else:
+                far.last_recv_sge = None
                 answer, why, responses = far._arrive(far_port, packets, internal, w.what)
+                w.recv_sge = far.last_recv_sge
                 if not internal:
                     far._sent(far_port, responses)
                     self._received(q.port, responses)
@@ -870,6 +883,7 @@ class Model(Observer):
             return (*self._no_receive_answer(port, dest, first, what), 1)
         recv = self._take_recv(dest)
         sge = recv.wr.sge
+        self.last_recv_sge = sge
         offset = 0
         for taken, pkt in enumerate(packets, 1):
             # each packet's piece of the receive buffer is checked as it arrives; the pieces

@@ -26,6 +26,7 @@ from enum import IntEnum, IntFlag
 import numpy as np
 from cocotb.triggers import ClockCycles
 
+from . import coverage
 from .model import Model
 from .verbs import Counters, Observer
 
@@ -63,7 +64,10 @@ class Scoreboard(Observer):
         self.dev = dev
         self.model = model or Model()
         self.links = links or {}    # port -> LinkSniffer on its TX link
-        dev.observers += [self.model, self]
+        dev.observers += [self.model, self, coverage.DriverCoverage()]
+        self.model.listeners.append(coverage.on_send_completed)
+        for sniffer in self.links.values():
+            sniffer.add_callback(coverage.on_capture)
         self.matched = 0
 
     def on_poll_cq(self, cq, wcs):
@@ -95,6 +99,7 @@ class Scoreboard(Observer):
         failure."""
         await self._drain(timeout)
         await self._settle()
+        coverage.save()
         failures = (self._missing() + await self._qp_failures() + self._memory_failures()
                     + self._guard_failures() + await self._counter_failures()
                     + self._wire_failures() + self._bus_failures())

@@ -1,6 +1,9 @@
-"""The seed of a simulation run: $SEED when set (to replay a failure), else a fresh one.
+"""The seed of a simulation run: $SEED when set (to replay a failure), else a fresh one; and
+the tier the random tests size themselves for.
 
-Every random test draws from it and prints it, so `SEED=<n> make test` replays a run.
+Every random test draws from the seed and prints it, so `SEED=<n> make test` replays a run.
+`make regress` sets REGRESS=1: the random tests then run their long forms (more iterations,
+the biggest transfers), which `make test` leaves out to stay within its time.
 """
 
 import logging
@@ -14,6 +17,7 @@ def seed_from_env():
 
 
 SEED = seed_from_env()
+REGRESS = os.environ.get("REGRESS", "0") not in ("", "0")
 
 
 def rng_for(test_name, log=None):

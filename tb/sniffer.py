@@ -20,6 +20,7 @@ from cocotb_bus.monitors import BusMonitor
 
 from .ib_packet import Packet, PacketError, parse
 from .pcap import PcapWriter
+from .signals import read_int
 
 CLOCK_PERIOD_NS = 4     # the harnesses' clock: pcap timestamps are cycle x 4 ns
 
@@ -33,11 +34,6 @@ class Capture:
     packet: Packet | None = None
     error: str | None = None
     aborted: bool = False
-
-
-def _bits(handle):
-    """A vector's value as an int, X and Z read as 0 (a beat's idle lanes may hold them)."""
-    return int(handle.value.resolve("zeros"))
 
 
 class LinkSniffer(BusMonitor):
@@ -109,8 +105,9 @@ class LinkSniffer(BusMonitor):
         if self.bus.pkt_long.value:
             framing = framing or f"longer than the tap keeps ({self.max_beats} beats)"
             nbeats = self.max_beats
-        raw = _bits(self.bus.data).to_bytes(self.max_beats * bb, "little")
-        keep = _bits(self.bus.keep)
+        # X or Z in a beat's unkept lanes reads as 0
+        raw = read_int(self.bus.data._handle).to_bytes(self.max_beats * bb, "little")
+        keep = read_int(self.bus.keep._handle)
         full = (1 << bb) - 1
         last = keep >> (bb * (nbeats - 1)) & full
         if keep & ((1 << (bb * (nbeats - 1))) - 1) == (1 << (bb * (nbeats - 1))) - 1 \

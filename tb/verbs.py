@@ -494,6 +494,8 @@ class Observer:
 
     def on_open(self, dev): pass
     def on_write_reg(self, offset, value): pass
+    def on_read_reg(self, offset, value): pass
+    def on_command(self, opcode, index, result): pass  # every command the device answered
     def on_mem_write(self, addr, data): pass  # every host-memory write the software makes
     def on_set_port(self, port, attr): pass
     def on_reg_mr(self, mr): pass
@@ -547,7 +549,9 @@ class Device:
     # --- registers ---------------------------------------------------------------------------
 
     async def read_reg(self, offset):
-        return await self.regs.read32(offset)
+        value = await self.regs.read32(offset)
+        self._notify("on_read_reg", offset, value)
+        return value
 
     async def write_reg(self, offset, value):
         """Every register write goes through here and is reported, so a test may also use
@@ -578,6 +582,7 @@ class Device:
         else:
             raise TimeoutError(f"{what}: CMD_STATUS still busy after {CMD_POLLS} reads")
         result = _enum(CmdResult, (status >> 8) & 0xFF)
+        self._notify("on_command", opcode, index, result)
         if result != CmdResult.OK:
             raise CommandError(what, result)
         words = [await self.read_reg(Reg.CMD_DATA + i) for i in range(0, reply, 4)]

@@ -1,11 +1,22 @@
-"""Longest first: pytest-xdist hands items to workers in collection order, so the few long
-simulations start at once instead of trailing alone at the end of the run."""
+"""Longest first, by the durations recorded in .test_durations (the file pytest-split shards
+by): pytest-xdist then starts the long simulations at once, and with `--dist worksteal` the
+short ones fill the cores around them, so no core idles through the last minutes. Tests with
+no recorded duration go first: a new test is never the one left running alone at the end.
+"""
 
-LONG_FIRST = ("test_random_traffic.py", "test_fabric.py", "test_wire.py", "megabyte", "test_rdma_dev.py")
+import json
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).resolve().parent.parent / ".test_durations"
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items):
-    def rank(item):
-        return next((i for i, key in enumerate(LONG_FIRST) if key in item.nodeid),
-                    len(LONG_FIRST))
-    items.sort(key=rank)   # stable: the order within a rank stays
+    yield   # after every plugin (pytest-split's shard selection among them)
+    try:
+        recorded = json.loads(DURATIONS.read_text())
+    except FileNotFoundError:
+        recorded = {}
+    items.sort(key=lambda item: -recorded.get(item.nodeid, float("inf")))

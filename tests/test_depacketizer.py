@@ -545,7 +545,10 @@ async def test_pl_drop(dut):
     tb.pl_ready_p = 0.8
     tb.stray_drop_p = 0.05
     await tb.reset()
-    for i in range(60):
+    # at least 60 packets, and on until each kind of pulse has happened (it depends on the seed)
+    for i in range(400):
+        if i >= 60 and tb.stray_drops and tb.drops_with_hdr and tb.late_drops:
+            break
         opcode = rng.choice([0x04, 0x0A, 0x24, 0x64, 0x10, 0x11, 0x0C])
         n = legal_length(rng, opcode, [0, 1, 100, 1000, MAX_PAYLOAD])
         await tb.send_good(tb.port.packet(rng, opcode, n), drop=rng.random() < 0.5)

@@ -12,8 +12,9 @@ import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 import pytest
+
 from tb import simrun
-from tb.seed import SEED, rng_for
+from tb.seed import REGRESS, SEED, rng_for
 
 MODE_COPY = 0
 MODE_STORE = 1
@@ -336,14 +337,18 @@ async def test_zero_length_and_bad_mode(dut):
 
 @cocotb.test()
 async def test_copy_random(dut):
-    """Several hundred COPYs, all alignments and lengths 0..9000, plus 64 KiB and 1 MiB."""
+    """A hundred COPYs (several hundred under REGRESS), all alignments and lengths 0..9000,
+    plus 64 KiB and (REGRESS) 1 MiB: rdma_dev's own tests move 1 MiB through this engine at
+    every width."""
     tb = TB(dut, "copy_random")
     await tb.reset()
-    await run_copies(tb, 320)
+    await run_copies(tb, 320 if REGRESS else 100)
     rng = tb.rng
     await tb.copy(rng.randrange(0, 4096), DST_BASE + rng.randrange(0, 4096), 64 << 10)
-    cycles = await tb.copy(rng.randrange(0, 4096), DST_BASE + rng.randrange(0, 4096), 1 << 20)
-    tb.log.info("1 MiB COPY took %d cycles (%d beats of data)", cycles, (1 << 20) // tb.beat)
+    if REGRESS:
+        cycles = await tb.copy(rng.randrange(0, 4096), DST_BASE + rng.randrange(0, 4096),
+                               1 << 20)
+        tb.log.info("1 MiB COPY took %d cycles (%d beats of data)", cycles, (1 << 20) // tb.beat)
 
 
 @cocotb.test()

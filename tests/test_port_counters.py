@@ -12,6 +12,7 @@ import logging
 
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+
 from tb import simrun
 from tb.seed import SEED, rng_for
 

@@ -52,7 +52,7 @@ import pytest
 
 from tb import simrun
 from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
-from tb.seed import seed_from_env
+from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
     GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer, QPState, QPType,
     QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus, WROpcode,
@@ -63,9 +63,9 @@ from tb.verbs import (
 
 NORMAL_PAIRS = {QPType.RC: 6, QPType.UC: 3, QPType.UD: 3}  # bidirectional, error free
 ERROR_FLOWS = {QPType.RC: 3, QPType.UC: 2, QPType.UD: 2}   # sender -> passive receiver
-# send WRs shared among the error-free flows: $RANDOM_WRS, the full program (2200) by default;
-# `make test` runs a short program, `make regress` the full one with many seeds
-NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200"))
+# send WRs shared among the error-free flows: $RANDOM_WRS, else 500 (`make test`), or the full
+# program of 2200 under REGRESS (`make regress`, which also runs several seeds)
+NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "500"))
 ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among them)
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell
@@ -1022,8 +1022,13 @@ async def random_traffic_other_device(dut):
 TRANSPARENCY_WIDTH = 256
 
 
+# independent runs of each, each with its own seed: $RANDOM_RUNS (`make regress` sets it)
+RUNS = range(int(os.environ.get("RANDOM_RUNS", "1")))
+
+
+@pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_random_traffic(w):
+def test_random_traffic(w, run):
     seed = seed_from_env()
     print(f"random traffic at DATA_WIDTH={w}: SEED={seed}")
     runs = {"COCOTB_TEST_FILTER": r"^test_random_traffic\.random_traffic_loopback$"}
@@ -1032,7 +1037,7 @@ def test_random_traffic(w):
                 r"^test_random_traffic\.random_traffic_(loopback|other_port)$"}
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
-                   parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}",
+                   parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}_{run}",
                    extra_env={"SEED": str(seed), **runs})
         return
     except AssertionError as failed:  # simrun's report of the cocotb failures
@@ -1042,14 +1047,15 @@ def test_random_traffic(w):
                 pytrace=False)
 
 
-def test_random_traffic_other_device():
+@pytest.mark.parametrize("run", RUNS)
+def test_random_traffic_other_device(run):
     """The same program with its peers on the other device of tb_fabric, compared with its run
     on one device's own ports (both in one simulation of tb_fabric), at 256 bits."""
     seed = seed_from_env()
     print(f"random traffic between devices: SEED={seed}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
-                   parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name="random_fabric",
+                   parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_fabric_{run}",
                    extra_env={"SEED": str(seed), "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device)$"})
         return

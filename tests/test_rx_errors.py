@@ -14,7 +14,7 @@ import cocotb
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 import pytest
 
-from tb import simrun
+from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
 from tb.ib_packet import BTH, DETH, GRH, LRH, Packet, build
 from tb.rdma_program import QKEY, Rdma, assert_wc
@@ -157,6 +157,7 @@ async def test_bad_packet_dropped_and_counted(dut, bad):
     assert after[PortCounter.RCV_PKTS] - before[PortCounter.RCV_PKTS] == (bad not in LINK_BAD)
     assert inbox.read() == memory, f"{bad.value}: memory changed"
     assert await qp.recv_cq.poll() == [], f"{bad.value}: a completion appeared"
+    coverage.sample_drop(bad.name)
 
     good = ud_packet(rdma, qp.qp_num)
     await link.send(build(good))

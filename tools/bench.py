@@ -7,17 +7,20 @@
 
 Latency is counted by the harness, not by Python: from the cycle the send-queue doorbell write
 is accepted to the cycle irq rises for the armed send CQ, i.e. the send CQE is in host memory.
-Host memory (AxiRam) answers without backpressure. For a wire RDMA WRITE the record also has
+Host memory (the harness's sim_axi_ram) answers without backpressure, read latency 2 cycles.
+Each benchmark also records how fast the simulator ran it (`Speed`: cycles and host-memory
+AXI beats per wall-clock second). For a wire RDMA WRITE the record also has
 the link figures: the cycles from the first to the last beat of the message's packets on the
 link (`link_cycles`), and the payload bytes per link byte over them (`link_goodput`) beside
 the best the packet format allows (`link_goodput_max`: payload over payload plus LRH, BTH,
 the first packet's RETH, pad, ICRC and VCRC). Which benchmarks run is chosen by
-COCOTB_TEST_FILTER (tb/run_bench.py); each appends its records to the JSON file in BENCH_OUT.
+COCOTB_TEST_FILTER (`main` below); each appends its records to the JSON file in BENCH_OUT.
 """
 
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import cocotb
@@ -32,6 +35,28 @@ ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 WIRE_MTU = MTU.MTU4096
 # bytes a packet carries besides its payload: LRH, BTH, ICRC, VCRC; RETH on a WRITE's first
 LRH, BTH, RETH, ICRC, VCRC = 8, 12, 16, 4, 2
+
+
+class Speed:
+    """How fast the simulator ran one benchmark: simulated cycles and host-memory AXI beats
+    (read + write, counted by sim_axi_ram) per wall-clock second, from here to `record()`."""
+
+    def __init__(self, name, tbs):
+        self.name, self.tbs = name, tbs
+        self.wall = time.perf_counter()
+        self.cycle = tbs[0].cycle()
+        self.beats = self._beats()
+
+    def _beats(self):
+        return sum(sum(tb.mem.beats) for tb in self.tbs)
+
+    def record(self):
+        wall = time.perf_counter() - self.wall
+        cycles, beats = self.tbs[0].cycle() - self.cycle, self._beats() - self.beats
+        return dict(path="speed", bench=self.name, simulator=os.environ.get("SIM", "icarus"),
+                    data_width=self.tbs[0].data_width, cycles=cycles, axi_beats=beats,
+                    wall_s=round(wall, 3), cycles_per_s=round(cycles / wall),
+                    axi_beats_per_s=round(beats / wall))
 
 
 def save(records):
@@ -76,6 +101,7 @@ def record(path, op, length, data_width, latency, **extra):
 
 async def loopback(dut, path, sizes, bypass):
     tb, dev, sb = await open_device(dut, mem_size=2**23)
+    speed = Speed(path, [tb])
     if not bypass:
         await dev.set_bypass(False)
     pd = dev.alloc_pd()
@@ -99,7 +125,7 @@ async def loopback(dut, path, sizes, bypass):
             records.append(record(path, op, length, tb.data_width, latency))
     await sb.check()
     tb.assert_links_idle()
-    save(records)
+    save(records + [speed.record()])
 
 
 @cocotb.test()
@@ -127,6 +153,7 @@ def theoretical_goodput(length, mtu, write):
 async def bench_wire(dut):
     """dev0 to dev1 over cable 1 of tb_fabric: RC, path MTU 4096."""
     (tb0, dev0, sb0), (tb1, dev1, sb1) = await open_fabric(dut, mem_size=2**23)
+    speed = Speed("wire", [tb0, tb1])
     pd0, pd1 = dev0.alloc_pd(), dev1.alloc_pd()
     cq0, cq1 = await dev0.create_cq(16), await dev1.create_cq(16)
     size = max(PACKET_SIZES)
@@ -167,111 +194,118 @@ async def bench_wire(dut):
             records.append(record("wire", op, length, tb0.data_width, latency, **extra))
     await sb0.check()
     await sb1.check()
-    save(records)
+    save(records + [speed.record()])
 
 
 # ---------------------------------------------------------------------------------------------
-# Run as a script (`make bench`): run tb/bench.py at each data width (the bypass and
-# packet-loopback benchmarks on tb_rdma_dev, the wire benchmark on tb_fabric), print a table, write
-# sim/out/bench.json, and say whether the targets are met (exit 1 if one is missed).
+# Run as a script (`make bench`): every benchmark at each data width on $SIM (Icarus by default),
+# a table, sim/out/bench.json, the targets (exit 1 if one is missed), and how fast each
+# simulator runs the bypass and wire benchmarks at 256 bits.
 
-def main():
-    from tb import simrun
+WIDTHS = (64, 256, 512)
+RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
+    ("tb_rdma_dev", "bench_bypass|bench_packet_loopback"),
+    ("tb_fabric", "bench_wire"),
+)
+SPEED_RUNS = (("tb_rdma_dev", "bench_bypass"), ("tb_fabric", "bench_wire"))
+SIMULATORS = ("icarus", "verilator")
+TARGET_WIDTH = 256          # the wire targets are the issue's, at 256 bits
+WIRE_GOODPUT_SHARE = 0.95   # of the theoretical link goodput, 64 KiB wire RDMA WRITE
+BYPASS_LATENCY_SHARE = 0.5  # 64 B bypass latency at most this share of the 64 B wire latency
 
-    WIDTHS = (64, 256, 512)
-    RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
-        ("tb_rdma_dev", "bench_bypass|bench_packet_loopback"),
-        ("tb_fabric", "bench_wire"),
-    )
-    TARGET_WIDTH = 256          # the wire targets are the issue's, at 256 bits
-    WIRE_GOODPUT_SHARE = 0.95   # of the theoretical link goodput, 64 KiB wire RDMA WRITE
-    BYPASS_LATENCY_SHARE = 0.5  # 64 B bypass latency at most this share of the 64 B wire latency
 
-    records = []
-    for width in WIDTHS:
-        for harness, tests in RUNS:
-            name = f"bench_{harness}_w{width}"
-            out = simrun.OUT / f"{name}.json"
-            out.unlink(missing_ok=True)
-            simrun.run(harness, "bench", {"DATA_WIDTH": width}, name,
-                       extra_env={"BENCH_OUT": str(out), "COCOTB_TEST_FILTER": tests,
-                                  "COCOTB_LOG_LEVEL": "WARNING", "GPI_LOG_LEVEL": "ERROR"})
-            records += json.loads(out.read_text())
-            out.unlink()
-    (simrun.OUT / "bench.json").write_text(json.dumps(records, indent=1) + "\n")
+def run(simrun, harness, tests, width):
+    name = f"bench_{harness}_w{width}"
+    out = simrun.OUT / f"{name}.json"
+    out.unlink(missing_ok=True)
+    simrun.run(harness, "bench", {"DATA_WIDTH": width}, name,
+               extra_env={"BENCH_OUT": str(out), "COCOTB_TEST_FILTER": tests,
+                          "COCOTB_LOG_LEVEL": "WARNING", "GPI_LOG_LEVEL": "ERROR"})
+    records = json.loads(out.read_text())
+    out.unlink()
+    return records
 
-    print()
-    print(f"{'path':15} {'op':11} {'bytes':>8} {'width':>5} {'latency':>9} {'B/cycle':>8} "
+
+def find(records, path, op, length, width):
+    return next((r for r in records if (r["path"], r["op"], r["bytes"], r["data_width"])
+                 == (path, op, length, width)), None)
+
+
+def print_table(records):
+    print(f"\n{'path':15} {'op':11} {'bytes':>8} {'width':>5} {'latency':>9} {'B/cycle':>8} "
           f"{'of width':>8}")
     for r in records:
         share = r["bytes_per_cycle"] / (r["data_width"] / 8)
         print(f"{r['path']:15} {r['op']:11} {r['bytes']:>8} {r['data_width']:>5} "
               f"{r['latency_cycles']:>9} {r['bytes_per_cycle']:>8.2f} {share:>8.1%}")
-    print(f"\nlatency: doorbell write to send CQE written, in cycles; records in "
-          f"{simrun.OUT / 'bench.json'}")
-
-
-    def find(path, op, length, width):
-        return next((r for r in records if (r["path"], r["op"], r["bytes"], r["data_width"])
-                     == (path, op, length, width)), None)
-
-
+    print("\nlatency: doorbell write to send CQE written, in cycles")
     print("\nwire RDMA WRITE on the link (dev0 port 1's TX, first to last beat of the message):")
     for r in records:
-        if r["path"] == "wire" and "link_cycles" in r:
-            beat = r["data_width"] // 8
-            e2e = r["bytes"] / (beat * r["latency_cycles"])
-            print(f"  {r['bytes']:>6} B at {r['data_width']:>3} bits: {r['packets']} packets in "
-                  f"{r['link_cycles']} cycles ({r['link_beats']} beats"
-                  f"{', %d-%d idle cycles between packets' % tuple(r['link_gaps']) if r['link_gaps'] else ''}"
-                  f"), link goodput {r['link_goodput']:.2%} of the link "
-                  f"({r['link_goodput'] / r['link_goodput_max']:.1%} of the theoretical "
-                  f"{r['link_goodput_max']:.2%}); doorbell to CQE {e2e:.2%} of the link "
-                  f"({e2e / r['link_goodput_max']:.1%} of the theoretical)")
+        if r["path"] != "wire" or "link_cycles" not in r:
+            continue
+        e2e = r["bytes"] / (r["data_width"] // 8 * r["latency_cycles"])
+        gaps = (", %d-%d idle cycles between packets" % tuple(r["link_gaps"])
+                if r["link_gaps"] else "")
+        print(f"  {r['bytes']:>6} B at {r['data_width']:>3} bits: {r['packets']} packets in "
+              f"{r['link_cycles']} cycles ({r['link_beats']} beats{gaps}), link goodput "
+              f"{r['link_goodput']:.2%} of the link ({r['link_goodput'] / r['link_goodput_max']:.1%}"
+              f" of the theoretical {r['link_goodput_max']:.2%}); doorbell to CQE {e2e:.2%} of "
+              f"the link ({e2e / r['link_goodput_max']:.1%} of the theoretical)")
 
+
+def print_speed(speeds):
+    print("\nsimulation speed (wall clock of each benchmark, set-up and checks included):")
+    print(f"  {'simulator':10} {'bench':16} {'width':>5} {'cycles':>9} {'AXI beats':>10} "
+          f"{'wall s':>8} {'cycles/s':>9} {'beats/s':>9}")
+    for r in speeds:
+        print(f"  {r['simulator']:10} {r['bench']:16} {r['data_width']:>5} {r['cycles']:>9} "
+              f"{r['axi_beats']:>10} {r['wall_s']:>8.2f} {r['cycles_per_s']:>9} "
+              f"{r['axi_beats_per_s']:>9}")
+
+
+def check_targets(records):
+    """Print each target's verdict; the ones missed."""
     failures = []
-
 
     def verdict(ok, text):
         print(f"target: {text}: {'meets' if ok else 'MISSES'}")
         if not ok:
             failures.append(text)
 
-
     print()
     for r in records:
-        if r["path"] != "bypass":
+        if r["path"] != "bypass" or r["op"] != "RDMA_WRITE":
             continue
-        if r["op"] == "RDMA_WRITE" and r["bytes"] == 65536:
+        if r["bytes"] == 65536:
             need = 0.9 * r["data_width"] / 8
             verdict(r["bytes_per_cycle"] >= need,
                     f"64 KiB bypass RDMA WRITE at {r['data_width']} bits >= {need:.1f} B/cycle: "
                     f"{r['bytes_per_cycle']:.2f}")
-        if r["op"] == "RDMA_WRITE" and r["bytes"] == 64:
+        if r["bytes"] == 64:
             verdict(r["latency_cycles"] <= 100,
                     f"64 B bypass RDMA WRITE latency at {r['data_width']} bits <= 100 cycles: "
                     f"{r['latency_cycles']}")
 
-    wire = find("wire", "RDMA_WRITE", 65536, TARGET_WIDTH)
+    wire = find(records, "wire", "RDMA_WRITE", 65536, TARGET_WIDTH)
     if wire is None:
         verdict(False, f"64 KiB wire RDMA WRITE at {TARGET_WIDTH} bits: no record")
     else:
-        beat = TARGET_WIDTH // 8
         on_link = wire["link_goodput"] / wire["link_goodput_max"]
-        e2e = wire["bytes"] / (beat * wire["latency_cycles"]) / wire["link_goodput_max"]
+        e2e = (wire["bytes"] / (TARGET_WIDTH // 8 * wire["latency_cycles"])
+               / wire["link_goodput_max"])
         print(f"64 KiB wire RDMA WRITE at {TARGET_WIDTH} bits, share of the theoretical link "
               f"goodput {wire['link_goodput_max']:.2%}: on the link {on_link:.1%}, doorbell to "
               f"send CQE {e2e:.1%}")
         if e2e < WIRE_GOODPUT_SHARE <= on_link:
-            print("  (the doorbell-to-CQE figure includes the WQE fetch, the first DMA read and the "
-                  "ACK's return; the target below is judged on the on-link goodput)")
+            print("  (the doorbell-to-CQE figure includes the WQE fetch, the first DMA read and "
+                  "the ACK's return; the target below is judged on the on-link goodput)")
         verdict(on_link >= WIRE_GOODPUT_SHARE,
                 f"64 KiB wire RDMA WRITE at {TARGET_WIDTH} bits reaches >= "
                 f"{WIRE_GOODPUT_SHARE:.0%} of the theoretical link goodput on the link: "
                 f"{on_link:.1%}")
 
-    bypass64 = find("bypass", "RDMA_WRITE", 64, TARGET_WIDTH)
-    wire64 = find("wire", "RDMA_WRITE", 64, TARGET_WIDTH)
+    bypass64 = find(records, "bypass", "RDMA_WRITE", 64, TARGET_WIDTH)
+    wire64 = find(records, "wire", "RDMA_WRITE", 64, TARGET_WIDTH)
     if bypass64 is None or wire64 is None:
         verdict(False, f"64 B bypass vs wire latency at {TARGET_WIDTH} bits: no record")
     else:
@@ -281,11 +315,35 @@ def main():
                 f"{wire64['latency_cycles']} = "
                 f"{BYPASS_LATENCY_SHARE * wire64['latency_cycles']:g} cycles")
     for width in WIDTHS:
-        b, w = find("bypass", "RDMA_WRITE", 64, width), find("wire", "RDMA_WRITE", 64, width)
+        b = find(records, "bypass", "RDMA_WRITE", 64, width)
+        w = find(records, "wire", "RDMA_WRITE", 64, width)
         if b and w and width != TARGET_WIDTH:
             print(f"  (at {width} bits, not a target: bypass {b['latency_cycles']}, wire "
                   f"{w['latency_cycles']} cycles)")
-    sys.exit(1 if failures else 0)
+    return failures
+
+
+def main():
+    from tb import simrun
+
+    records = [r for width in WIDTHS for harness, tests in RUNS
+               for r in run(simrun, harness, tests, width)]
+    speeds = [r for r in records if r["path"] == "speed" and r["data_width"] == TARGET_WIDTH
+              and r["bench"] in ("bypass", "wire")]
+    first = simrun.simulator()
+    for sim in SIMULATORS:
+        if sim == first:
+            continue
+        os.environ["SIM"] = sim
+        speeds += [r for harness, tests in SPEED_RUNS
+                   for r in run(simrun, harness, tests, TARGET_WIDTH) if r["path"] == "speed"]
+    os.environ["SIM"] = first
+    cycles = [r for r in records if r["path"] != "speed"]
+    print_table(cycles)
+    print_speed(speeds)
+    (simrun.OUT / "bench.json").write_text(json.dumps(cycles + speeds, indent=1) + "\n")
+    print(f"\nrecords in {simrun.OUT / 'bench.json'}")
+    sys.exit(1 if check_targets(cycles) else 0)
 
 
 if __name__ == "__main__":

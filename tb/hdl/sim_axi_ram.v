@@ -1,7 +1,7 @@
 // Host memory for the simulation harnesses: an AXI4 slave RAM in HDL, so the device's DMA runs
 // without Python on every beat. The testbench reads and writes it in bulk through the back door
-// (tb/host_mem.py: `mem` is an array of 512-bit words whatever the bus width, so one simulator
-// access moves 64 bytes).
+// (tb/host_mem.py: `mem` is an array of WORD_BYTES-byte words whatever the bus width, so one
+// simulator access moves that many bytes).
 //
 // Up to FIFO_DEPTH bursts per direction are accepted ahead; each is answered in order, back to
 // back, no earlier than `read_latency` cycles after its AR (or `write_latency` cycles after its
@@ -19,7 +19,8 @@ module sim_axi_ram #(
     parameter DATA_WIDTH = 256,       // AXI data width in bits, 64..512
     parameter ADDR_WIDTH = 32,        // AXI address width
     parameter ID_WIDTH = 4,           // AXI ID width
-    parameter MEM_BYTES = 1 << 24,    // memory size in bytes, a multiple of 64
+    parameter MEM_BYTES = 1 << 24,    // memory size in bytes, a multiple of WORD_BYTES
+    parameter WORD_BYTES = 512,       // storage word (the back door's unit), a power of 2 >= 64
     parameter FIFO_DEPTH = 16,        // bursts accepted ahead per direction, a power of 2
     parameter READ_LATENCY = 2,       // initial read_latency
     parameter WRITE_LATENCY = 1,      // initial write_latency
@@ -62,15 +63,17 @@ module sim_axi_ram #(
 
 localparam BUS_BYTES = DATA_WIDTH / 8;
 localparam BUS_SHIFT = $clog2(BUS_BYTES);
-localparam LANES = 512 / DATA_WIDTH;            // bus words per storage word
+localparam WORD_BITS = 8 * WORD_BYTES;
+localparam WORD_SHIFT = $clog2(WORD_BYTES);
+localparam LANES = WORD_BITS / DATA_WIDTH;      // bus words per storage word
 localparam LANE_BITS = LANES > 1 ? $clog2(LANES) : 1;
-localparam WORDS = MEM_BYTES / 64;
+localparam WORDS = MEM_BYTES / WORD_BYTES;
 localparam PTR = $clog2(FIFO_DEPTH);
 localparam [1:0] OKAY = 2'b00, DECERR = 2'b11;
 
-reg [511:0] mem [0:WORDS-1];
+reg [WORD_BITS-1:0] mem [0:WORDS-1];
 integer init_i;
-initial for (init_i = 0; init_i < WORDS; init_i = init_i + 1) mem[init_i] = 512'd0;
+initial for (init_i = 0; init_i < WORDS; init_i = init_i + 1) mem[init_i] = {WORD_BITS{1'b0}};
 
 // run-time settings (see the header) and what the testbench reads back
 reg [15:0] read_latency = READ_LATENCY;
@@ -172,7 +175,7 @@ always @(posedge clk) begin
             s_axi_rid <= ar_id[ar_head];
             s_axi_rlast <= r_last;
             if (in_range(r_addr)) begin
-                s_axi_rdata <= mem[r_addr >> 6][r_lane * DATA_WIDTH +: DATA_WIDTH];
+                s_axi_rdata <= mem[r_addr >> WORD_SHIFT][r_lane * DATA_WIDTH +: DATA_WIDTH];
                 s_axi_rresp <= OKAY;
             end else begin
                 s_axi_rdata <= {DATA_WIDTH{1'b0}};
@@ -243,7 +246,7 @@ always @(posedge clk) begin
             if (in_range(w_addr)) begin
                 for (byte_i = 0; byte_i < BUS_BYTES; byte_i = byte_i + 1)
                     if (s_axi_wstrb[byte_i])
-                        mem[w_addr >> 6][(w_lane * BUS_BYTES + byte_i) * 8 +: 8]
+                        mem[w_addr >> WORD_SHIFT][(w_lane * BUS_BYTES + byte_i) * 8 +: 8]
                             <= s_axi_wdata[byte_i * 8 +: 8];
             end
             write_beats <= write_beats + 64'd1;
