@@ -331,9 +331,9 @@ reg [19:0]     fslot [0:BUFFERS-1];       // {plen, hdr_len} for the fetch side
 always @(posedge clk) begin
     rcv_pkt <= t_valid & v_good;
     rcv_error <= t_valid & ~v_good;
-    rcv_pktlen <= pktlen;
-    rcv_internal <= t_tid;
     if (t_valid) begin
+        rcv_pktlen <= pktlen;
+        rcv_internal <= t_tid;
         hslot[t_bank] <= v_fields;
         fslot[t_bank] <= {plen[12:0], hdr_len};
     end
@@ -435,8 +435,9 @@ reg  [KEEP_WIDTH-1:0] a_keep;
 reg                   a_last;
 
 always @(posedge clk) begin
-    if (en) begin
+    if (en)
         a_valid <= f_rd;
+    if (en && f_rd) begin   // only a read loads the stage: an idle one costs simulators nothing
         a_lo <= mem[f_addr_lo[MEM_BITS-1:0]];
         a_hi <= mem[f_addr_hi[MEM_BITS-1:0]];
         a_shift <= f_hdr_len[KEEP_BITS-1:0];
@@ -471,8 +472,9 @@ reg  [KEEP_WIDTH-1:0] o_keep;
 assign o_take = o_valid & pl_open & (m_axis_pl_tready | dropping);
 
 always @(posedge clk) begin
-    if (en) begin
+    if (en)
         o_valid <= a_valid;
+    if (en && a_valid) begin
         o_data <= a_pair[DATA_WIDTH-1:0] & a_keep_bits;
         o_keep <= a_keep;
         o_last <= a_last;
@@ -491,26 +493,29 @@ assign m_axis_pl_tlast = o_last;
 // readers have passed it (a bad one: both skip it) it is free.
 
 integer i;
+wire book_event = f_pass || h_pass || (rx_xfer && s_axis_rx_tlast) || t_valid;
 always @(posedge clk) begin
-    for (i = 0; i < BUFFERS; i = i + 1) begin
-        if ((occ[i] && (fpass[i] || (f_pass && f_bank == i[BUF_BITS-1:0])))
-                && (hpass[i] || (h_pass && h_bank == i[BUF_BITS-1:0]))) begin
-            occ[i] <= 1'b0;
-            vdone[i] <= 1'b0;
-            good[i] <= 1'b0;
-            fpass[i] <= 1'b0;
-            hpass[i] <= 1'b0;
-        end else begin
-            if (f_pass && f_bank == i[BUF_BITS-1:0])
-                fpass[i] <= 1'b1;
-            if (h_pass && h_bank == i[BUF_BITS-1:0])
-                hpass[i] <= 1'b1;
-        end
-        if (rx_xfer && s_axis_rx_tlast && w_bank == i[BUF_BITS-1:0])
-            occ[i] <= 1'b1;
-        if (t_valid && t_bank == i[BUF_BITS-1:0]) begin
-            vdone[i] <= 1'b1;
-            good[i] <= v_good;
+    if (book_event) begin   // nothing changes otherwise (the guard spares simulators the loop)
+        for (i = 0; i < BUFFERS; i = i + 1) begin
+            if ((occ[i] && (fpass[i] || (f_pass && f_bank == i[BUF_BITS-1:0])))
+                    && (hpass[i] || (h_pass && h_bank == i[BUF_BITS-1:0]))) begin
+                occ[i] <= 1'b0;
+                vdone[i] <= 1'b0;
+                good[i] <= 1'b0;
+                fpass[i] <= 1'b0;
+                hpass[i] <= 1'b0;
+            end else begin
+                if (f_pass && f_bank == i[BUF_BITS-1:0])
+                    fpass[i] <= 1'b1;
+                if (h_pass && h_bank == i[BUF_BITS-1:0])
+                    hpass[i] <= 1'b1;
+            end
+            if (rx_xfer && s_axis_rx_tlast && w_bank == i[BUF_BITS-1:0])
+                occ[i] <= 1'b1;
+            if (t_valid && t_bank == i[BUF_BITS-1:0]) begin
+                vdone[i] <= 1'b1;
+                good[i] <= v_good;
+            end
         end
     end
     if (rst) begin

@@ -237,7 +237,8 @@ always @(posedge clk) begin
         pl_req_offset <= r_off;
         pl_req_len <= r_last ? r_rem[12:0] : mtu_bytes[12:0];
     end
-    r_out <= r_out + {{(CNT_BITS-1){1'b0}}, r_xfer} - {{(CNT_BITS-1){1'b0}}, f_chunk_done};
+    if (r_xfer != f_chunk_done)
+        r_out <= r_xfer ? r_out + 1'b1 : r_out - 1'b1;
     if (start) begin
         r_off <= 32'd0;
         r_all <= no_payload || desc_len == 32'd0;
@@ -353,7 +354,8 @@ always @(posedge clk) begin
     end
     if (retire)
         s_msg_sent <= 1'b0;
-    n_full <= n_full + {{(CNT_BITS-1){1'b0}}, f_done} - {{(CNT_BITS-1){1'b0}}, s_done};
+    if (f_done != s_done)
+        n_full <= f_done ? n_full + 1'b1 : n_full - 1'b1;
     if (rst) begin
         a_valid <= 1'b0;
         s_buf <= {IDX_BITS{1'b0}};
@@ -437,7 +439,8 @@ wire tx_end = tx_xfer & m_axis_tx_tlast;
 
 always @(posedge clk) begin
     pkt_sent <= tx_end;
-    pkt_sent_len <= c_sb[10:0];
+    if (tx_end)
+        pkt_sent_len <= c_sb[10:0];
     retire <= tx_end & c_sb[SB_WIDTH-1];
     if (!open)
         gap <= gap - 1'b1;

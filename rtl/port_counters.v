@@ -78,6 +78,9 @@ function [63:0] sat_add64(input [63:0] v, input [PKTLEN_WIDTH-1:0] amt);
     end
 endfunction
 
+// A counter changes only in a cycle with an event, a write, a clear or reset.
+wire touch = |event_hit || wr_en || clear || rst;
+
 // Every readable word, word k in bits [32*k +: 32]; reserved words stay 0.
 wire [32*32-1:0] words;
 
@@ -97,7 +100,8 @@ generate
         wire wr_lo = wr_en && wr_index == LO_IDX[4:0];
         wire wr_hi = wr_en && wr_index == HI_IDX[4:0];
 
-        always @(posedge clk) begin
+        // (the guard spares simulators the counter's logic in the cycles nothing happens)
+        always @(posedge clk) if (touch) begin
             if (wr_base)
                 base <= wr_data & MAX;
             else if (event_hit[i])

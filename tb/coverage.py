@@ -104,9 +104,8 @@ def _why_status_transport(status, transport):
 def _why_command(command, result):
     if result == "BAD_STATE" and command != "MODIFY_QP":
         return "only MODIFY_QP has state transitions to refuse"
-    if result == "BUSY" and command in ("MODIFY_QP", "QUERY_QP"):
-        return ("a QP that does not exist is a BUSY answer only to CREATE/DESTROY; MODIFY and "
-                "QUERY of one answer BAD_INDEX")
+    if result == "BAD_PARAM" and command.startswith(("DESTROY", "DEREG", "QUERY")):
+        return "the command has no parameters to refuse, only an index (docs/host-interface.md)"
     return None
 
 
