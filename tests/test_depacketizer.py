@@ -546,7 +546,7 @@ async def test_pl_drop(dut):
     tb.stray_drop_p = 0.05
     await tb.reset()
     # at least 60 packets, and on until each kind of pulse has happened (it depends on the seed)
-    for i in range(400):
+    for i in range(200):
         if i >= 60 and tb.stray_drops and tb.drops_with_hdr and tb.late_drops:
             break
         opcode = rng.choice([0x04, 0x0A, 0x24, 0x64, 0x10, 0x11, 0x0C])

@@ -23,6 +23,7 @@ from tb.rdma_program import (
     SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_wc, free_index, grh_bytes,
     unregistered_key, wait_all, work_request,
 )
+from tb.seed import REGRESS
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
@@ -169,7 +170,7 @@ SWEEP_CASES = [(length, src, dst) for length, (src, dst)
                in zip(SWEEP_LENGTHS, covering_offsets(len(SWEEP_LENGTHS)))]
 MIB = 1 << 20
 MIB_CASES = {  # 1 MiB + 3 from an odd offset to another for every opcode; WRITE also aligned
-    WROpcode.RDMA_WRITE: [(MIB, 0, 0), (MIB + 3, 13, 51)],
+    WROpcode.RDMA_WRITE: ([(MIB, 0, 0)] if REGRESS else []) + [(MIB + 3, 13, 51)],
     WROpcode.RDMA_READ: [(MIB + 3, 51, 13)],
     WROpcode.SEND: [(MIB + 3, 13, 51)],
 }
@@ -250,8 +251,8 @@ async def test_length_alignment_sweep(dut, opcode):
 @cocotb.test()
 @cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
 async def test_megabyte_messages(dut, opcode):
-    """One message of 1 MiB + 3 bytes between odd offsets (WRITE also 1 MiB aligned): it
-    lands whole, nothing around it changes."""
+    """One message of 1 MiB + 3 bytes between odd offsets (WRITE also 1 MiB aligned under
+    REGRESS): it lands whole, nothing around it changes."""
     rdma = await Rdma.open(dut)
     await transfer_all(rdma, opcode, MIB_CASES[opcode])
 
