@@ -94,6 +94,9 @@ IMPOSSIBLE_RULES = {
 
 
 def _why_status_transport(status, transport):
+    if status == "LOC_LEN_ERR" and transport != "UD":
+        return ("the requester's one length check is UD's MTU limit (docs/semantics.md); a "
+                "connected QP's too-short receive completes the receive LOC_LEN_ERR instead")
     remote = ("REM_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_OP_ERR", "RETRY_EXC_ERR",
               "RNR_RETRY_EXC_ERR")
     if transport != "RC" and status in remote:
