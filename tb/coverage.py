@@ -11,7 +11,8 @@ Sampled in every simulation, from the places that know the facts:
 With FUNCTIONAL_COVERAGE=1 each simulation writes its database to sim/out/coverage/<run>.yml after each
 scoreboard check; `python -m tb.coverage sim/out/coverage` (`make coverage`) merges them,
 prints a table and the holes, and writes sim/out/coverage.yml. A bin the device cannot
-produce is listed in IMPOSSIBLE with the reason; every other bin must be hit.
+produce is marked impossible by a rule below, with the reason; every other bin should be hit
+(the report is a target, like the benchmarks': a hole does not fail the run).
 """
 
 import os
@@ -39,8 +40,8 @@ STATUSES = [s.name for s in WCStatus]
 MTUS = [m.size for m in MTU]
 
 # ---------------------------------------------------------------------------------------------
-# Bins the device cannot produce, and why. A key is (cover item, bin); a bin of a cross is a
-# tuple. Crosses list their rules as functions of the bin, so that a rule covers a whole family.
+# Bins the device cannot produce, and why: per cover item, a rule from a bin (a tuple for a
+# cross) to the reason, or None, so that one rule covers a whole family of bins.
 
 _VERBS_ONLY = ("LOC_EEC_OP_ERR", "MW_BIND_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR",
                "LOC_RDD_VIOL_ERR", "REM_ABORT_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
@@ -407,8 +408,7 @@ def report(folder):
     out.write_text(yaml.safe_dump({"items": result, "impossible": [
         {"item": i, "bin": str(b), "why": w} for i, b, w in justified]}, sort_keys=False))
     print(f"\nmerged database and the reasons for impossible bins: {out}")
-    return not holes
 
 
 if __name__ == "__main__":
-    sys.exit(0 if report(sys.argv[1] if len(sys.argv) > 1 else OUT / "coverage") else 1)
+    report(sys.argv[1] if len(sys.argv) > 1 else OUT / "coverage")

@@ -25,6 +25,10 @@ from pathlib import Path
 
 import cocotb
 
+
+if __name__ == "__main__":     # run as a script: the tb package is beside tools/
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from tb.rdma_tb import open_device, open_fabric
 from tb.verbs import MTU, Access, QPType, RecvWR, connect, rdma_read, rdma_write, send
 
@@ -347,5 +351,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     main()

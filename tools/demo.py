@@ -19,6 +19,10 @@ from pathlib import Path
 
 import cocotb
 
+
+if __name__ == "__main__":     # run as a script: the tb package is beside tools/
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from tb.rdma_tb import PORT_SETUP, open_device
 from tb.verbs import (Access, GlobalRoute, PortCounter, QPType, RecvWR, RemoteAddr, connect,
                       rdma_read, rdma_write, send, ud_send)
@@ -180,5 +184,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     main()
