@@ -629,8 +629,10 @@ class Device:
 
     async def set_bypass(self, enabled):
         """CTRL.BYPASS: with it cleared, loopback messages go through the packetizer and the
-        port's internal loopback instead of the DMA bypass."""
-        await self.write_reg(Reg.CTRL, int(bool(enabled)))
+        port's internal loopback instead of the DMA bypass. Read, modify, write: CTRL's other
+        bits (none yet) keep their values."""
+        ctrl = await self.read_reg(Reg.CTRL)
+        await self.write_reg(Reg.CTRL, (ctrl & ~1) | int(bool(enabled)))
 
     async def set_pkey(self, port, pkey):
         await self.write_reg(port_reg(port, PortReg.PKEY), pkey)

@@ -27,7 +27,7 @@ from tb.seed import REGRESS
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, cq_arm_db, cq_ci_db, encode_modify, port_counter_reg,
+    WCOpcode, WCStatus, WROpcode, connect, cq_arm_db, cq_ci_db, encode_modify, port_counter_reg,
     port_reg, rq_db, sq_db, ud_send,
 )
 
@@ -1200,6 +1200,37 @@ def ah_block(port, pd, dlid=0x10):
 def qp_block(qp_type, pd, cqn, ring, sq_log=2, rq_log=2, sq_offset=0):
     return struct.pack("<BxHHHBB6xQQ", qp_type, pd, cqn, cqn, sq_log, rq_log, ring + sq_offset,
                        ring + 1024)
+
+
+@cocotb.test()
+async def test_destroyed_objects_free_their_numbers(dut):
+    """DESTROY_QP, DESTROY_AH, DEREG_MR and DESTROY_CQ answer OK and free their numbers: the
+    driver gets the same numbers again, and a message through the new QPs, CQ and MR lands."""
+    rdma = await Rdma.open(dut)
+    dev, pd = rdma.dev, rdma.pd
+    cq = await dev.create_cq(16)
+    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq)
+    ah = await pd.create_ah(1, dev.ports[1].lid)
+    region = await rdma.region(4096)
+    numbers = (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index)
+    for qp in (a, b):
+        await qp.destroy()
+    await ah.destroy()
+    await region.mr.dereg()
+    await cq.destroy()
+
+    cq = await dev.create_cq(16)
+    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq)
+    ah = await pd.create_ah(1, dev.ports[1].lid)
+    region = await rdma.region(4096)
+    assert (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index) == numbers
+    await connect(a, b, port_a=1)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, region.sge(0, 100), region.remote(2048),
+                                   wr_id=7))
+    [wc] = await rdma.poll_until(cq, 1)
+    assert_wc(wc, wr_id=7, status=WCStatus.SUCCESS)
+    assert region.read(2048, 100) == region.read(0, 100)
+    await rdma.finish()
 
 
 @cocotb.test()
