@@ -272,9 +272,8 @@ class DriverCoverage(Observer):
         _sample_reg_read(offset)
 
     def on_command(self, opcode, index, result):
-        command = getattr(Cmd(opcode), "name", None) if opcode in set(Cmd) else None
-        if command is not None and result in set(CmdResult):
-            _sample_command(command, CmdResult(result).name)
+        if opcode in set(Cmd) and result in set(CmdResult):   # a raw test may send others
+            _sample_command(Cmd(opcode).name, CmdResult(result).name)
 
 
 # ---------------------------------------------------------------------------------------------
