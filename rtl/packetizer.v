@@ -26,7 +26,8 @@
 module packetizer #(
     parameter DATA_WIDTH = 64,     // link and payload beat width in bits: 64, 256 or 512
     parameter MAX_PAYLOAD = 4096,  // largest path MTU in bytes (packet buffer size)
-    parameter BUFFERS = 3          // whole-packet buffers, >= 2: 3 = on the link, waiting, filling
+    parameter BUFFERS = 3,         // whole-packet buffers, >= 2: 3 = on the link, waiting, filling
+    parameter ACKREQ_LOG2 = 4      // RC requests ask for an ACK on every PSN whose low bits are all ones
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -52,7 +53,8 @@ module packetizer #(
     input  wire [127:0]             desc_dgid,
     input  wire [15:0]              desc_pkey,
     input  wire [23:0]              desc_dest_qpn,
-    input  wire [23:0]              desc_psn,        // PSN of the first packet
+    input  wire [23:0]              desc_psn,        // PSN of the first packet sent
+    input  wire [31:0]              desc_start,      // its byte offset: 0, or a multiple of the path MTU (a resend)
     input  wire [31:0]              desc_qkey,
     input  wire [23:0]              desc_src_qpn,
     input  wire [63:0]              desc_raddr,
@@ -181,9 +183,9 @@ always @(posedge clk) begin
     F_IDLE:
         if (start) begin
             f_state <= F_NEXT;
-            f_off <= 32'd0;
+            f_off <= desc_start;
             f_psn <= desc_psn;
-            f_first <= 1'b1;
+            f_first <= desc_start == 32'd0;
         end
     F_NEXT:
         if (f_plen != 13'd0)
@@ -240,7 +242,7 @@ always @(posedge clk) begin
     if (r_xfer != f_chunk_done)
         r_out <= r_xfer ? r_out + 1'b1 : r_out - 1'b1;
     if (start) begin
-        r_off <= 32'd0;
+        r_off <= desc_start;
         r_all <= no_payload || desc_len == 32'd0;
     end
     if (rst) begin
@@ -272,6 +274,7 @@ pkt_header s_hdr_gen (
     .dest_qpn(desc_dest_qpn), .qkey(desc_qkey), .src_qpn(desc_src_qpn), .raddr(desc_raddr),
     .rkey(desc_rkey), .dma_len(desc_dma_len), .syndrome(desc_syndrome), .msn(desc_msn),
     .first(m_first[s_buf]), .last(m_last[s_buf]), .psn(m_psn[s_buf]), .plen(s_plen),
+    .ackreq_mid(&m_psn[s_buf][ACKREQ_LOG2-1:0]),
     .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen)
 );
 

@@ -33,7 +33,8 @@ localparam integer TXD_MSN = 660;           // 24
 localparam integer TXD_RATE = 684;          // 4: static rate divisor
 localparam integer TXD_BASE = 688;          // 64: host address of the payload's first byte
 localparam integer TXD_INTERNAL = 752;      // 1: a loopback message with the bypass off
-localparam integer TXD_WIDTH = 753;
+localparam integer TXD_START = 753;         // 32: byte offset of the first packet to send (a resend)
+localparam integer TXD_WIDTH = 785;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8

@@ -36,6 +36,7 @@ module pkt_header (
     input  wire         first,      // the message's first packet
     input  wire         last,       // the message's last packet (both for an only packet)
     input  wire [23:0]  psn,
+    input  wire         ackreq_mid, // an RC request asks for an ACK here even if not its last packet
     input  wire [12:0]  plen,       // payload bytes of this packet
 
     output reg  [639:0] hdr,        // up to 80 bytes: LRH + GRH + BTH + RETH + ImmDt
@@ -61,7 +62,7 @@ wire with_imm = imm_valid & ends & (kind == K_SEND || kind == K_WRITE);
 wire has_deth = transport == T_UD;
 wire has_reth = (kind == K_WRITE && first) || kind == K_READ_REQ;
 wire has_aeth = (kind == K_READ_RESP && !middle) || kind == K_ACK;
-wire ackreq = transport == T_RC && ends && (kind == K_SEND || kind == K_WRITE);
+wire ackreq = transport == T_RC && (ends || ackreq_mid) && (kind == K_SEND || kind == K_WRITE);
 wire [1:0] padcnt = 2'd0 - plen[1:0];
 
 // Low five bits of the opcode for the packet's role.

@@ -163,7 +163,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
     .desc_flow_label(d[TXD_FLOW +: 20]), .desc_hop_limit(d[TXD_HOP +: 8]),
     .desc_sgid(d[TXD_SGID +: 128]), .desc_dgid(d[TXD_DGID +: 128]),
     .desc_pkey(d[TXD_PKEY +: 16]), .desc_dest_qpn(d[TXD_DEST_QPN +: 24]),
-    .desc_psn(d[TXD_PSN +: 24]), .desc_qkey(d[TXD_QKEY +: 32]),
+    .desc_psn(d[TXD_PSN +: 24]), .desc_start(d[TXD_START +: 32]), .desc_qkey(d[TXD_QKEY +: 32]),
     .desc_src_qpn(d[TXD_SRC_QPN +: 24]), .desc_raddr(d[TXD_RADDR +: 64]),
     .desc_rkey(d[TXD_RKEY +: 32]), .desc_dma_len(d[TXD_DMA_LEN +: 32]),
     .desc_syndrome(d[TXD_SYNDROME +: 8]), .desc_msn(d[TXD_MSN +: 24]),

@@ -8,11 +8,11 @@ module qp_table #(
     parameter NUM_QP = 64,         // queue pairs; QPN 0 and 1 are reserved
     parameter NUM_CQ = 16,         // completion queues, to check CQ numbers
     parameter NUM_PORTS = 2,       // ports, to check port numbers
-    parameter ADDR_WIDTH = 32,     // host address width
-    parameter RNR_DELAY = 1024     // cycles between retries of a QP that met receiver-not-ready
+    parameter ADDR_WIDTH = 32      // host address width
 ) (
     input  wire                     clk,
     input  wire                     rst,
+    input  wire [47:0]              now,            // device clock cycles since reset
 
     input  wire                     cmd_valid,
     input  wire [7:0]               cmd_op,
@@ -54,9 +54,13 @@ module qp_table #(
     output wire [15:0]              a_sq_ci,
     output wire [2:0]               a_rnr_left,
     output wire [2:0]               a_rnr_retry,
+    output wire                     a_rnr_waiting,  // backing off after receiver-not-ready
+    output wire [2:0]               a_retry_cnt,    // transport retries (timeout, sequence NAK)
+    output wire [4:0]               a_timeout,      // local ACK timeout exponent, 0 = none
     input  wire                     a_sq_advance,   // the current send WQE is done
     input  wire                     a_set_err,      // move the QP to ERR
     input  wire                     a_rnr_wait,     // receiver not ready: count a retry, back off
+    input  wire [47:0]              a_rnr_until,    // ... until this cycle (`now`)
     input  wire                     a_rnr_clear,    // a message got through: reload the retry count
     output wire [2:0]               a_mtu,          // path MTU enum
     output wire [3:0]               a_rate,         // static rate divisor
@@ -74,6 +78,7 @@ module qp_table #(
     output wire [PORT_BITS-1:0]     b_port,
     output wire [3:0]               b_access,
     output wire [31:0]              b_qkey,
+    output wire [4:0]               b_min_rnr_timer, // RNR timer code its RNR NAKs carry
     output wire [ADDR_WIDTH-1:0]    b_rq_base,
     output wire [3:0]               b_rq_log,
     output wire [15:0]              b_rq_pi,
@@ -102,7 +107,6 @@ module qp_table #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
-localparam RNR_BITS  = $clog2(RNR_DELAY);
 
 reg                   q_valid     [0:NUM_QP-1];
 reg [2:0]             q_type      [0:NUM_QP-1];
@@ -120,7 +124,13 @@ reg [31:0]            q_qkey      [0:NUM_QP-1];
 reg [31:0]            q_dest_qpn  [0:NUM_QP-1];
 reg [2:0]             q_rnr_retry [0:NUM_QP-1];
 reg [2:0]             q_rnr_left  [0:NUM_QP-1];
-reg                   q_rnr_wait  [0:NUM_QP-1];
+reg [NUM_QP-1:0]      q_rnr_wait;
+reg [47:0]            q_rnr_until [0:NUM_QP-1];
+reg [2:0]             q_retry_cnt [0:NUM_QP-1];
+reg [4:0]             q_timeout   [0:NUM_QP-1];
+reg [4:0]             q_min_rnr   [0:NUM_QP-1];
+reg [7:0]             q_max_rd    [0:NUM_QP-1];
+reg [7:0]             q_max_dest_rd [0:NUM_QP-1];
 reg [15:0]            q_dlid      [0:NUM_QP-1];
 reg [3:0]             q_sl        [0:NUM_QP-1];
 reg [6:0]             q_spb       [0:NUM_QP-1];
@@ -160,6 +170,9 @@ assign a_sq_pi         = q_sq_pi[a_qpn];
 assign a_sq_ci         = q_sq_ci[a_qpn];
 assign a_rnr_left      = q_rnr_left[a_qpn];
 assign a_rnr_retry     = q_rnr_retry[a_qpn];
+assign a_rnr_waiting   = q_rnr_wait[a_qpn];
+assign a_retry_cnt     = q_retry_cnt[a_qpn];
+assign a_timeout       = q_timeout[a_qpn];
 assign a_mtu           = q_mtu[a_qpn];
 assign a_rate          = q_rate[a_qpn];
 assign a_sq_psn        = q_sq_psn[a_qpn];
@@ -172,6 +185,7 @@ assign b_rcq           = q_rcq[b_qpn];
 assign b_port          = q_port[b_qpn];
 assign b_access        = q_access[b_qpn];
 assign b_qkey          = q_qkey[b_qpn];
+assign b_min_rnr_timer = q_min_rnr[b_qpn];
 assign b_rq_base       = q_rq_base[b_qpn];
 assign b_rq_log        = q_rq_log[b_qpn];
 assign b_rq_pi         = q_rq_pi[b_qpn];
@@ -225,24 +239,27 @@ wire legal = m_state_byte[7:3] == 5'd0 && (m_state == QPS_RESET || m_state == QP
              (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS)));
 wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
 
-wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:224], cmd_data[167:164],
-                    cmd_data[23:19], cmd_data[103:99],
+wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
+                    cmd_data[23:19], cmd_data[103:99], cmd_data[111:107], cmd_data[119:117],
+                    cmd_data[127:125], cmd_data[95:80],
                     cr_sq_log[7:4], cr_rq_log[7:4], cr_scq[15:CQN_BITS], cr_rcq[15:CQN_BITS],
-                    cmd_data[127:80], m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
+                    m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
 
-// ---- RNR back-off: a periodic tick releases every waiting QP ----
-reg [RNR_BITS-1:0] rnr_timer;
-wire rnr_tick = rnr_timer == {RNR_BITS{1'b0}};
+// ---- RNR back-off: a QP that met receiver-not-ready has no work until its RNR timer ends.
+//      One waiting QP is looked at per cycle (a release is late by at most NUM_QP cycles,
+//      far below the 10 us RNR timer step), and none while no QP waits. ----
+reg  [QPN_BITS-1:0] rnr_scan;
+wire rnr_due = q_rnr_wait[rnr_scan] && $signed(now - q_rnr_until[rnr_scan]) >= 0;
 
 integer i;
 always @(posedge clk) begin
     cmd_done        <= 1'b0;
     cmd_rdata_valid <= 1'b0;
-    rnr_timer       <= rnr_timer + 1'b1;
-
-    if (rnr_tick)
-        for (i = 0; i < NUM_QP; i = i + 1)
-            q_rnr_wait[i] <= 1'b0;
+    if (|q_rnr_wait) begin
+        rnr_scan <= rnr_scan + 1'b1;
+        if (rnr_due)
+            q_rnr_wait[rnr_scan] <= 1'b0;
+    end
 
     // engine updates
     if (a_sq_advance)
@@ -251,6 +268,7 @@ always @(posedge clk) begin
         q_state[a_qpn] <= QPS_ERR;
     if (a_rnr_wait) begin
         q_rnr_wait[a_qpn] <= 1'b1;
+        q_rnr_until[a_qpn] <= a_rnr_until;
         if (q_rnr_retry[a_qpn] != 3'd7)
             q_rnr_left[a_qpn] <= q_rnr_left[a_qpn] - 3'd1;
     end
@@ -308,7 +326,11 @@ always @(posedge clk) begin
             q_valid[ci] <= 1'b0;
         end else if (cmd_op == CMD_QUERY_QP) begin
             cmd_rdata_valid <= 1'b1;
-            cmd_rdata <= {416'd0, q_rq_pi[ci], q_sq_pi[ci], q_rq_ci[ci], q_sq_ci[ci], 29'd0, q_state[ci]};
+            // the query block (docs/host-interface.md), byte 0 in bits 7:0
+            cmd_rdata <= {304'd0, q_max_dest_rd[ci], q_max_rd[ci], 8'd0, q_epsn[ci],
+                          8'd0, q_sq_psn[ci], 3'd0, q_min_rnr[ci], 5'd0, q_rnr_retry[ci],
+                          5'd0, q_retry_cnt[ci], 3'd0, q_timeout[ci],
+                          q_rq_pi[ci], q_sq_pi[ci], q_rq_ci[ci], q_sq_ci[ci], 29'd0, q_state[ci]};
         end else if (!legal) begin
             cmd_result <= CR_BAD_STATE;
         end else if (!port_ok && m_state != QPS_RESET && m_state != QPS_ERR) begin
@@ -322,6 +344,11 @@ always @(posedge clk) begin
             q_rnr_retry[ci] <= cmd_data[12*8 +: 3];
             q_rnr_left[ci]  <= cmd_data[12*8 +: 3];
             q_rnr_wait[ci]  <= 1'b0;
+            q_retry_cnt[ci] <= cmd_data[13*8 +: 3];
+            q_timeout[ci]   <= cmd_data[14*8 +: 5];
+            q_min_rnr[ci]   <= cmd_data[15*8 +: 5];
+            q_max_rd[ci]    <= cmd_data[28*8 +: 8];
+            q_max_dest_rd[ci] <= cmd_data[29*8 +: 8];
             q_dlid[ci]      <= cmd_data[16*8 +: 16];
             q_sl[ci]        <= cmd_data[18*8 +: 4];
             q_spb[ci]       <= cmd_data[19*8 +: 7];
@@ -354,7 +381,8 @@ always @(posedge clk) begin
         cmd_result      <= CR_OK;
         cmd_rdata_valid <= 1'b0;
         cmd_rdata       <= 512'd0;
-        rnr_timer       <= {RNR_BITS{1'b0}};
+        rnr_scan        <= {QPN_BITS{1'b0}};
+        q_rnr_wait      <= {NUM_QP{1'b0}};
         for (i = 0; i < NUM_QP; i = i + 1) begin
             q_valid[i]    <= 1'b0;
             q_state[i]    <= QPS_RESET;
@@ -362,7 +390,6 @@ always @(posedge clk) begin
             q_sq_ci[i]    <= 16'd0;
             q_rq_pi[i]    <= 16'd0;
             q_rq_ci[i]    <= 16'd0;
-            q_rnr_wait[i] <= 1'b0;
         end
     end
 end

@@ -14,7 +14,9 @@ module rdma_dev #(
     parameter NUM_QP = 64,           // queue pairs, a power of two (QPN 0 and 1 reserved)
     parameter NUM_CQ = 16,           // completion queues, a power of two, at most 32
     parameter NUM_MR = 64,           // memory regions, a power of two
-    parameter NUM_AH = 16            // address handles, a power of two
+    parameter NUM_AH = 16,           // address handles, a power of two
+    parameter CLOCK_MHZ = 250,       // device clock: the RC transport timers count its cycles
+    parameter TIMER_SHIFT = 0        // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -189,7 +191,10 @@ wire [127:0]          a_dgid;
 wire [ADDR_WIDTH-1:0] a_sq_base;
 wire [3:0]            a_sq_log;
 wire [15:0]           a_sq_pi, a_sq_ci;
-wire [2:0]            a_rnr_left, a_rnr_retry;
+wire [2:0]            a_rnr_left, a_rnr_retry, a_retry_cnt;
+wire                  a_rnr_waiting;
+wire [4:0]            a_timeout;
+wire [47:0]           a_rnr_until;
 wire                  a_sq_advance, a_set_err, a_rnr_wait, a_rnr_clear;
 wire [2:0]            a_mtu;
 wire [3:0]            a_rate;
@@ -203,6 +208,7 @@ wire [CQN_BITS-1:0]   b_rcq;
 wire [PORT_BITS-1:0]  b_port;
 wire [3:0]            b_access;
 wire [31:0]           b_qkey;
+wire [4:0]            b_min_rnr;
 wire [ADDR_WIDTH-1:0] b_rq_base;
 wire [3:0]            b_rq_log;
 wire [15:0]           b_rq_pi, b_rq_ci;
@@ -215,10 +221,14 @@ wire [31:0]           c_dest_qpn, c_qkey;
 wire [23:0]           c_epsn, c_msn, c_epsn_value;
 wire                  c_set_epsn, c_msn_inc;
 
+// the device's time, for the RC transport timers
+reg [47:0] now;
+always @(posedge clk) now <= rst ? 48'd0 : now + 48'd1;
+
 qp_table #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
 ) qps (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .now(now),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(qp_cmd_done), .cmd_result(qp_cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
@@ -229,13 +239,15 @@ qp_table #(
     .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
     .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
     .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
-    .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry),
-    .a_sq_advance(a_sq_advance), .a_set_err(a_set_err),
-    .a_rnr_wait(a_rnr_wait), .a_rnr_clear(a_rnr_clear),
+    .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry), .a_retry_cnt(a_retry_cnt),
+    .a_rnr_waiting(a_rnr_waiting),
+    .a_timeout(a_timeout), .a_sq_advance(a_sq_advance), .a_set_err(a_set_err),
+    .a_rnr_wait(a_rnr_wait), .a_rnr_until(a_rnr_until), .a_rnr_clear(a_rnr_clear),
     .a_mtu(a_mtu), .a_rate(a_rate), .a_sq_psn(a_sq_psn), .a_set_psn(a_set_psn),
     .a_psn_value(a_psn_value),
     .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
     .b_rcq(b_rcq), .b_port(b_port), .b_access(b_access), .b_qkey(b_qkey),
+    .b_min_rnr_timer(b_min_rnr),
     .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
     .b_rq_advance(b_rq_advance), .b_set_err(b_set_err),
     .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
@@ -396,6 +408,7 @@ wire [2*MSG_WIDTH-1:0]  msg_c_data;
 wire                    msg_valid, msg_ready;
 wire [MSG_WIDTH-1:0]    msg;
 wire                    rsp_valid, rsp_place, rsp_rnr;
+wire [4:0]              rsp_rnr_timer;
 wire [7:0]              rsp_status;
 wire [ADDR_WIDTH-1:0]   rsp_addr;
 
@@ -432,17 +445,20 @@ wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
 wire [NUM_PORTS*24-1:0] tx_req_done_psn;
 wire                   wire_active;
-wire [23:0]            wire_qpn, wire_first_psn, wire_npkts;
+wire [23:0]            wire_qpn, wire_first_psn, wire_una;
 wire [PORT_BITS-1:0]   wire_port;
 wire [ADDR_WIDTH-1:0]  wire_addr;
 wire [2:0]             wire_mtu;
 wire                   ack_valid;
+wire [1:0]             ack_kind;
 wire [7:0]             ack_syndrome;
+wire [23:0]            ack_psn;
 
 requester #(
-    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
+    .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
 ) req (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .now(now),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
     .port_pkey(port_pkey), .bypass_en(bypass_en),
@@ -451,9 +467,10 @@ requester #(
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
     .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),
     .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
-    .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry),
-    .qp_sq_advance(a_sq_advance), .qp_set_err(a_set_err),
-    .qp_rnr_wait(a_rnr_wait), .qp_rnr_clear(a_rnr_clear),
+    .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_retry_cnt(a_retry_cnt),
+    .qp_rnr_waiting(a_rnr_waiting),
+    .qp_timeout(a_timeout), .qp_sq_advance(a_sq_advance), .qp_set_err(a_set_err),
+    .qp_rnr_wait(a_rnr_wait), .qp_rnr_until(a_rnr_until), .qp_rnr_clear(a_rnr_clear),
     .qp_mtu(a_mtu), .qp_rate(a_rate), .qp_sq_psn(a_sq_psn), .qp_set_psn(a_set_psn),
     .qp_psn_value(a_psn_value),
     .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
@@ -470,13 +487,14 @@ requester #(
     .m_msg_sgid(req_msg_sgid), .m_msg_dgid(req_msg_dgid), .m_msg_offset(req_msg_offset),
     .m_msg_hold(msg_c_hold[0]),
     .s_rsp_valid(msg_c_answer[0]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
-    .s_rsp_rnr(rsp_rnr), .s_rsp_addr(rsp_addr),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port), .s_tx_done(tx_req_done[tx_req_port]),
     .s_tx_done_psn(tx_req_done_psn[tx_req_port*24 +: 24]),
     .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
-    .wire_first_psn(wire_first_psn), .wire_npkts(wire_npkts), .wire_addr(wire_addr),
-    .wire_mtu(wire_mtu), .s_ack_valid(ack_valid), .s_ack_syndrome(ack_syndrome),
+    .wire_first_psn(wire_first_psn), .wire_una(wire_una), .wire_addr(wire_addr),
+    .wire_mtu(wire_mtu), .s_ack_valid(ack_valid), .s_ack_kind(ack_kind),
+    .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(prot_c_data[0 +: PROT_REQ_WIDTH]),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
@@ -506,10 +524,11 @@ responder #(
     .s_msg_sgid(msg[335+PORT_BITS +: 128]), .s_msg_dgid(msg[463+PORT_BITS +: 128]),
     .s_msg_offset(msg[591+PORT_BITS +: 32]),
     .m_rsp_valid(rsp_valid), .m_rsp_status(rsp_status), .m_rsp_place(rsp_place),
-    .m_rsp_rnr(rsp_rnr), .m_rsp_addr(rsp_addr),
+    .m_rsp_rnr(rsp_rnr), .m_rsp_rnr_timer(rsp_rnr_timer), .m_rsp_addr(rsp_addr),
     .port_lmc(port_lmc),
     .qp_qpn(b_qpn), .qp_valid(b_valid), .qp_type(b_type), .qp_state(b_state), .qp_pd(b_pd),
     .qp_rcq(b_rcq), .qp_port(b_port), .qp_access(b_access), .qp_qkey(b_qkey),
+    .qp_min_rnr_timer(b_min_rnr),
     .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
     .qp_rq_advance(b_rq_advance), .qp_set_err(b_set_err),
     .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
@@ -545,7 +564,7 @@ rx_engine #(
     .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
     .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
     .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
-    .s_rsp_rnr(rsp_rnr), .s_rsp_addr(rsp_addr),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
     .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
     .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[2]),
     .m_axis_wr_tdata(dma_wr_tdata), .m_axis_wr_tkeep(dma_wr_tkeep),
@@ -553,8 +572,9 @@ rx_engine #(
     .m_axis_wr_tlast(dma_wr_tlast),
     .m_tx_valid(tx_rsp_valid), .m_tx_ready(tx_rsp_ready), .m_tx_desc(tx_rsp_desc),
     .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
-    .wire_first_psn(wire_first_psn), .wire_npkts(wire_npkts), .wire_addr(wire_addr),
-    .wire_mtu(wire_mtu), .m_ack_valid(ack_valid), .m_ack_syndrome(ack_syndrome),
+    .wire_first_psn(wire_first_psn), .wire_una(wire_una), .wire_addr(wire_addr),
+    .wire_mtu(wire_mtu), .m_ack_valid(ack_valid), .m_ack_kind(ack_kind),
+    .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
     .rcv_drop(rcv_drop)
 );
 

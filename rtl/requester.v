@@ -3,7 +3,11 @@
 // AH's for UD) and decides loopback against the port's own LID/LMC/GID. A loopback message
 // (with the bypass switched on) goes to the responder and its payload through the DMA mover:
 // no packets, no segmentation, no headers. Any other message goes to its port's packetizer;
-// RC waits for the acknowledgement (ACK, NAK, or the last READ response) before it completes.
+// RC waits until every PSN of it is acknowledged (ACKs, READ responses) before it completes,
+// and recovers from loss go-back-N: on the local ACK timeout, a PSN sequence NAK or a missing
+// READ response it resends from the oldest unacknowledged PSN, inside the message at a packet
+// boundary (retry_cnt times, then RETRY_EXC_ERR). An RNR NAK makes the QP wait the time its
+// syndrome encodes and send the message again (rnr_retry times, 7 = forever).
 // It writes the send completion, and walks QPs in ERR: every send WQE completes WR_FLUSH_ERR
 // and the responder flushes the receive queue.
 `default_nettype none
@@ -13,10 +17,12 @@ module requester #(
     parameter NUM_CQ = 16,         // completion queues
     parameter NUM_PORTS = 2,       // ports
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter ACK_TIMEOUT = 65536  // cycles an RC message waits for its acknowledgement
+    parameter CLOCK_MHZ = 250,     // device clock: the transport timers count its cycles
+    parameter TIMER_SHIFT = 0      // transport timers run 2^TIMER_SHIFT times fast (short simulations)
 ) (
     input  wire                     clk,
     input  wire                     rst,
+    input  wire [47:0]              now,              // cycles since reset
 
     // scheduler
     input  wire                     sched_valid,
@@ -54,9 +60,13 @@ module requester #(
     input  wire [15:0]              qp_sq_ci,
     input  wire [2:0]               qp_rnr_left,
     input  wire [2:0]               qp_rnr_retry,
+    input  wire                     qp_rnr_waiting,
+    input  wire [2:0]               qp_retry_cnt,
+    input  wire [4:0]               qp_timeout,
     output reg                      qp_sq_advance,
     output reg                      qp_set_err,
     output reg                      qp_rnr_wait,
+    output reg  [47:0]              qp_rnr_until,
     output reg                      qp_rnr_clear,
     input  wire [2:0]               qp_mtu,
     input  wire [3:0]               qp_rate,
@@ -109,6 +119,7 @@ module requester #(
     input  wire [7:0]               s_rsp_status,
     input  wire                     s_rsp_place,
     input  wire                     s_rsp_rnr,
+    input  wire [4:0]               s_rsp_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]    s_rsp_addr,
 
     // message to the port's packetizer (m_tx_port), and its last packet leaving
@@ -123,12 +134,15 @@ module requester #(
     output wire [23:0]              wire_qpn,
     output wire [PORT_BITS-1:0]     wire_port,
     output wire [23:0]              wire_first_psn,
-    output wire [23:0]              wire_npkts,
+    output wire [23:0]              wire_una,         // its oldest unacknowledged PSN
     output wire [ADDR_WIDTH-1:0]    wire_addr,        // where READ response payload goes
     output wire [2:0]               wire_mtu,
-    // its answer: AETH syndrome of the ACK / NAK / last READ response
+    // what arrived for it (rx_engine): 0 ACK / NAK, 1 READ response at wire_una stored,
+    // 2 READ response past wire_una
     input  wire                     s_ack_valid,
+    input  wire [1:0]               s_ack_kind,
     input  wire [7:0]               s_ack_syndrome,
+    input  wire [23:0]              s_ack_psn,
 
     // protection checker client
     output reg                      m_prot_valid,
@@ -266,14 +280,28 @@ wire [2:0]  tx_kind = is_read ? 3'd2 :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
 reg         wire_internal;    // loopback with the bypass off
-reg  [23:0] first_psn;
-reg  [23:0] next_psn;
-reg         ack_seen;
-reg  [7:0]  ack_syn;
-reg  [31:0] ack_timer;
+reg  [23:0] first_psn;        // the message's first PSN
+reg  [23:0] end_psn;          // one past its last
+reg  [23:0] una;              // oldest PSN not yet acknowledged
+reg  [23:0] tx_psn;           // the first PSN of the (re)transmission in flight
+reg  [2:0]  retry_left;
+reg  [47:0] ack_timer;        // cycles without progress
+reg         fin;              // every PSN acknowledged
+reg         fail;             // a NAK ended it: nak_syn says which
+reg  [7:0]  nak_syn;
+reg         rnr_hit;          // an RNR NAK: wait rnr_code, then send it again
+reg  [4:0]  rnr_code;
+reg         retry_req;        // a sequence NAK or a gap in the READ responses: resend
+// a resend starts inside the message: a WRITE / SEND at a packet boundary, a READ request
+// for the responses still missing
+wire [23:0] tx_skip  = tx_psn - first_psn;
+wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
-assign m_tx_desc = {wire_internal, {(64-ADDR_WIDTH){1'b0}}, local_addr, av_rate, 24'd0, 8'd0,
-                    w_len, w_rkey, w_raddr, m_msg_src_qpn, m_msg_qkey, qp_sq_psn,
+assign m_tx_desc = {is_read ? 32'd0 : tx_bytes, wire_internal, {(64-ADDR_WIDTH){1'b0}},
+                    local_addr, av_rate, 24'd0, 8'd0,
+                    is_read ? w_len - tx_bytes : w_len, w_rkey,
+                    is_read ? w_raddr + {32'd0, tx_bytes} : w_raddr,
+                    m_msg_src_qpn, m_msg_qkey, tx_psn,
                     dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, is_read ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
@@ -281,14 +309,51 @@ assign wire_active    = state == S_WIRE_WAIT || state == S_ACK_WAIT;
 assign wire_qpn       = {{(24-QPN_BITS){1'b0}}, qp_qpn};
 assign wire_port      = qp_port;
 assign wire_first_psn = first_psn;
-assign wire_npkts     = msg_pkts;
+assign wire_una       = una;
 assign wire_addr      = local_addr;
 assign wire_mtu       = pmtu;
 assign m_msg_offset   = 32'd0;
 assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state == S_END_WAIT;
 // the NAK codes of the AETH syndrome, as the sender's completion status
-wire [7:0] nak_status = ack_syn == 8'h61 ? WC_REM_INV_REQ_ERR :
-                        ack_syn == 8'h62 ? WC_REM_ACCESS_ERR : WC_REM_OP_ERR;
+wire [7:0] nak_status = nak_syn == 8'h61 ? WC_REM_INV_REQ_ERR :
+                        nak_syn == 8'h62 ? WC_REM_ACCESS_ERR : WC_REM_OP_ERR;
+
+// ---- timers (IBTA 9.7.6.1.3 local ACK timeout, 9.7.5.2.8 RNR NAK timer), in device cycles ----
+localparam [47:0] ACK_UNIT = (4096 * CLOCK_MHZ + 999) / 1000;   // 4.096 us
+localparam [47:0] RNR_UNIT = 10 * CLOCK_MHZ;                   // 10 us
+wire [47:0] ack_limit = (ACK_UNIT << qp_timeout) >> TIMER_SHIFT;
+wire        ack_expired = qp_timeout != 5'd0 && ack_timer + 48'd1 >= ack_limit;
+// the RNR timer codes in units of 10 us (code 0 is the longest, 655.36 ms)
+function [16:0] rnr_units(input [4:0] code);
+    case (code)
+        5'd0:  rnr_units = 17'd65536; 5'd1:  rnr_units = 17'd1;     5'd2:  rnr_units = 17'd2;
+        5'd3:  rnr_units = 17'd3;     5'd4:  rnr_units = 17'd4;     5'd5:  rnr_units = 17'd6;
+        5'd6:  rnr_units = 17'd8;     5'd7:  rnr_units = 17'd12;    5'd8:  rnr_units = 17'd16;
+        5'd9:  rnr_units = 17'd24;    5'd10: rnr_units = 17'd32;    5'd11: rnr_units = 17'd48;
+        5'd12: rnr_units = 17'd64;    5'd13: rnr_units = 17'd96;    5'd14: rnr_units = 17'd128;
+        5'd15: rnr_units = 17'd192;   5'd16: rnr_units = 17'd256;   5'd17: rnr_units = 17'd384;
+        5'd18: rnr_units = 17'd512;   5'd19: rnr_units = 17'd768;   5'd20: rnr_units = 17'd1024;
+        5'd21: rnr_units = 17'd1536;  5'd22: rnr_units = 17'd2048;  5'd23: rnr_units = 17'd3072;
+        5'd24: rnr_units = 17'd4096;  5'd25: rnr_units = 17'd6144;  5'd26: rnr_units = 17'd8192;
+        5'd27: rnr_units = 17'd12288; 5'd28: rnr_units = 17'd16384; 5'd29: rnr_units = 17'd24576;
+        5'd30: rnr_units = 17'd32768; default: rnr_units = 17'd49152;
+    endcase
+endfunction
+function [47:0] rnr_cycles(input [4:0] code);
+    rnr_cycles = ({31'd0, rnr_units(code)} * RNR_UNIT) >> TIMER_SHIFT;
+endfunction
+
+// ---- what arrived for the RC message on the wire ----
+wire [23:0] ev_ahead = s_ack_psn - una;        // modulo 2^24
+wire [23:0] ev_span  = end_psn - una;
+wire        ev_in    = ev_ahead < ev_span;     // one of the PSNs still unacknowledged
+wire [23:0] ev_from_first = s_ack_psn - first_psn;
+wire        ev_msg   = ev_from_first < end_psn - first_psn;   // one of the message's PSNs
+wire        ev_ack   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b000;
+wire        ev_rnr   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b001;
+wire        ev_nak   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b011;
+wire [23:0] ack_next = s_ack_psn + 24'd1;
+wire [23:0] read_next = una + 24'd1;
 
 // ---- the send completion ----
 wire [7:0] wc_op = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
@@ -300,7 +365,7 @@ assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
 
 // WQE bytes 0x02-0x03 and 0x38-0x3F are reserved; FENCE needs nothing here (one WQE at a time)
 wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
-                w_flags[7:3], w_flags[0]};
+                w_flags[7:3], w_flags[0], s_tx_done_psn};
 
 always @(posedge clk) begin
     qp_sq_advance <= 1'b0;
@@ -313,11 +378,6 @@ always @(posedge clk) begin
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
     if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
     qp_set_psn <= 1'b0;
-    if (s_ack_valid && wire_active) begin
-        ack_seen <= 1'b1;
-        ack_syn  <= s_ack_syndrome;
-    end
-
     case (state)
         S_IDLE: if (sched_valid) begin
             qp_qpn <= sched_qpn;
@@ -328,11 +388,12 @@ always @(posedge clk) begin
         // work is checked again on the live context.
         S_PICK: begin
             status <= WC_SUCCESS;
-            if (qp_sq_pi != qp_sq_ci && (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
+            if (qp_sq_pi != qp_sq_ci && (qp_state == QPS_RTS || qp_state == QPS_ERR) &&
+                    !qp_rnr_waiting) begin
                 dma_is_copy <= 1'b0;
                 m_dma_valid <= 1'b1;
                 state <= S_LOAD_WAIT;
-            end else if (qp_state == QPS_ERR) begin
+            end else if (qp_state == QPS_ERR && qp_sq_pi == qp_sq_ci) begin
                 // only receive WQEs left on a QP in ERR: the responder flushes one
                 m_msg_kind  <= 2'd2;
                 m_msg_valid <= 1'b1;
@@ -401,7 +462,14 @@ always @(posedge clk) begin
                 end else begin
                     wire_internal <= loopback;
                     first_psn  <= qp_sq_psn;
-                    ack_seen   <= 1'b0;
+                    end_psn    <= qp_sq_psn + msg_pkts;
+                    una        <= qp_sq_psn;
+                    tx_psn     <= qp_sq_psn;
+                    retry_left <= qp_retry_cnt;
+                    fin        <= 1'b0;
+                    fail       <= 1'b0;
+                    rnr_hit    <= 1'b0;
+                    retry_req  <= 1'b0;
                     m_tx_valid <= 1'b1;
                     state <= S_WIRE_WAIT;
                 end
@@ -425,7 +493,8 @@ always @(posedge clk) begin
                     state  <= S_CQE;
                 end else begin
                     // leave the WQE at the head of the queue and back off
-                    qp_rnr_wait <= 1'b1;
+                    qp_rnr_wait  <= 1'b1;
+                    qp_rnr_until <= now + rnr_cycles(s_rsp_rnr_timer);
                     state <= S_IDLE;
                 end
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
@@ -457,36 +526,49 @@ always @(posedge clk) begin
 
         // the last packet has left: UC and UD are done, RC waits for its answer
         S_WIRE_WAIT: if (s_tx_done) begin
-            next_psn  <= is_read ? first_psn + msg_pkts : s_tx_done_psn;
-            ack_timer <= 32'd0;
+            ack_timer <= 48'd0;
+            retry_req <= 1'b0;      // about what was sent before: this round answers anew
             if (qp_type == QPT_RC) begin
                 state <= S_ACK_WAIT;
             end else begin
                 qp_set_psn   <= 1'b1;
-                qp_psn_value <= s_tx_done_psn;
+                qp_psn_value <= end_psn;
                 state <= S_CQE;
             end
         end
 
         S_ACK_WAIT: begin
-            ack_timer <= ack_timer + 32'd1;
-            if (ack_seen) begin
-                if (ack_syn[7:5] == 3'b000) begin
-                    qp_set_psn   <= 1'b1;
-                    qp_psn_value <= next_psn;
-                    state <= S_CQE;
-                end else if (ack_syn[7:5] == 3'b001 && rnr_retry_ok) begin
-                    // receiver not ready: the same PSNs go again when the QP is next served
-                    qp_rnr_wait <= 1'b1;
+            ack_timer <= ack_timer + 48'd1;
+            if (fail) begin
+                status <= nak_status;
+                state  <= S_CQE;
+            end else if (fin) begin
+                qp_set_psn   <= 1'b1;
+                qp_psn_value <= end_psn;
+                state <= S_CQE;
+            end else if (rnr_hit) begin
+                if (rnr_retry_ok) begin
+                    // receiver not ready: the message goes again from its first PSN when the
+                    // QP is next served, after the responder's RNR time
+                    qp_rnr_wait  <= 1'b1;
+                    qp_rnr_until <= now + rnr_cycles(rnr_code);
                     state <= S_IDLE;
                 end else begin
-                    status <= ack_syn[7:5] == 3'b001 ? WC_RNR_RETRY_EXC_ERR : nak_status;
+                    status <= WC_RNR_RETRY_EXC_ERR;
                     state  <= S_CQE;
                 end
-            end else if (ack_timer == ACK_TIMEOUT - 1) begin
-                // no answer: the packet was dropped (no retransmission yet)
-                status <= WC_RETRY_EXC_ERR;
-                state  <= S_CQE;
+            end else if (retry_req || ack_expired) begin
+                if (retry_left == 3'd0) begin
+                    status <= WC_RETRY_EXC_ERR;
+                    state  <= S_CQE;
+                end else begin
+                    // go back N: resend from the oldest unacknowledged PSN
+                    retry_left <= retry_left - 3'd1;
+                    retry_req  <= 1'b0;
+                    tx_psn     <= una;
+                    m_tx_valid <= 1'b1;
+                    state <= S_WIRE_WAIT;
+                end
             end
         end
 
@@ -508,6 +590,39 @@ always @(posedge clk) begin
 
         default: state <= S_IDLE;
     endcase
+
+    // Answers are taken the cycle they arrive (the receive engine checks its next READ
+    // response against una), after the state machine: progress restarts the timer it counts.
+    if (wire_active && !fin && !fail) begin
+        if ((ev_ack && ev_in && !is_read) || (s_ack_valid && s_ack_kind == 2'd1)) begin
+            // progress: restart the timer, and the retries
+            una        <= s_ack_kind == 2'd1 ? read_next : ack_next;
+            fin        <= (s_ack_kind == 2'd1 ? read_next : ack_next) == end_psn;
+            ack_timer  <= 48'd0;
+            retry_left <= qp_retry_cnt;
+        end else if (ev_ack && ev_in) begin
+            retry_req <= 1'b1;      // an ACK past the READ: its responses were lost
+        end else if (ev_rnr && ev_msg) begin
+            // the responder starts the message over: so will the requester
+            rnr_hit  <= 1'b1;
+            rnr_code <= s_ack_syndrome[4:0];
+        end else if (ev_nak && s_ack_syndrome[4:0] == 5'd0 && (ev_msg || s_ack_psn == end_psn)) begin
+            // the responder expects this PSN: what it got before is acknowledged (a PSN behind
+            // una: it started the message over after an RNR NAK that went missing)
+            una       <= s_ack_psn;
+            fin       <= s_ack_psn == end_psn;
+            retry_req <= 1'b1;
+            if (ev_ahead != 24'd0 && ev_ahead <= ev_span) begin
+                ack_timer  <= 48'd0;
+                retry_left <= qp_retry_cnt;
+            end
+        end else if (ev_nak && (ev_in || s_ack_psn == una)) begin
+            fail    <= 1'b1;
+            nak_syn <= s_ack_syndrome;
+        end else if (s_ack_valid && s_ack_kind == 2'd2) begin
+            retry_req <= 1'b1;
+        end
+    end
 
     if (rst) begin
         state        <= S_IDLE;

@@ -48,6 +48,7 @@ module responder #(
     output reg  [7:0]               m_rsp_status,
     output reg                      m_rsp_place,
     output reg                      m_rsp_rnr,
+    output wire [4:0]               m_rsp_rnr_timer,  // with m_rsp_rnr: the QP's min_rnr_timer code
     output reg  [ADDR_WIDTH-1:0]    m_rsp_addr,
 
     input  wire [NUM_PORTS*3-1:0]   port_lmc,
@@ -62,6 +63,7 @@ module responder #(
     input  wire [PORT_BITS-1:0]     qp_port,
     input  wire [3:0]               qp_access,
     input  wire [31:0]              qp_qkey,
+    input  wire [4:0]               qp_min_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]    qp_rq_base,
     input  wire [3:0]               qp_rq_log,
     input  wire [15:0]              qp_rq_pi,
@@ -148,6 +150,7 @@ wire is_cont    = r_kind == 2'd3;
 wire [32:0] recv_need = {1'b0, r_len} + (is_ud ? 33'd40 : 33'd0);
 
 assign s_msg_ready = state == S_IDLE;
+assign m_rsp_rnr_timer = qp_min_rnr_timer;
 assign qp_qpn = r_dest[QPN_BITS-1:0];
 
 wire reachable = r_dest < NUM_QP && qp_valid && qp_port == r_port && qp_type == r_type &&

@@ -5,7 +5,12 @@
 // CONT for later pieces that need a check, END after the last; payload is stored through the
 // DMA mover (WRITE_STREAM) at the address the responder gave. RC requests are answered through
 // the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ.
-// Response packets (ACK, READ response) go to the requester's waiting RC message.
+// Response packets (ACK, NAK, READ response) go to the requester's waiting RC message.
+//
+// RC PSNs are compared modulo 2^24: a packet behind the expected PSN is a duplicate (a SEND or
+// WRITE is not stored again but acknowledged again when it asks for an ACK; a READ request is
+// served again), one ahead is a sequence error (one NAK per gap, then silence until the
+// expected PSN arrives). ACKs go out where the requester asked for one (AckReq).
 //
 // A message in progress keeps the responder (it holds the message's receive WQE), so while one
 // is, request packets from other ports wait in their depacketizers. Packets that fail the QP
@@ -61,6 +66,7 @@ module rx_engine #(
     input  wire [7:0]                       s_rsp_status,
     input  wire                             s_rsp_place,
     input  wire                             s_rsp_rnr,
+    input  wire [4:0]                       s_rsp_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]            s_rsp_addr,
 
     // DMA mover client (WRITE_STREAM), and the stream it stores
@@ -84,11 +90,15 @@ module rx_engine #(
     input  wire [23:0]                      wire_qpn,
     input  wire [PORT_BITS-1:0]             wire_port,
     input  wire [23:0]                      wire_first_psn,
-    input  wire [23:0]                      wire_npkts,
+    input  wire [23:0]                      wire_una,         // the READ response PSN it takes next
     input  wire [ADDR_WIDTH-1:0]            wire_addr,
     input  wire [2:0]                       wire_mtu,
+    // what arrived for it: 0 an ACK or NAK (syndrome, PSN), 1 the READ response at wire_una
+    // stored, 2 a READ response past wire_una (one went missing)
     output reg                              m_ack_valid,
+    output reg  [1:0]                       m_ack_kind,
     output reg  [7:0]                       m_ack_syndrome,
+    output reg  [23:0]                      m_ack_psn,
 
     // packets dropped by the QP checks, per port (link packets only)
     output reg  [NUM_PORTS-1:0]             rcv_drop
@@ -126,6 +136,7 @@ wire [4:0] code    = h_op[4:0];
 wire [2:0] h_type  = h_op[7:5] == 3'd0 ? QPT_RC : h_op[7:5] == 3'd1 ? QPT_UC : QPT_UD;
 wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h11;
 wire is_ack        = is_resp && code == 5'h11;
+wire h_ackreq      = h[RXH_ACKREQ];
 wire fam_write     = code >= 5'h06 && code <= 5'h0B;
 wire fam_read      = code == 5'h0C;
 wire is_first      = code == 5'h00 || code == 5'h04 || code == 5'h05 || code == 5'h06 ||
@@ -136,7 +147,6 @@ wire has_imm       = code == 5'h03 || code == 5'h05 || code == 5'h09 || code == 
 wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
                      fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
                                  (has_imm ? WR_SEND_IMM : WR_SEND);
-wire resp_last     = code == 5'h0F || code == 5'h10;      // READ response last / only
 
 // ---- the message in progress (one at a time, see above) ----
 reg                   in_msg;
@@ -154,6 +164,10 @@ wire qp_ok  = h_dest < NUM_QP && qp_valid && qp_type == h_type && qp_port == cur
               (h_type != QPT_UD || h[RXH_QKEY +: 32] == qp_qkey);
 // UC has no retransmission: a first packet starts a new message whatever PSN it has
 wire psn_ok = h_type == QPT_UD || h_psn == qp_epsn || (h_type == QPT_UC && is_first);
+// RC: behind the expected PSN (modulo 2^24, within half the space) is a duplicate
+wire [23:0] psn_diff = h_psn - qp_epsn;
+wire duplicate = h_type == QPT_RC && psn_diff[23];
+reg  [NUM_QP-1:0] nak_sent;      // a sequence NAK went out for the QP's current gap
 wire seq_ok = is_first ? !in_msg || msg_qpn != h_dest || h_type == QPT_UC
                        : in_msg && msg_qpn == h_dest && msg_write == fam_write;
 // a WRITE's later packets need no responder check unless they carry the immediate
@@ -168,7 +182,8 @@ wire [23:0] read_pkts = pkts[23:0];
 
 // ---- responses to the requester's message ----
 wire [23:0] resp_index = h_psn - wire_first_psn;
-wire resp_match = wire_active && h_dest == wire_qpn && cur == wire_port && resp_index < wire_npkts;
+wire [23:0] resp_ahead = h_psn - wire_una;
+wire resp_match = wire_active && h_dest == wire_qpn && cur == wire_port;
 wire [ADDR_WIDTH-1:0] resp_addr = wire_addr + ({{(ADDR_WIDTH-24){1'b0}}, resp_index} << ({1'b0, wire_mtu} + 4'd7));
 
 // ---- the message to the responder ----
@@ -210,10 +225,11 @@ assign s_axis_pl_tready = (storing && m_axis_wr_tready) ? ({{(NUM_PORTS-1){1'b0}
 reg  [2:0]  ans_kind;            // 3 READ response, 4 ACK
 reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
+reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
+wire [TXD_WIDTH-1:0] ans = {32'd0, h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
-                            24'd0, 32'd0, h_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
+                            24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
                             h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
                             h[RXH_DLID +: 16], h[RXH_SLID +: 16], pmtu,
@@ -248,7 +264,7 @@ end
 assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << pick)
                                                      : {NUM_PORTS{1'b0}};
 
-wire unused = ^{pkts[31:24], h[RXH_ACKREQ], h[RXH_MSN +: 24], qp_dest_qpn[31:24]};
+wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24]};
 
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
@@ -271,13 +287,23 @@ always @(posedge clk) begin
         end
 
         S_DECODE: begin
+            ans_kind <= 3'd4;
+            ans_msn  <= qp_msn;
+            ans_psn  <= h_psn;
+            m_ack_syndrome <= h[RXH_SYNDROME +: 8];
+            m_ack_psn      <= h_psn;
             if (is_resp) begin
                 if (!resp_match) begin
                     state <= S_DROP;            // a stale or stray response
                 end else if (is_ack) begin
-                    m_ack_valid    <= 1'b1;
-                    m_ack_syndrome <= h[RXH_SYNDROME +: 8];
+                    m_ack_valid <= 1'b1;
+                    m_ack_kind  <= 2'd0;
                     state <= S_IDLE;
+                end else if (resp_ahead != 24'd0) begin
+                    // a duplicate, or one past a lost response: the requester decides
+                    m_ack_valid <= !resp_ahead[23];
+                    m_ack_kind  <= 2'd2;
+                    state <= S_DROP;
                 end else begin
                     store_addr <= resp_addr;
                     state <= S_STORE;
@@ -285,12 +311,26 @@ always @(posedge clk) begin
             end else if (!qp_ok) begin
                 if (!h_internal) rcv_drop[cur] <= 1'b1;
                 state <= S_DROP;
-            end else if (!psn_ok || !seq_ok) begin
+            end else if (duplicate && !fam_read) begin
+                // stored before: not again; acknowledged again (the last in-order PSN, the
+                // current MSN) when the requester asks
+                ans_syndrome <= 8'h1F;
+                ans_psn      <= qp_epsn - 24'd1;
+                state <= h_ackreq ? S_ANSWER : S_DROP;
+            end else if (h_type == QPT_RC && !duplicate && psn_diff != 24'd0) begin
+                // packets were lost: say so once, then wait for the expected PSN
+                ans_syndrome <= 8'h60;
+                ans_psn      <= qp_epsn;
+                nak_sent[h_dest[QPN_BITS-1:0]] <= 1'b1;
+                state <= nak_sent[h_dest[QPN_BITS-1:0]] ? S_DROP : S_ANSWER;
+            end else if ((!psn_ok && !duplicate) || !seq_ok) begin
                 if (h_type == QPT_UC && in_msg && msg_qpn == h_dest)
                     in_msg <= 1'b0;             // UC: the rest of that message is lost
                 state <= S_DROP;
             end else begin
-                if (is_first) begin
+                if (!duplicate)
+                    nak_sent[h_dest[QPN_BITS-1:0]] <= 1'b0;
+                if (is_first && !fam_read) begin
                     in_msg      <= 1'b0;        // a UC message cut short is forgotten
                     msg_qpn     <= h_dest;
                     msg_write   <= fam_write;
@@ -313,8 +353,6 @@ always @(posedge clk) begin
                     state <= S_MSG_WAIT;
                 end
             end
-            ans_kind <= 3'd4;
-            ans_msn  <= qp_msn;
         end
 
         S_MSG_WAIT: if (s_rsp_valid) begin
@@ -322,9 +360,12 @@ always @(posedge clk) begin
                 msg_addr <= s_rsp_addr;
             store_addr <= msg_write && msg_kind == 2'd3 ? msg_addr + msg_off[ADDR_WIDTH-1:0] : s_rsp_addr;
             if (s_rsp_rnr) begin
-                ans_syndrome <= 8'h20;          // RNR NAK; the requester sends the message again
+                // RNR NAK with the QP's timer: the requester sends the message again from its
+                // first packet
+                ans_syndrome <= {3'b001, s_rsp_rnr_timer};
+                ans_psn      <= msg_psn;
                 in_msg <= 1'b0;
-                qp_set_epsn   <= 1'b1;          // from its first packet
+                qp_set_epsn   <= 1'b1;
                 qp_epsn_value <= msg_psn;
                 state  <= S_ANSWER;
             end else if (s_rsp_status != WC_SUCCESS) begin
@@ -340,12 +381,13 @@ always @(posedge clk) begin
                 end
                 state <= S_DROP;
             end else if (fam_read) begin
+                // a duplicate is served again from its PSN and moves neither PSN nor MSN
                 ans_kind     <= 3'd3;
                 ans_addr     <= s_rsp_addr;
                 ans_syndrome <= 8'h1F;
-                ans_msn      <= qp_msn + 24'd1;
-                qp_msn_inc   <= 1'b1;
-                qp_set_epsn   <= 1'b1;
+                ans_msn      <= duplicate ? qp_msn : qp_msn + 24'd1;
+                qp_msn_inc   <= !duplicate;
+                qp_set_epsn   <= !duplicate;
                 qp_epsn_value <= h_psn + read_pkts;
                 state <= S_ANSWER;
             end else begin
@@ -368,10 +410,8 @@ always @(posedge clk) begin
         S_AFTER: begin
             stored <= 1'b1;     // the payload is taken: a drop now would hit the next packet's
             if (is_resp) begin
-                if (resp_last) begin
-                    m_ack_valid    <= 1'b1;
-                    m_ack_syndrome <= h[RXH_SYNDROME +: 8];
-                end
+                m_ack_valid <= 1'b1;
+                m_ack_kind  <= 2'd1;
                 state <= S_IDLE;
             end else begin
                 msg_off <= msg_off + {19'd0, h_plen};
@@ -387,21 +427,20 @@ always @(posedge clk) begin
                 end else begin
                     in_msg    <= 1'b1;
                     lock_port <= cur;
-                    state <= S_IDLE;
+                    // an RC request that asks for an ACK before its last packet gets one
+                    ans_syndrome <= 8'h1F;
+                    state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
                 end
             end
         end
 
         // msg_off already counts this packet: END carries the message's length
+        // an RC message counts in the MSN whether or not its last packet asks for an ACK
         S_END_WAIT: if (s_rsp_valid) begin
-            if (h_type == QPT_RC) begin
-                ans_syndrome <= 8'h1F;          // ACK, no credit count
-                ans_msn      <= qp_msn + 24'd1;
-                qp_msn_inc   <= 1'b1;
-                state <= S_ANSWER;
-            end else begin
-                state <= S_IDLE;
-            end
+            qp_msn_inc   <= h_type == QPT_RC;
+            ans_syndrome <= 8'h1F;              // ACK, no credit count
+            ans_msn      <= qp_msn + 24'd1;
+            state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
         end
 
         S_ANSWER: begin
@@ -436,6 +475,7 @@ always @(posedge clk) begin
         m_tx_valid  <= {NUM_PORTS{1'b0}};
         m_ack_valid <= 1'b0;
         msg_qpn     <= 24'd0;
+        nak_sent    <= {NUM_QP{1'b0}};
     end
 end
 

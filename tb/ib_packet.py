@@ -466,11 +466,16 @@ _BY_ROLE = {(op.transport, op.operation, op.position, "immdt" in op.headers): op
             for op in OPCODES.values()}
 
 
-def segment(transport, operation, length, mtu, psn, immediate=False):
+ACKREQ_EVERY = 16   # the device's RC requests ask for an ACK at least this often (PSN mod 16 = 15)
+
+
+def segment(transport, operation, length, mtu, psn, immediate=False, start=0):
     """The packets a packetizer sends for a message of `length` bytes: path-MTU first and
     middle packets, then a last packet of 1 to MTU bytes; or one only packet (also for an
-    empty message). PSNs count up from `psn` modulo 2^24. Immediate data rides on the last or
-    only packet; RC requests ask for an ACK (AckReq) on it. A UD message must fit one packet.
+    empty message). PSNs count up from `psn` (the first packet's) modulo 2^24. Immediate data
+    rides on the last or only packet; RC requests ask for an ACK (AckReq) on it and on every
+    packet whose PSN is ACKREQ_EVERY - 1 modulo ACKREQ_EVERY. A resend starts at packet index
+    `start`: the packets before it are left out. A UD message must fit one packet.
     """
     if mtu not in VALID_MTUS:
         raise ValueError(f"path MTU {mtu} is not one of {VALID_MTUS}")
@@ -480,7 +485,7 @@ def segment(transport, operation, length, mtu, psn, immediate=False):
     if transport == "UD" and count > 1:
         raise ValueError(f"a UD message of {length} bytes does not fit a {mtu}-byte MTU")
     segments = []
-    for index in range(count):
+    for index in range(start, count):
         if count == 1:
             position = ONLY
         else:
@@ -491,15 +496,19 @@ def segment(transport, operation, length, mtu, psn, immediate=False):
             raise ValueError(f"{transport} has no {operation} {position} packet"
                              + (" with immediate" if immediate else ""))
         offset = index * mtu
-        ackreq = ends and transport == "RC" and operation != "RDMA_READ_RESPONSE"
-        segments.append(Segment(code, (psn + index) & PSN_MASK, offset,
+        seg_psn = (psn + index) & PSN_MASK
+        ackreq = (transport == "RC" and operation != "RDMA_READ_RESPONSE"
+                  and (ends or seg_psn % ACKREQ_EVERY == ACKREQ_EVERY - 1))
+        segments.append(Segment(code, seg_psn, offset,
                                 min(mtu, length - offset), ackreq))
     return segments
 
 
 def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEFAULT_PKEY,
-              grh=None, deth=None, reth=None, aeth=None, immdt=None, se=False, migreq=False):
-    """The packets of one message (see `segment`), each with the headers its opcode carries:
+              grh=None, deth=None, reth=None, aeth=None, immdt=None, se=False, migreq=False,
+              start=0):
+    """The packets of one message from packet index `start` on (see `segment`), each with
+    the headers its opcode carries:
     `deth` on every UD packet, `reth` on the first or only RDMA WRITE packet, `aeth` on the
     first, last and only READ response packets, `immdt` (which makes the message one with
     immediate) and the solicited-event bit `se` on the last or only packet."""
@@ -507,7 +516,8 @@ def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEF
     given = {name: header for name, header in offered.items() if header is not None}
     used = set()
     packets = []
-    for seg in segment(transport, operation, len(payload), mtu, psn, immediate=immdt is not None):
+    for seg in segment(transport, operation, len(payload), mtu, psn, immediate=immdt is not None,
+                       start=start):
         op = OPCODES[seg.opcode]
         missing = [name for name in op.headers if name not in given]
         if missing:
@@ -520,6 +530,6 @@ def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEF
             payload=bytes(payload[seg.offset:seg.offset + seg.length]),
             **{name: given[name] for name in op.headers}))
     unused = set(given) - used
-    if unused:
+    if unused and start == 0:   # a resend may skip the packet that carries them
         raise ValueError(f"{transport} {operation} carries no {', '.join(sorted(unused))}")
     return packets

@@ -52,7 +52,8 @@ _PORT_REGS = ({PortReg.LID, PortReg.LMC, PortReg.MTU, PortReg.PKEY}
 _TRANSPORT = {QPType.RC: "RC", QPType.UC: "UC", QPType.UD: "UD"}
 PSN_MASK = 0xFFFFFF
 ACK = 0x1F          # AETH syndrome of an ACK (no credit count)
-RNR_NAK = 0x20      # RNR NAK, timer 0
+RNR_NAK = 0x20      # RNR NAK; its packets carry the responder's min_rnr_timer in bits 4:0
+SEQ_NAK = 0x60      # PSN sequence error NAK
 NAK_CODE = {WCStatus.REM_INV_REQ_ERR: 0x61, WCStatus.REM_ACCESS_ERR: 0x62,
             WCStatus.REM_OP_ERR: 0x63}
 NAK_STATUS = {code: status for status, code in NAK_CODE.items()}
@@ -688,6 +689,12 @@ class Model(Observer):
         return packetize("RC", "RDMA_READ_RESPONSE", data, mtu, lrh=lrh, grh=grh, aeth=aeth,
                          dest_qp=dest.attr.dest_qp_num, psn=req.bth.psn, pkey=self.pkeys[port])
 
+    def links_lossy(self):
+        """The cables lose, duplicate, corrupt or reorder packets (tb/link_faults.py): which
+        packets cross them, and so the port counters, are no longer predicted; completions
+        and memory still are, since RC delivers every message exactly once."""
+        self.wire_exact = False
+
     def _count(self, port, counter, extended, n):
         counters = self.port_counters[port]
         for c in (counter, extended):
@@ -722,6 +729,7 @@ class Model(Observer):
         far, far_port = (self, q.port) if internal else self.links.get(q.port, (None, None))
         packets = self._request_packets(q, wr, q.sq_psn)
         tries = 0
+        resends = 0         # go-back-N resends after a local ACK timeout (no answer)
         while True:
             tries += 1
             if not internal:
@@ -737,6 +745,12 @@ class Model(Observer):
                     self._received(q.port, responses)
             if not rc:
                 break
+            if answer is None and q.attr.timeout == 0:
+                self.wire_exact = False
+                return None, f"no answer and no ACK timer: {why}"
+            if answer is None and resends < q.attr.retry_cnt:
+                resends += 1        # the timer expired: the whole message goes again
+                continue
             if answer != RNR_NAK:
                 break
             if q.attr.rnr_retry == RNR_RETRY_FOREVER:
@@ -809,6 +823,14 @@ class Model(Observer):
         """`n` packets the testbench put on `port`'s RX link that fail a link check."""
         self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT, n)
 
+    def _acks_asked(self, port, dest, packets):
+        """The ACKs an RC responder sends for the request packets of a message before its
+        last that ask for one (AckReq): each acknowledges its own PSN, with the MSN so far."""
+        if dest.type != QPType.RC:
+            return []
+        return [ack for pkt in packets if pkt.bth.ackreq
+                for ack in self._answer_packets(port, dest, pkt, ACK)]
+
     def _nak(self, port, dest, req, status, why):
         return NAK_CODE[status], why, self._answer_packets(port, dest, req, NAK_CODE[status])
 
@@ -823,7 +845,8 @@ class Model(Observer):
         why = f"QP {dest.qpn} has no receive posted"
         if dest.type != QPType.RC:
             return None, f"dropped: {why}", []
-        return RNR_NAK, why, self._answer_packets(port, dest, req, RNR_NAK)
+        return RNR_NAK, why, self._answer_packets(port, dest, req,
+                                                  RNR_NAK | dest.attr.min_rnr_timer)
 
     def _rkey_check(self, dest, reth, need):
         if not reth.dma_len:
@@ -864,8 +887,11 @@ class Model(Observer):
         for pkt in packets[:-1]:
             self.image.write(at, pkt.payload)
             at += len(pkt.payload)
+        asked = self._acks_asked(port, dest, packets[:-1])
         if with_imm and not dest.rq:
-            return (*self._no_receive_answer(port, dest, last, what), len(packets))
+            # the message starts over: the RNR NAK names its first PSN
+            answer, why, nak = self._no_receive_answer(port, dest, first, what)
+            return answer, why, asked + nak, len(packets)
         if last.payload:
             self.image.write(at, last.payload)
         if with_imm:
@@ -874,13 +900,19 @@ class Model(Observer):
                                      first.reth.dma_len, **self._recv_source(dest, last))
         if not rc:
             return None, "", [], len(packets)
-        return (*self._ack(port, dest, last, 1), len(packets))
+        answer, why, ack = self._ack(port, dest, last, 1)
+        return answer, why, asked + ack, len(packets)
 
     def _arrive_send(self, port, dest, packets, what):
         first, last = packets[0], packets[-1]
         rc, ud = dest.type == QPType.RC, dest.type == QPType.UD
         if not dest.rq:
-            return (*self._no_receive_answer(port, dest, first, what), 1)
+            answer, why, nak = self._no_receive_answer(port, dest, first, what)
+            if rc and len(packets) > 1:
+                # the responder starts the message over: its next packet is past the
+                # expected PSN, and gets the one sequence NAK of that gap
+                nak += self._answer_packets(port, dest, first, SEQ_NAK)
+            return answer, why, nak, 1
         recv = self._take_recv(dest)
         sge = recv.wr.sge
         self.last_recv_sge = sge
@@ -903,7 +935,8 @@ class Model(Observer):
                 self._recv_error(dest, recv, local, _Named(what), why)
                 if not rc:
                     return None, why, [], taken
-                return (*self._nak(port, dest, pkt, status, why), taken)
+                answer, why, nak = self._nak(port, dest, pkt, status, why)
+                return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak, taken
             if size:
                 at = rmr.host_addr(sge.addr + offset)
                 if ud:
@@ -915,7 +948,9 @@ class Model(Observer):
                                  **self._recv_source(dest, last))
         if not rc:
             return None, "", [], len(packets)
-        return (*self._ack(port, dest, last, 1), len(packets))
+        asked = self._acks_asked(port, dest, packets[:-1])
+        answer, why, ack = self._ack(port, dest, last, 1)
+        return answer, why, asked + ack, len(packets)
 
     @staticmethod
     def _grh_of(pkt):

@@ -5,15 +5,19 @@ The clock runs in the Verilog harness; nothing here runs on every cycle. Host me
 harness's HDL AXI4 RAM on the DMA master (tb/hdl/sim_axi_ram.v), read and written by the
 testbench through its back door (tb/host_mem.py); register accesses go through the harness's
 register master (tb/hdl/sim_axil_master.v), one Python wake each; each port's TX link has a
-sniffer (tb/sniffer.py) that wakes once per packet.
-With the harness's CABLE = 1 the two ports are cabled to each other.
+sniffer (tb/sniffer.py) that wakes once per packet. With the harness's CABLE = 0 a test can
+put packets on a port's RX link itself (LinkInjector); with CABLE = 1 the two ports are
+cabled to each other.
 """
 
 import logging
 
 from cocotb.triggers import First, Lock, RisingEdge, Timer, ValueChange
 
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
+
 from .host_mem import HostMemory
+from .link_faults import LinkFaults
 from .sniffer import LinkSniffer
 
 PORTS = (1, 2)
@@ -58,6 +62,21 @@ class Registers:
             return int(m.rsp_data.value)
 
 
+class LinkInjector:
+    """Puts whole packets on port `port`'s RX link of tb_rdma_dev (CABLE = 0), as a far end
+    would: the bytes of one packet (LRH .. VCRC) per frame; `abort` marks it aborted (tuser)."""
+
+    def __init__(self, dut, port):
+        link = f"rx{port - 1}_axis"
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, link), dut.tb_clk, dut.rst)
+        logging.getLogger(f"cocotb.{dut._name}.{link}").setLevel(logging.WARNING)
+
+    async def send(self, data, abort=False):
+        """Returns once the packet's last beat has been taken."""
+        await self.source.send(AxiStreamFrame(data, tuser=int(abort)))
+        await self.source.wait()
+
+
 class RdmaTB:
     """One device of a harness. `prefix` names its signals: "" for tb_rdma_dev (buses s_axil /
     m_axi, links link0 / link1, irq, sq_doorbell_cycle, irq_cycle), "dev0_" / "dev1_" for the
@@ -81,9 +100,12 @@ class RdmaTB:
         self.sq_doorbell_cycle = getattr(dut, f"{prefix}sq_doorbell_cycle")
         self.irq_cycle = getattr(dut, f"{prefix}irq_cycle")
         self.sniffers = {}
+        self.arrivals = {}      # sniffers at the far end of this device's cables (tb_fabric)
         dut.rst.value = 1
         if prefix:
-            return      # tb_fabric: the links are cabled inside the harness
+            # tb_fabric: each TX link goes through a cable model to the other device
+            self.cables = {p: getattr(dut, f"{prefix}link{p - 1}_cable") for p in PORTS}
+            return
         for p in range(2):
             getattr(dut, f"tx{p}_axis_tready").value = 1
             getattr(dut, f"rx{p}_axis_tvalid").value = 0
@@ -103,6 +125,14 @@ class RdmaTB:
     def start_sniffers(self):
         """A sniffer on each port's TX link (after reset; `reset` starts them)."""
         self.sniffers = {p: LinkSniffer(getattr(self.dut, f"{self.prefix}link{p - 1}_tap"),
+                                        self.dut.tb_clk, self.dut.cycle,
+                                        interface=self.interface_base + p - 1) for p in PORTS}
+
+    def watch_arrivals(self):
+        """tb_fabric: a sniffer also at the far end of each of this device's cables, for what
+        arrived (the TX sniffers see what was sent); a cable that loses, duplicates, corrupts or
+        reorders packets (tb/link_faults.py) makes the two differ."""
+        self.arrivals = {p: LinkSniffer(getattr(self.dut, f"{self.prefix}link{p - 1}_arrived_tap"),
                                         self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
 
@@ -180,6 +210,9 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
            for d in range(2)]
     await tbs[0].reset()    # rst is shared: one reset for both devices
     tbs[1].start_sniffers()
+    for tb in tbs:          # the cable models keep their settings over a reset: a perfect cable
+        for cable in tb.cables.values():
+            LinkFaults().apply(cable)
     devices = []
     for d, tb in enumerate(tbs):
         dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,

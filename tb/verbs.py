@@ -295,6 +295,11 @@ class QPAttr:
     ah_attr: AHAttr = AHAttr()
     sq_psn: int = 0
     rq_psn: int = 0
+    timeout: int = 6            # local ACK timeout 4.096 us x 2^timeout (6: 262 us), 0 = none
+    retry_cnt: int = 7          # resends after a timeout or sequence NAK, then RETRY_EXC_ERR
+    min_rnr_timer: int = 1      # RNR timer code this QP's RNR NAKs carry (1: 10 us)
+    max_rd_atomic: int = 16     # RDMA READs in flight as requester
+    max_dest_rd_atomic: int = 16    # ... and as responder
 
 
 @dataclass(frozen=True)
@@ -398,6 +403,14 @@ class QPStatus:
     rq_ci: int
     sq_pi: int
     rq_pi: int
+    timeout: int
+    retry_cnt: int
+    rnr_retry: int
+    min_rnr_timer: int
+    sq_psn: int             # the PSN the next new request takes
+    rq_psn: int             # the PSN the responder expects next
+    max_rd_atomic: int
+    max_dest_rd_atomic: int
 
 
 @dataclass
@@ -431,8 +444,8 @@ _CQ_BLOCK = struct.Struct("<QB")
 _MR_BLOCK = struct.Struct("<QIBBHQ")
 _AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
 _QP_CREATE_BLOCK = struct.Struct("<BxHHHBB6xQQ")
-_QP_MODIFY_BLOCK = struct.Struct("<BBBBIIB3xHBBBBBBI4x16sII")
-_QP_QUERY_BLOCK = struct.Struct("<B3xHHHH")
+_QP_MODIFY_BLOCK = struct.Struct("<BBBBIIBBBBHBBBBBBIBB2x16sII")
+_QP_QUERY_BLOCK = struct.Struct("<B3xHHHHBBBBIIBB")
 WQE_BYTES = 64
 CQE_BYTES = 32
 
@@ -466,10 +479,11 @@ def encode_modify(state, attr):
     av = attr.ah_attr
     is_global, grh = encode_av(av)
     return _QP_MODIFY_BLOCK.pack(state, attr.port_num, attr.path_mtu, attr.qp_access_flags,
-                                 attr.qkey, attr.dest_qp_num, attr.rnr_retry, av.dlid, av.sl,
+                                 attr.qkey, attr.dest_qp_num, attr.rnr_retry, attr.retry_cnt,
+                                 attr.timeout, attr.min_rnr_timer, av.dlid, av.sl,
                                  av.src_path_bits, av.static_rate, is_global, grh.hop_limit,
-                                 grh.traffic_class, grh.flow_label, grh.dgid, attr.sq_psn,
-                                 attr.rq_psn)
+                                 grh.traffic_class, grh.flow_label, attr.max_rd_atomic,
+                                 attr.max_dest_rd_atomic, grh.dgid, attr.sq_psn, attr.rq_psn)
 
 
 def _log2_entries(n, what):
@@ -940,14 +954,18 @@ class QP:
     async def to_rts(self, remote_qp_num=0, dlid=0, port=1, *, qkey=0,
                      access=Access.REMOTE_WRITE | Access.REMOTE_READ, path_mtu=MTU.MTU4096,
                      rnr_retry=7, sl=0, src_path_bits=0, static_rate=0, grh=None, sq_psn=0,
-                     rq_psn=0):
+                     rq_psn=0, **rc_attrs):
         """RESET -> INIT -> RTR -> RTS. RC/UC: aimed at `remote_qp_num` behind `dlid`;
-        UD: only port and qkey matter (the destination is in each WR)."""
+        UD: only port and qkey matter (the destination is in each WR). `rc_attrs` are the
+        transport's QPAttr fields (timeout, retry_cnt, min_rnr_timer, max_rd_atomic,
+        max_dest_rd_atomic), taken where ibv_modify_qp takes them."""
+        rtr = {k: rc_attrs.pop(k) for k in ("min_rnr_timer", "max_dest_rd_atomic")
+               if k in rc_attrs}
         await self.modify(QPState.INIT, port_num=port, qp_access_flags=access, qkey=qkey)
         await self.modify(QPState.RTR, path_mtu=path_mtu, dest_qp_num=remote_qp_num,
                           rq_psn=rq_psn,
-                          ah_attr=AHAttr(dlid, sl, src_path_bits, static_rate, grh))
-        await self.modify(QPState.RTS, sq_psn=sq_psn, rnr_retry=rnr_retry)
+                          ah_attr=AHAttr(dlid, sl, src_path_bits, static_rate, grh), **rtr)
+        await self.modify(QPState.RTS, sq_psn=sq_psn, rnr_retry=rnr_retry, **rc_attrs)
 
     async def _reserve(self, wq, n, consumer, what):
         """Room for `n` WQEs, asking the device how far it got when the ring looks full."""

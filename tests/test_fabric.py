@@ -21,10 +21,12 @@ import cocotb
 import pytest
 
 from tb import simrun
+from tb.link_faults import LinkFaults
 from tb.rdma_program import (
     ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
     grh_bytes, work_request,
 )
+from tb.seed import REGRESS, SEED
 from tb.verbs import (
     GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
     WROpcode, ud_send,
@@ -66,9 +68,14 @@ class Fabric:
         """{(device, port): {PortCounter: value}}"""
         return {(d, p): await r.dev.port_counters(p) for d, r in enumerate(self.r) for p in CABLES}
 
-    def pcap_paths(self, name):
+    def cable(self, d, port):
+        """The cable model carrying device d's port `port` TX to the other device."""
+        return self.r[d].tb.cables[port]
+
+    def pcap_paths(self, name, arrived=False):
         run = f"{Path.cwd().name}.{cocotb.SIM_NAME.split()[0].lower()}.{name}"
-        return {(d, p): OUT / f"{run}.dev{d}-port{p}.pcap" for d in (0, 1) for p in CABLES}
+        suffix = "-arrived" if arrived else ""
+        return {(d, p): OUT / f"{run}.dev{d}-port{p}{suffix}.pcap" for d in (0, 1) for p in CABLES}
 
     async def finish(self, name, tshark=False):
         """Both scoreboards' verdicts; then one pcap per link, each checked by tshark when
@@ -81,6 +88,9 @@ class Fabric:
             paths = self.pcap_paths(name)
             for (d, p), path in paths.items():
                 self.sniffer(d, p).write_pcap(path)
+            for (d, p), path in self.pcap_paths(name, arrived=True).items():
+                if p in self.r[d].tb.arrivals:
+                    self.r[d].tb.arrivals[p].write_pcap(path)
         if tshark:
             self.check_pcaps(paths)
         return paths
@@ -275,7 +285,8 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
     LB_MSGS move, its packets leave on dev0 port 1's link, cable 1), reaches dev1 port 1, which
     owns LIDs 0x40-0x41 and drops every packet as not its own (PortRcvErrors, no PortRcvPkts),
     and is not delivered: the QP on dev1 port 2 that the LID names gets nothing, cable 2
-    carries nothing. RC then completes RETRY_EXC_ERR after its ACK timeout, UC and UD SUCCESS."""
+    carries nothing. RC resends it twice on its ACK timeout, then completes RETRY_EXC_ERR; UC
+    and UD complete SUCCESS."""
     fabric = await Fabric.open(dut)
     r0, r1 = fabric.r
     dlid = r1.dev.ports[2].lid
@@ -289,7 +300,7 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
         npkts = 1
     else:
         a, b = await r0.qp(transport), await r1.qp(transport)
-        await r0.connect(a, b.qp_num, 1, dlid=dlid, path_mtu=MTU.MTU1024)
+        await r0.connect(a, b.qp_num, 1, dlid=dlid, path_mtu=MTU.MTU1024, timeout=1, retry_cnt=2)
         await r1.connect(b, a.qp_num, 2, dlid=lid(r0, 2, 0), path_mtu=MTU.MTU1024)
         wr = work_request(WROpcode.SEND, local.sge(0, length), wr_id=0xA1)
         npkts = 2
@@ -302,12 +313,13 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
               else WCStatus.SUCCESS)
     await r0.cycles(2000)
     after = await fabric.counters()
-    assert moved(before, after, (0, 1), PortCounter.XMIT_PKTS) == npkts
-    assert moved(before, after, (1, 1), PortCounter.RCV_ERRORS) == npkts
+    sent = npkts * (3 if transport == QPType.RC else 1)     # RC: the first try and 2 resends
+    assert moved(before, after, (0, 1), PortCounter.XMIT_PKTS) == sent
+    assert moved(before, after, (1, 1), PortCounter.RCV_ERRORS) == sent
     assert moved(before, after, (1, 1), PortCounter.RCV_PKTS) == 0
     for key in ((0, 2), (1, 2)):
         assert after[key] == before[key], f"dev{key[0]} port {key[1]} counted"
-    assert [c.packet.lrh.dlid for c in fabric.sniffer(0, 1).captures] == [dlid] * npkts
+    assert [c.packet.lrh.dlid for c in fabric.sniffer(0, 1).captures] == [dlid] * sent
     assert fabric.sniffer(0, 2).beats == 0, "cable 2 carried the message"
     assert fabric.sniffer(1, 1).beats == 0 and fabric.sniffer(1, 2).beats == 0, "an answer"
     assert await b.recv_cq.poll() == [], "delivered"
@@ -318,7 +330,107 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. Captures
+# 4. Slow, lossy cables: RC gets every message through exactly once
+
+LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
+                 WROpcode.RDMA_WRITE_WITH_IMM)
+
+
+@cocotb.test()
+@cocotb.parametrize(loss=[0.01, 0.1])
+async def test_rc_exactly_once_over_lossy_cables(dut, loss):
+    """RC WRITEs, SENDs, READs and WRITEs with immediate of 0 to 5000 bytes (up to five
+    packets at a 1024-byte path MTU), both ways over both cables, while each cable holds every
+    packet 300 cycles and drops, duplicates and corrupts (ICRC or VCRC) packets at `loss`
+    each and delays or reorders them at loss / 2 each. Every WR completes SUCCESS with what a
+    perfect cable gives, memory is the model's (each WRITE landed once, each SEND took one
+    receive), and the port counters agree with what the cables did: a port sent what its
+    cable took, and what arrived counted good, or in PortRcvErrors when corrupted."""
+    fabric = await Fabric.open(dut)
+    for r in fabric.r:
+        r.sb.model.links_lossy()
+        r.tb.watch_arrivals()
+    cables = {}
+    for d in (0, 1):
+        for port in CABLES:
+            faults = LinkFaults(latency=300, seed=(SEED * 4 + 2 * d + port) & (2**64 - 1),
+                                drop=loss, dup=loss, corrupt=loss, delay=loss / 2,
+                                reorder=loss / 2, delay_cycles=700, corrupt_kind="either")
+            faults.apply(fabric.cable(d, port))
+            dut._log.info("cable dev%d port %d: %s", d, port, faults.describe())
+            cables[d, port] = fabric.cable(d, port)
+    pairs = await connected_pairs(fabric, QPType.RC, path_mtu=MTU.MTU1024, timeout=3,
+                                  retry_cnt=7)
+    # each direction of each cable has its own slots: no two WRs touch the same bytes
+    slot, per_direction = 5120, 12
+    src = [await r.region(4 * per_direction * slot) for r in fabric.r]
+    dst = [await r.region(4 * per_direction * slot) for r in fabric.r]
+    rng = fabric.r[0].rng
+    before = await fabric.counters()
+    posted = {}
+    for port, qps in pairs.items():
+        for s, t in ((0, 1), (1, 0)):
+            sender, receiver = qps[s], qps[t]
+            for i in range(per_direction):
+                base = (((port - 1) * 2 + s) * per_direction + i) * slot
+                opcode = rng.choice(LOSSY_OPCODES)
+                length = rng.choice([0, 1, 1024, 2049, 5000, rng.randrange(5000)])
+                wr_id = port << 12 | s << 8 | i
+                if opcode in NEEDS_RECEIVE:
+                    await receiver.post_recv(RecvWR(dst[t].sge(base, slot), wr_id=wr_id))
+                    posted.setdefault((t, receiver, True), []).append(wr_id)
+                read = opcode == WROpcode.RDMA_READ
+                remote = (src[t] if read else dst[t]).remote(base + rng.randrange(64))
+                local = (dst[s] if read else src[s]).sge(base + rng.randrange(64), length)
+                await sender.post_send(work_request(opcode, local, remote, wr_id=wr_id))
+                posted.setdefault((s, sender, False), []).append(wr_id)
+    # each QP has one CQ for both its queues: sort its completions by queue
+    for (d, qp, recv), wr_ids in posted.items():
+        if recv:
+            continue
+        expected = len(wr_ids) + len(posted.get((d, qp, True), []))
+        wcs = await fabric.r[d].poll_until(qp.send_cq, expected, cycles=3_000_000)
+        for is_recv in (False, True):
+            got = [(wc.wr_id, wc.status) for wc in wcs if wc.is_recv == is_recv]
+            want = [(w, WCStatus.SUCCESS) for w in posted.get((d, qp, is_recv), [])]
+            assert got == want, f"dev{d} QP {qp.qp_num} {'receive' if is_recv else 'send'}"
+    await fabric.finish(f"test_rc_exactly_once_over_lossy_cables-{loss}")
+    after = await fabric.counters()
+    did = {key: LinkFaults.stats(cable) for key, cable in cables.items()}
+    assert sum(did[key]["dropped"] + did[key]["corrupted"] for key in did) > 0, did
+    for (d, port), stats in did.items():
+        far = (1 - d, port)
+        assert moved(before, after, (d, port), PortCounter.XMIT_PKTS) == stats["pkts_in"]
+        assert moved(before, after, far, PortCounter.RCV_PKTS) == (
+            stats["pkts_out"] - stats["corrupted"]), (d, port, stats)
+        assert moved(before, after, far, PortCounter.RCV_ERRORS) == stats["corrupted"]
+
+
+@cocotb.test()
+async def test_rc_read_of_1mib_plus_7_between_devices(dut):
+    """An RC RDMA READ of 1 MiB + 7 bytes from an odd offset on dev1 into an odd offset on
+    dev0 over cable 1, with 500 cycles of cable latency each way: 257 READ responses, far
+    longer than one ACK timeout (timeout 1: 2048 cycles), which each arriving response
+    restarts. It completes SUCCESS with every byte in place."""
+    fabric = await Fabric.open(dut)
+    for d in (0, 1):
+        LinkFaults(latency=500).apply(fabric.cable(d, 1))
+    pairs = await connected_pairs(fabric, QPType.RC, timeout=1, retry_cnt=1)
+    a, _ = pairs[1]
+    r0, r1 = fabric.r
+    length = (1 << 20) + 7
+    local, remote = await r0.region(length + 64), await r1.region(length + 64)
+    await a.post_send(work_request(WROpcode.RDMA_READ, local.sge(13, length), remote.remote(51),
+                                   wr_id=0xAB))
+    [wc] = await r0.poll_until(a.send_cq, 1, cycles=2_000_000)
+    assert_wc(wc, wr_id=0xAB, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ,
+              byte_len=length)
+    assert local.read(13, length) == remote.read(51, length)
+    await fabric.finish("test_rc_read_of_1mib_plus_7_between_devices")
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Captures
 
 @cocotb.test()
 async def test_one_pcap_per_link_decodes_as_infiniband(dut):
@@ -345,12 +457,26 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
-# supported data width.
+# supported data width, in two groups per width (one simulator process each, so pytest-xdist
+# can spread them): the RC transport's long tests (lossy cables, the 1 MiB READ), which make
+# test runs at 256 bits and make regress at every width, and everything else.
 
+TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
+                   "test_rc_read_of_1mib_plus_7_between_devices")
+GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test name>[/params]"
+    "transport": rf"^test_fabric\.({'|'.join(TRANSPORT_TESTS)})(/|$)",
+    "main": rf"^test_fabric\.(?!({'|'.join(TRANSPORT_TESTS)})(/|$))",
+}
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_fabric(w):
+def test_fabric(w, group):
+    if group == "transport" and w != 256 and not REGRESS:
+        pytest.skip("the RC transport's long tests at 64 and 512 bits run under make regress")
     simrun.run(
         toplevel="tb_fabric",
         test_module="test_fabric",
         parameters={"DATA_WIDTH": w},
+        extra_env={"COCOTB_TEST_FILTER": GROUPS[group]},
     )

@@ -181,8 +181,9 @@ def test_segmentation(mtu, length_in_mtus):
             ends = position in ("last", "only")
             assert (op.transport, op.operation, op.position) == (transport, operation, position)
             assert packet.bth.psn == (first_psn + index) % 2**24, kind
-            assert packet.bth.ackreq == (ends and transport == "RC"
-                                         and operation != "RDMA_READ_RESPONSE"), kind
+            # RC requests ask for an ACK on their last packet and every 16 PSNs
+            assert packet.bth.ackreq == (transport == "RC" and operation != "RDMA_READ_RESPONSE"
+                                         and (ends or packet.bth.psn % 16 == 15)), kind
             assert packet.bth.se == ends, kind
             assert (packet.immdt is not None) == (immediate and ends), kind
             assert (packet.reth is not None) == (operation == "RDMA_WRITE"
@@ -194,6 +195,18 @@ def test_segmentation(mtu, length_in_mtus):
                 assert len(packet.payload) == mtu, kind
             received += packet.payload
         assert received == message, kind
+
+
+def test_a_resend_starts_inside_the_message():
+    """A go-back-N resend from packet index `start` is the message's own packets from there
+    on: same opcodes, PSNs, AckReq and payload; the RETH of the first packet is not needed."""
+    message = random.Random(7).randbytes(5 * 256 + 9)
+    whole = message_packets("RC", "RDMA_WRITE", True, message, 256, 0xFFFFFD)
+    for start in range(1, len(whole)):
+        resent = packetize("RC", "RDMA_WRITE", message, 256, lrh=LRH(dlid=0x10, slid=0x20),
+                           dest_qp=0x42, psn=0xFFFFFD, reth=whole[0].reth,
+                           immdt=SAMPLE_HEADERS["immdt"], se=True, start=start)
+        assert resent == whole[start:], start
 
 
 def test_segmentation_refuses():

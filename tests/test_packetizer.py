@@ -46,7 +46,7 @@ class Message:
     """One descriptor: its fields, its payload and the packets it must produce."""
 
     def __init__(self, rng, operation, transport, length, mtu, *, grh=False, imm=False,
-                 solicited=False, rate=0, psn=None):
+                 solicited=False, rate=0, psn=None, start=0):
         self.operation, self.transport, self.mtu = operation, transport, mtu
         self.payload = rng.randbytes(length)
         self.lrh = ib.LRH(dlid=rng.randrange(1, 0xC000), slid=rng.randrange(1, 0xC000),
@@ -64,6 +64,7 @@ class Message:
         self.immdt = ib.ImmDt(rng.randrange(1 << 32)) if imm else None
         self.solicited = solicited
         self.rate = rate
+        self.start = start          # a resend from this packet index on
 
     def expected(self):
         op, tr = self.operation, self.transport
@@ -78,7 +79,7 @@ class Message:
             pkey=self.pkey, grh=self.grh, deth=self.deth if tr == "UD" else None,
             reth=self.reth if op == "RDMA_WRITE" else None,
             aeth=self.aeth if op == "RDMA_READ_RESPONSE" else None, immdt=self.immdt,
-            se=self.solicited)
+            se=self.solicited, start=self.start)
 
     def drive(self, dut):
         g = self.grh
@@ -93,7 +94,8 @@ class Message:
             "flow_label": g.flow_label if g else 0, "hop_limit": g.hop_limit if g else 0,
             "sgid": int.from_bytes(g.sgid, "big") if g else 0,
             "dgid": int.from_bytes(g.dgid, "big") if g else 0,
-            "pkey": self.pkey, "dest_qpn": self.dest_qp, "psn": self.psn,
+            "pkey": self.pkey, "dest_qpn": self.dest_qp,
+            "psn": (self.psn + self.start) & ib.PSN_MASK, "start": self.start * self.mtu,
             "qkey": self.deth.qkey, "src_qpn": self.deth.src_qp, "raddr": self.reth.va,
             "rkey": self.reth.rkey, "dma_len": self.reth.dma_len,
             "syndrome": self.aeth.syndrome, "msn": self.aeth.msn, "rate": self.rate,
@@ -216,10 +218,10 @@ class TB:
             assert pkt == exp, f"{msg.describe()}: packet {i}\n got {pkt}\n exp {exp}"
         assert self.events == [(size - 2) // 4 for _, size in got], (
             f"{msg.describe()}: PktLen events {self.events}")
-        assert self.dones == [(msg.psn + len(expected)) & ib.PSN_MASK], (
+        assert self.dones == [(msg.psn + msg.start + len(expected)) & ib.PSN_MASK], (
             f"{msg.describe()}: done {self.dones}")
         with_payload = [p for p in expected if p.payload]
-        assert self.requests == [(i * msg.mtu, len(p.payload))
+        assert self.requests == [((msg.start + i) * msg.mtu, len(p.payload))
                                  for i, p in enumerate(expected) if p.payload][:len(with_payload)]
 
 
@@ -273,6 +275,25 @@ async def test_kinds(dut):
                 psn = rng.choice([None, (1 << 24) - 1, (1 << 24) - 2])
                 await tb.check(Message(rng, op, tr, length, mtu, grh=grh, imm=imm,
                                        solicited=se, psn=psn))
+
+
+@cocotb.test()
+async def test_resend_from_inside_a_message(dut):
+    """A go-back-N resend: the descriptor names the first packet to send (a byte offset, a
+    multiple of the path MTU, and that packet's PSN). The packets from there on are exactly the
+    message's own (middle opcodes, no RETH, AckReq every 16 PSNs and on the last, PSN wrap),
+    and the payload is fetched from that offset."""
+    tb = TB(dut, "test_resend_from_inside_a_message")
+    rng = tb.rng
+    await tb.reset()
+    for tr, op in (("RC", "SEND"), ("RC", "RDMA_WRITE"), ("RC", "RDMA_READ_RESPONSE")):
+        for imm in (False, True):
+            mtu = rng.choice(ib.VALID_MTUS[:3])
+            count = rng.randrange(2, 40)
+            length = (count - 1) * mtu + rng.randrange(1, mtu + 1)
+            for start in sorted({1, count - 1, rng.randrange(1, count)}):
+                await tb.check(Message(rng, op, tr, length, mtu, psn=(1 << 24) - 5, start=start,
+                                       imm=imm and op != "RDMA_READ_RESPONSE"))
 
 
 @cocotb.test()

@@ -855,8 +855,14 @@ class RandomTraffic(Observer):
     def results(self):
         """What the program can see at the end: the completions of each queue in order, each
         QP's arena, and the ranges whose contents are undefined (failed receives)."""
-        undefined = [(self.arenas.index(mr), addr - mr.addr, length)
-                     for mr, addr, length in self.undefined if mr in self.arenas]
+        # A failed receive may name bytes outside its arena (a bad address is what failed it):
+        # only its part inside the arena is undefined.
+        undefined = []
+        for mr, addr, length in self.undefined:
+            if mr in self.arenas:
+                start, end = max(addr - mr.addr, 0), min(addr - mr.addr + length, ARENA)
+                if start < end:
+                    undefined.append((self.arenas.index(mr), start, end - start))
         return self.completions, [mr.read(0, ARENA) for mr in self.arenas], undefined
 
     def summary(self, cycles, wall):

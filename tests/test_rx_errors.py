@@ -11,13 +11,13 @@ counter against the model, which is told what was injected.
 from enum import Enum
 
 import cocotb
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 import pytest
 
 from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
 from tb.ib_packet import BTH, DETH, GRH, LRH, Packet, build
 from tb.rdma_program import QKEY, Rdma, assert_wc
+from tb.rdma_tb import LinkInjector
 from tb.verbs import GRH_BYTES, PortCounter, QPType, RecvWR, WCStatus
 
 PORT = 2            # injected on port 2's RX link (LID 0x20, LMC 0)
@@ -45,18 +45,6 @@ class Bad(Enum):
 
 # bad at the link: the depacketizer drops them; the model is only told to count them
 LINK_BAD = set(Bad) - {Bad.QPN, Bad.QKEY}
-
-
-class Injector:
-    """Drives one RX link from the testbench."""
-
-    def __init__(self, dut, port):
-        link = f"rx{port - 1}_axis"
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, link), dut.tb_clk, dut.rst)
-
-    async def send(self, data, abort=False):
-        await self.source.send(AxiStreamFrame(data, tuser=int(abort)))
-        await self.source.wait()
 
 
 def ud_packet(rdma, dest_qp, qkey=QKEY, grh=False):
@@ -142,7 +130,7 @@ async def test_bad_packet_dropped_and_counted(dut, bad):
     await qp.post_recv(RecvWR(inbox.sge(0, 1024), wr_id=0xB1))
     before = await rdma.dev.port_counters(PORT)
     memory = inbox.read()
-    link = Injector(dut, PORT)
+    link = LinkInjector(dut, PORT)
 
     await link.send(bad_packet(rdma, bad, qp), abort=bad == Bad.ABORTED)
     if bad in LINK_BAD:
@@ -188,7 +176,7 @@ async def test_injected_rc_message_is_acknowledged(dut):
                                        ackreq=code == 0x02),
                       payload=data[256 * i:256 * (i + 1)])
                for i, code in enumerate((0x00, 0x01, 0x02))]
-    link = Injector(dut, PORT)
+    link = LinkInjector(dut, PORT)
     for packet in packets:
         await link.send(build(packet))
     model.receive_injected(PORT, packets)

@@ -15,6 +15,13 @@ link (`link_cycles`), and the payload bytes per link byte over them (`link_goodp
 the best the packet format allows (`link_goodput_max`: payload over payload plus LRH, BTH,
 the first packet's RETH, pad, ICRC and VCRC). Which benchmarks run is chosen by
 COCOTB_TEST_FILTER (`main` below); each appends its records to the JSON file in BENCH_OUT.
+
+The RC transport benchmarks (tb_fabric, dev0 to dev1 over cable 1, whose two directions are
+given `link_latency` cycles and, for one row, 1 % random loss) post many messages at once and
+count cycles from the first doorbell to the last completion polled: "wire-rate" is 64-byte
+RDMA WRITEs over 16 QPs (`cycles_per_message`), "wire-stream" 64 KiB RDMA WRITEs back to back
+on one QP (`bytes_per_cycle`, and `of_lossless_zero_latency`: the share of the same stream's
+goodput on a perfect zero-latency cable).
 """
 
 import json
@@ -24,11 +31,13 @@ import time
 from pathlib import Path
 
 import cocotb
+from cocotb.triggers import ClockCycles
 
 
 if __name__ == "__main__":     # run as a script: the tb package is beside tools/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tb.link_faults import LinkFaults
 from tb.rdma_tb import open_device, open_fabric
 from tb.verbs import MTU, Access, QPType, RecvWR, connect, rdma_read, rdma_write, send
 
@@ -201,6 +210,89 @@ async def bench_wire(dut):
     save(records + [speed.record()])
 
 
+RATE_QPS, RATE_PER_QP = 16, 4          # wire-rate: 64 messages of 64 bytes
+STREAM_MESSAGES = 8                     # wire-stream: 8 x 64 KiB
+LOSS_SEED = 0x5EED
+POLL_CYCLES = 32                        # completion polling step: the figures' resolution
+
+
+async def burst(tbs, cqs, posts):
+    """Post every (qp, wrs) of `posts` (one doorbell each), then poll `cqs` (dev0's, every
+    POLL_CYCLES) until every WR has completed SUCCESS; the cycles from the first post to the
+    last completion."""
+    start = tbs[0].cycle()
+    want = 0
+    for qp, wrs in posts:
+        await qp.post_send(wrs)
+        want += len(wrs)
+    got = 0
+    while got < want:
+        for cq in cqs:
+            wcs = await cq.poll()
+            assert all(wc.status == 0 for wc in wcs), f"completions {wcs}"
+            got += len(wcs)
+        if got < want:
+            await ClockCycles(tbs[0].dut.clk, POLL_CYCLES)
+    return tbs[0].cycle() - start
+
+
+@cocotb.test()
+async def bench_rc_transport(dut):
+    """The RC transport with many messages posted: message rate over 16 QPs and one QP's
+    streaming goodput, on cables of 0 and 500 cycles latency and (stream) 1 % loss."""
+    (tb0, dev0, sb0), (tb1, dev1, sb1) = await open_fabric(dut, mem_size=2**23)
+    tbs = (tb0, tb1)
+    for sb in (sb0, sb1):
+        sb.stop_predicting()        # loss makes the packets unpredictable; the test checks
+    pd0, pd1 = dev0.alloc_pd(), dev1.alloc_pd()
+    src = await region(pd0, dev0, 1 << 19)
+    dst = await region(pd1, dev1, 1 << 19)
+    src.write(0, os.urandom(1 << 19))
+    pairs = []
+    for i in range(RATE_QPS):
+        cq0, cq1 = await dev0.create_cq(64), await dev1.create_cq(64)
+        a = await pd0.create_qp(QPType.RC, cq0, cq0)
+        b = await pd1.create_qp(QPType.RC, cq1, cq1)
+        await a.to_rts(b.qp_num, dev1.ports[1].lid, 1, path_mtu=WIRE_MTU, timeout=3)
+        await b.to_rts(a.qp_num, dev0.ports[1].lid, 1, path_mtu=WIRE_MTU, timeout=3)
+        pairs.append(a)
+    width = tb0.data_width
+
+    def set_cables(latency, loss=0.0):
+        for d, tb in enumerate(tbs):
+            LinkFaults(latency=latency, seed=LOSS_SEED + d, drop=loss).apply(tb.cables[1])
+
+    records = []
+    for latency in (0, 500):
+        set_cables(latency)
+        posts = [(a, [rdma_write(src.sge(64 * (RATE_PER_QP * i + k), 64),
+                                 dst.remote(64 * (RATE_PER_QP * i + k)), wr_id=k)
+                      for k in range(RATE_PER_QP)]) for i, a in enumerate(pairs)]
+        cycles = await burst(tbs, [a.send_cq for a in pairs], posts)
+        n = RATE_QPS * RATE_PER_QP
+        records.append(dict(path="wire-rate", op="RDMA_WRITE", bytes=64, data_width=width,
+                            qps=RATE_QPS, messages=n, link_latency=latency, loss=0.0,
+                            cycles=cycles, cycles_per_message=round(cycles / n, 1)))
+    stream = pairs[0]
+    base = None
+    for latency, loss in ((0, 0.0), (500, 0.0), (500, 0.01)):
+        set_cables(latency, loss)
+        length = 65536
+        wrs = [rdma_write(src.sge(length * k, length), dst.remote(length * k), wr_id=k)
+               for k in range(STREAM_MESSAGES)]
+        cycles = await burst(tbs, [stream.send_cq], [(stream, wrs)])
+        rate = STREAM_MESSAGES * length / cycles
+        base = base or rate
+        records.append(dict(path="wire-stream", op="RDMA_WRITE", bytes=length, data_width=width,
+                            qps=1, messages=STREAM_MESSAGES, link_latency=latency, loss=loss,
+                            cycles=cycles, bytes_per_cycle=round(rate, 2),
+                            of_lossless_zero_latency=round(rate / base, 3)))
+        assert dst.read(0, STREAM_MESSAGES * length) == src.read(0, STREAM_MESSAGES * length)
+    for sb in (sb0, sb1):
+        sb.check_device()
+    save(records)
+
+
 # ---------------------------------------------------------------------------------------------
 # Run as a script (`make bench`): every benchmark at each data width on $SIM (Icarus by default),
 # a table, sim/out/bench.json, the targets (exit 1 if one is missed), and how fast each
@@ -209,9 +301,13 @@ async def bench_wire(dut):
 WIDTHS = (64, 256, 512)
 RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
     ("tb_rdma_dev", "bench_bypass|bench_packet_loopback"),
-    ("tb_fabric", "bench_wire"),
+    ("tb_fabric", "bench_wire$"),
 )
-SPEED_RUNS = (("tb_rdma_dev", "bench_bypass"), ("tb_fabric", "bench_wire"))
+TRANSPORT_RUN = ("tb_fabric", "bench_rc_transport")    # at TARGET_WIDTH only
+RATE_TARGET = 32            # cycles per 64-byte message over 16 QPs, 500 cycles of latency
+LATENCY_SHARE = 0.9         # 64 KiB stream at 500 cycles of latency, of the zero-latency goodput
+LOSS_SHARE = 0.7            # ... and at 1 % loss, of the lossless goodput
+SPEED_RUNS = (("tb_rdma_dev", "bench_bypass"), ("tb_fabric", "bench_wire$"))
 SIMULATORS = ("icarus", "verilator")
 TARGET_WIDTH = 256          # the wire targets are the issue's, at 256 bits
 WIRE_GOODPUT_SHARE = 0.95   # of the theoretical link goodput, 64 KiB wire RDMA WRITE
@@ -235,10 +331,26 @@ def find(records, path, op, length, width):
                  == (path, op, length, width)), None)
 
 
+def print_transport(records):
+    print("\nRC transport over cable 1 of tb_fabric (first doorbell to last completion):")
+    for r in records:
+        if r["path"] == "wire-rate":
+            print(f"  64 B RDMA WRITE x {r['messages']} over {r['qps']} QPs at {r['data_width']} "
+                  f"bits, link latency {r['link_latency']}: {r['cycles_per_message']} cycles "
+                  f"per message")
+        elif r["path"] == "wire-stream":
+            print(f"  64 KiB RDMA WRITE x {r['messages']} on 1 QP at {r['data_width']} bits, link "
+                  f"latency {r['link_latency']}, loss {r['loss']:.0%}: {r['bytes_per_cycle']} "
+                  f"B/cycle, {r['of_lossless_zero_latency']:.1%} of the zero-latency lossless "
+                  f"stream")
+
+
 def print_table(records):
     print(f"\n{'path':15} {'op':11} {'bytes':>8} {'width':>5} {'latency':>9} {'B/cycle':>8} "
           f"{'of width':>8}")
     for r in records:
+        if "latency_cycles" not in r:
+            continue
         share = r["bytes_per_cycle"] / (r["data_width"] / 8)
         print(f"{r['path']:15} {r['op']:11} {r['bytes']:>8} {r['data_width']:>5} "
               f"{r['latency_cycles']:>9} {r['bytes_per_cycle']:>8.2f} {share:>8.1%}")
@@ -324,6 +436,29 @@ def check_targets(records):
         if b and w and width != TARGET_WIDTH:
             print(f"  (at {width} bits, not a target: bypass {b['latency_cycles']}, wire "
                   f"{w['latency_cycles']} cycles)")
+
+    def transport(path, latency, loss=0.0):
+        return next((r for r in records if r["path"] == path and r["link_latency"] == latency
+                     and r["loss"] == loss), None)
+
+    rate = transport("wire-rate", 500)
+    if rate is None:
+        verdict(False, "64 B RC WRITE message rate at 500 cycles of latency: no record")
+    else:
+        verdict(rate["cycles_per_message"] <= RATE_TARGET,
+                f"64 B RC WRITE over 16 QPs, 500 cycles of latency: <= {RATE_TARGET} cycles per "
+                f"message: {rate['cycles_per_message']}")
+    slow, lossy = transport("wire-stream", 500), transport("wire-stream", 500, 0.01)
+    if slow is None or lossy is None:
+        verdict(False, "64 KiB RC WRITE stream at 500 cycles of latency: no record")
+    else:
+        verdict(slow["of_lossless_zero_latency"] >= LATENCY_SHARE,
+                f"64 KiB RC WRITE stream, 500 cycles of latency: >= {LATENCY_SHARE:.0%} of the "
+                f"zero-latency goodput: {slow['of_lossless_zero_latency']:.1%}")
+        share = lossy["bytes_per_cycle"] / slow["bytes_per_cycle"]
+        verdict(share >= LOSS_SHARE,
+                f"64 KiB RC WRITE stream at 1 % loss: >= {LOSS_SHARE:.0%} of the lossless "
+                f"goodput: {share:.1%}")
     return failures
 
 
@@ -332,6 +467,7 @@ def main():
 
     records = [r for width in WIDTHS for harness, tests in RUNS
                for r in run(simrun, harness, tests, width)]
+    records += run(simrun, *TRANSPORT_RUN, TARGET_WIDTH)
     speeds = [r for r in records if r["path"] == "speed" and r["data_width"] == TARGET_WIDTH
               and r["bench"] in ("bypass", "wire")]
     first = simrun.simulator()
@@ -344,6 +480,7 @@ def main():
     os.environ["SIM"] = first
     cycles = [r for r in records if r["path"] != "speed"]
     print_table(cycles)
+    print_transport(cycles)
     print_speed(speeds)
     (simrun.OUT / "bench.json").write_text(json.dumps(cycles + speeds, indent=1) + "\n")
     print(f"\nrecords in {simrun.OUT / 'bench.json'}")

@@ -144,7 +144,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .desc_is_global(desc_is_global), .desc_tclass(desc_tclass),
     .desc_flow_label(desc_flow_label), .desc_hop_limit(desc_hop_limit), .desc_sgid(desc_sgid),
     .desc_dgid(desc_dgid), .desc_pkey(desc_pkey), .desc_dest_qpn(desc_dest_qpn),
-    .desc_psn(desc_psn), .desc_qkey(desc_qkey), .desc_src_qpn(desc_src_qpn),
+    .desc_psn(desc_psn), .desc_start(32'd0), .desc_qkey(desc_qkey), .desc_src_qpn(desc_src_qpn),
     .desc_raddr(desc_raddr), .desc_rkey(desc_rkey), .desc_dma_len(desc_dma_len),
     .desc_syndrome(desc_syndrome), .desc_msn(desc_msn), .desc_rate(4'd0),
     .pl_req_valid(d_req_valid), .pl_req_ready(1'b1), .pl_req_offset(d_req_offset),

@@ -178,13 +178,21 @@ always @(posedge clk) begin
         dev1_irq_cycle <= cycle;
 end
 
-// device d's port p+1 TX link; the cable delivers it to the other device's port p+1 RX
+// device d's port p+1 TX link (devd_link<p>) goes through a cable model (devd_link<p>_cable, a
+// sim_link_fault: perfect until a test sets latency or faults) whose output (devd_link<p>_rx)
+// is the other device's port p+1 RX
 wire [DATA_WIDTH-1:0]   dev0_link0_tdata, dev0_link1_tdata, dev1_link0_tdata, dev1_link1_tdata;
 wire [KEEP_WIDTH-1:0]   dev0_link0_tkeep, dev0_link1_tkeep, dev1_link0_tkeep, dev1_link1_tkeep;
 wire                    dev0_link0_tvalid, dev0_link1_tvalid, dev1_link0_tvalid, dev1_link1_tvalid;
 wire                    dev0_link0_tready, dev0_link1_tready, dev1_link0_tready, dev1_link1_tready;
 wire                    dev0_link0_tlast, dev0_link1_tlast, dev1_link0_tlast, dev1_link1_tlast;
 wire                    dev0_link0_tuser, dev0_link1_tuser, dev1_link0_tuser, dev1_link1_tuser;
+wire [DATA_WIDTH-1:0]   dev0_link0_rx_tdata, dev0_link1_rx_tdata, dev1_link0_rx_tdata, dev1_link1_rx_tdata;
+wire [KEEP_WIDTH-1:0]   dev0_link0_rx_tkeep, dev0_link1_rx_tkeep, dev1_link0_rx_tkeep, dev1_link1_rx_tkeep;
+wire                    dev0_link0_rx_tvalid, dev0_link1_rx_tvalid, dev1_link0_rx_tvalid, dev1_link1_rx_tvalid;
+wire                    dev0_link0_rx_tready, dev0_link1_rx_tready, dev1_link0_rx_tready, dev1_link1_rx_tready;
+wire                    dev0_link0_rx_tlast, dev0_link1_rx_tlast, dev1_link0_rx_tlast, dev1_link1_rx_tlast;
+wire                    dev0_link0_rx_tuser, dev0_link1_rx_tuser, dev1_link0_rx_tuser, dev1_link1_rx_tuser;
 
 rdma_dev #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -231,12 +239,12 @@ rdma_dev #(
     .m_axis_tx_tready({dev0_link1_tready, dev0_link0_tready}),
     .m_axis_tx_tlast({dev0_link1_tlast, dev0_link0_tlast}),
     .m_axis_tx_tuser({dev0_link1_tuser, dev0_link0_tuser}),
-    .s_axis_rx_tdata({dev1_link1_tdata, dev1_link0_tdata}),
-    .s_axis_rx_tkeep({dev1_link1_tkeep, dev1_link0_tkeep}),
-    .s_axis_rx_tvalid({dev1_link1_tvalid, dev1_link0_tvalid}),
-    .s_axis_rx_tready({dev1_link1_tready, dev1_link0_tready}),
-    .s_axis_rx_tlast({dev1_link1_tlast, dev1_link0_tlast}),
-    .s_axis_rx_tuser({dev1_link1_tuser, dev1_link0_tuser}),
+    .s_axis_rx_tdata({dev1_link1_rx_tdata, dev1_link0_rx_tdata}),
+    .s_axis_rx_tkeep({dev1_link1_rx_tkeep, dev1_link0_rx_tkeep}),
+    .s_axis_rx_tvalid({dev1_link1_rx_tvalid, dev1_link0_rx_tvalid}),
+    .s_axis_rx_tready({dev1_link1_rx_tready, dev1_link0_rx_tready}),
+    .s_axis_rx_tlast({dev1_link1_rx_tlast, dev1_link0_rx_tlast}),
+    .s_axis_rx_tuser({dev1_link1_rx_tuser, dev1_link0_rx_tuser}),
     .irq(dev0_irq)
 );
 
@@ -285,12 +293,12 @@ rdma_dev #(
     .m_axis_tx_tready({dev1_link1_tready, dev1_link0_tready}),
     .m_axis_tx_tlast({dev1_link1_tlast, dev1_link0_tlast}),
     .m_axis_tx_tuser({dev1_link1_tuser, dev1_link0_tuser}),
-    .s_axis_rx_tdata({dev0_link1_tdata, dev0_link0_tdata}),
-    .s_axis_rx_tkeep({dev0_link1_tkeep, dev0_link0_tkeep}),
-    .s_axis_rx_tvalid({dev0_link1_tvalid, dev0_link0_tvalid}),
-    .s_axis_rx_tready({dev0_link1_tready, dev0_link0_tready}),
-    .s_axis_rx_tlast({dev0_link1_tlast, dev0_link0_tlast}),
-    .s_axis_rx_tuser({dev0_link1_tuser, dev0_link0_tuser}),
+    .s_axis_rx_tdata({dev0_link1_rx_tdata, dev0_link0_rx_tdata}),
+    .s_axis_rx_tkeep({dev0_link1_rx_tkeep, dev0_link0_rx_tkeep}),
+    .s_axis_rx_tvalid({dev0_link1_rx_tvalid, dev0_link0_rx_tvalid}),
+    .s_axis_rx_tready({dev0_link1_rx_tready, dev0_link0_rx_tready}),
+    .s_axis_rx_tlast({dev0_link1_rx_tlast, dev0_link0_rx_tlast}),
+    .s_axis_rx_tuser({dev0_link1_rx_tuser, dev0_link0_rx_tuser}),
     .irq(dev1_irq)
 );
 
@@ -326,6 +334,7 @@ sim_axil_master #(.ADDR_WIDTH(AXIL_ADDR_WIDTH)) dev1_regs (
 );
 
 // host memory (tb/host_mem.py is its back door) and a tap on every TX link for the sniffers
+// (what was sent) and on every cable's far end (what arrived)
 sim_axi_ram #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
@@ -396,6 +405,62 @@ sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link1_tap (
     .clk(clk), .cycle(cycle), .tdata(dev1_link1_tdata), .tkeep(dev1_link1_tkeep),
     .tvalid(dev1_link1_tvalid), .tready(dev1_link1_tready), .tlast(dev1_link1_tlast),
     .tuser(dev1_link1_tuser)
+);
+
+sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) dev0_link0_cable (
+    .clk(clk), .rst(rst), .cycle(cycle),
+    .s_axis_tdata(dev0_link0_tdata), .s_axis_tkeep(dev0_link0_tkeep), .s_axis_tvalid(dev0_link0_tvalid),
+    .s_axis_tready(dev0_link0_tready), .s_axis_tlast(dev0_link0_tlast), .s_axis_tuser(dev0_link0_tuser),
+    .m_axis_tdata(dev0_link0_rx_tdata), .m_axis_tkeep(dev0_link0_rx_tkeep), .m_axis_tvalid(dev0_link0_rx_tvalid),
+    .m_axis_tready(dev0_link0_rx_tready), .m_axis_tlast(dev0_link0_rx_tlast), .m_axis_tuser(dev0_link0_rx_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev0_link0_arrived_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev0_link0_rx_tdata), .tkeep(dev0_link0_rx_tkeep),
+    .tvalid(dev0_link0_rx_tvalid), .tready(dev0_link0_rx_tready), .tlast(dev0_link0_rx_tlast),
+    .tuser(dev0_link0_rx_tuser)
+);
+
+sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) dev0_link1_cable (
+    .clk(clk), .rst(rst), .cycle(cycle),
+    .s_axis_tdata(dev0_link1_tdata), .s_axis_tkeep(dev0_link1_tkeep), .s_axis_tvalid(dev0_link1_tvalid),
+    .s_axis_tready(dev0_link1_tready), .s_axis_tlast(dev0_link1_tlast), .s_axis_tuser(dev0_link1_tuser),
+    .m_axis_tdata(dev0_link1_rx_tdata), .m_axis_tkeep(dev0_link1_rx_tkeep), .m_axis_tvalid(dev0_link1_rx_tvalid),
+    .m_axis_tready(dev0_link1_rx_tready), .m_axis_tlast(dev0_link1_rx_tlast), .m_axis_tuser(dev0_link1_rx_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev0_link1_arrived_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev0_link1_rx_tdata), .tkeep(dev0_link1_rx_tkeep),
+    .tvalid(dev0_link1_rx_tvalid), .tready(dev0_link1_rx_tready), .tlast(dev0_link1_rx_tlast),
+    .tuser(dev0_link1_rx_tuser)
+);
+
+sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) dev1_link0_cable (
+    .clk(clk), .rst(rst), .cycle(cycle),
+    .s_axis_tdata(dev1_link0_tdata), .s_axis_tkeep(dev1_link0_tkeep), .s_axis_tvalid(dev1_link0_tvalid),
+    .s_axis_tready(dev1_link0_tready), .s_axis_tlast(dev1_link0_tlast), .s_axis_tuser(dev1_link0_tuser),
+    .m_axis_tdata(dev1_link0_rx_tdata), .m_axis_tkeep(dev1_link0_rx_tkeep), .m_axis_tvalid(dev1_link0_rx_tvalid),
+    .m_axis_tready(dev1_link0_rx_tready), .m_axis_tlast(dev1_link0_rx_tlast), .m_axis_tuser(dev1_link0_rx_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link0_arrived_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev1_link0_rx_tdata), .tkeep(dev1_link0_rx_tkeep),
+    .tvalid(dev1_link0_rx_tvalid), .tready(dev1_link0_rx_tready), .tlast(dev1_link0_rx_tlast),
+    .tuser(dev1_link0_rx_tuser)
+);
+
+sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) dev1_link1_cable (
+    .clk(clk), .rst(rst), .cycle(cycle),
+    .s_axis_tdata(dev1_link1_tdata), .s_axis_tkeep(dev1_link1_tkeep), .s_axis_tvalid(dev1_link1_tvalid),
+    .s_axis_tready(dev1_link1_tready), .s_axis_tlast(dev1_link1_tlast), .s_axis_tuser(dev1_link1_tuser),
+    .m_axis_tdata(dev1_link1_rx_tdata), .m_axis_tkeep(dev1_link1_rx_tkeep), .m_axis_tvalid(dev1_link1_rx_tvalid),
+    .m_axis_tready(dev1_link1_rx_tready), .m_axis_tlast(dev1_link1_rx_tlast), .m_axis_tuser(dev1_link1_rx_tuser)
+);
+
+sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link1_arrived_tap (
+    .clk(clk), .cycle(cycle), .tdata(dev1_link1_rx_tdata), .tkeep(dev1_link1_rx_tkeep),
+    .tvalid(dev1_link1_rx_tvalid), .tready(dev1_link1_rx_tready), .tlast(dev1_link1_rx_tlast),
+    .tuser(dev1_link1_rx_tuser)
 );
 
 endmodule

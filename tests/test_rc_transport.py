@@ -1,0 +1,485 @@
+"""RC reliability with the testbench as the far end (harness tb/hdl/tb_rdma_dev.v, CABLE = 0):
+port 1's TX link ends at a sniffer and its RX link at the testbench, which plays a peer QP
+behind LID PEER_LID: it sees every packet the device sends and answers, stays silent, NAKs or
+sends requests exactly as each test needs. So each trigger of the transport is hit on purpose
+and its effect checked packet by packet:
+
+- requester: the local ACK timeout (4.096 us x 2^timeout at 250 MHz, restarted by progress)
+  and its edges, go-back-N resends from the oldest unacknowledged PSN inside a message,
+  retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
+  AckReq every 16 PSNs, PSN wrap;
+- responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
+  executed twice, duplicate READ requests served again from their PSN, ACKs only where asked,
+  PSN wrap.
+"""
+
+from dataclasses import replace
+
+import cocotb
+import pytest
+
+from tb import simrun
+from tb.ib_packet import AETH, BTH, LRH, PSN_MASK, RETH, Packet, build, packetize
+from tb.rdma_program import Rdma, assert_wc, work_request
+from tb.rdma_tb import LinkInjector
+from tb.verbs import MTU, QPState, QPType, RecvWR, WCOpcode, WCStatus, WROpcode
+
+PORT = 1
+PEER_LID = 0x9          # not one of port 1's LIDs (0x10-0x13): every message takes the link
+PEER_QPN = 0x77
+MTU_BYTES = 256
+ACK_UNIT = 1024         # cycles of 4.096 us at the harness's 250 MHz device clock
+WAIT = 200000           # cycles any single wait may take before the test fails
+
+
+class Peer:
+    """The far end of port 1's link: what the device sent (the port's sniffer, in order) and
+    packets put on the port's RX link."""
+
+    def __init__(self, rdma):
+        self.rdma = rdma
+        self.link = LinkInjector(rdma.dut, PORT)
+        self.sniffer = rdma.tb.sniffers[PORT]
+        self.taken = 0
+        port = rdma.dev.ports[PORT]
+        self.lrh = LRH(dlid=port.lid, slid=PEER_LID, sl=0)
+
+    async def sent(self, n, what, cycles=WAIT):
+        """The next `n` packets the device sends (captures, with their cycles); fails naming
+        `what` if they do not come within `cycles`."""
+        start = self.rdma.tb.cycle()
+        while len(self.sniffer.captures) < self.taken + n:
+            if self.rdma.tb.cycle() - start > cycles:
+                got = len(self.sniffer.captures) - self.taken
+                raise AssertionError(f"waited {cycles} cycles for {what}: {got} of {n} packets")
+            await self.rdma.cycles(20)
+        got = self.sniffer.captures[self.taken:self.taken + n]
+        self.taken += n
+        for capture in got:
+            assert capture.packet is not None, f"{what}: a bad packet ({capture.error})"
+        return got
+
+    async def quiet(self, cycles, what):
+        """Nothing more is sent for `cycles` cycles."""
+        await self.rdma.cycles(cycles)
+        extra = self.sniffer.captures[self.taken:]
+        assert not extra, (f"{what}: {len(extra)} unexpected packet(s), the first "
+                           f"{extra[0].packet} at cycle {extra[0].cycle}")
+
+    async def put(self, packets):
+        for packet in packets:
+            await self.link.send(build(packet))
+
+    async def answer(self, qp, psn, syndrome=0x1F, msn=0):
+        """An ACK (or NAK / RNR NAK, by `syndrome`) for PSN `psn` to device QP `qp`."""
+        await self.put([Packet(lrh=self.lrh, bth=BTH(opcode=0x11, dest_qp=qp.qp_num, psn=psn),
+                               aeth=AETH(syndrome=syndrome, msn=msn))])
+
+    def read_responses(self, qp, data, psn, msn=1):
+        """The READ response packets carrying `data` from PSN `psn` on."""
+        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, lrh=self.lrh,
+                         dest_qp=qp.qp_num, psn=psn, aeth=AETH(syndrome=0x1F, msn=msn))
+
+    def answers(self, data, psn, msn):
+        """The READ responses the device sends back to the peer carrying `data`."""
+        lrh = LRH(dlid=PEER_LID, slid=self.lrh.dlid, sl=0)
+        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, lrh=lrh,
+                         dest_qp=PEER_QPN, psn=psn, aeth=AETH(syndrome=0x1F, msn=msn))
+
+    def requests(self, qp, operation, payload, psn, **headers):
+        """The request packets of one message to device QP `qp`, from PSN `psn`."""
+        return packetize("RC", operation, payload, MTU_BYTES, lrh=self.lrh, dest_qp=qp.qp_num,
+                         psn=psn, **headers)
+
+
+async def open_peer(dut):
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the test checks the traffic itself, packet by packet
+    return rdma, Peer(rdma)
+
+
+async def requester(rdma, sq_psn=0x100, **attrs):
+    """A device RC QP on port 1 aimed at the peer."""
+    qp = await rdma.qp(QPType.RC)
+    attrs = dict(timeout=1, retry_cnt=3, path_mtu=MTU.MTU256) | attrs
+    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, sq_psn=sq_psn, **attrs)
+    return qp
+
+
+async def responder(rdma, rq_psn, **attrs):
+    """A device RC QP on port 1 answering the peer."""
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, rq_psn=rq_psn,
+                       path_mtu=MTU.MTU256, **attrs)
+    return qp
+
+
+def psns(captures):
+    return [c.packet.bth.psn for c in captures]
+
+
+def opcodes(captures):
+    return [c.packet.bth.opcode for c in captures]
+
+
+async def finish(rdma):
+    rdma.sb.check_device()
+
+
+# ---------------------------------------------------------------------------------------------
+# Attributes
+
+@cocotb.test()
+async def test_query_qp_returns_the_transport_attributes(dut):
+    """The ibv_qp_attr transport fields given on the way to RTS (min_rnr_timer and
+    max_dest_rd_atomic at RTR, the rest at RTS) come back from QUERY_QP, with the PSNs: the SQ
+    PSN is the next request's, the RQ PSN the one the responder expects."""
+    rdma, _ = await open_peer(dut)
+    qp = await rdma.qp(QPType.RC)
+    attrs = dict(timeout=17, retry_cnt=5, rnr_retry=6, min_rnr_timer=12, max_rd_atomic=4,
+                 max_dest_rd_atomic=8)
+    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, sq_psn=0xABCDEF,
+                       rq_psn=0x123456, **attrs)
+    status = await qp.query()
+    got = {name: getattr(status, name) for name in attrs}
+    assert got == attrs
+    assert (status.state, status.sq_psn, status.rq_psn) == (QPState.RTS, 0xABCDEF, 0x123456)
+    await finish(rdma)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requester
+
+@cocotb.test()
+async def test_timeout_resends_from_the_oldest_unacknowledged_psn(dut):
+    """A 5-packet RDMA WRITE that is never acknowledged is sent again, the same packets, one
+    ACK timeout after its last packet left. An ACK for its second packet is progress: the
+    next resend starts at the third packet, a WRITE middle without RETH carrying the third
+    MTU of the payload with the same PSN. An ACK for the last PSN completes it."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x100)
+    src, dst = await rdma.region(4096), await rdma.region(4096)
+    length = 5 * MTU_BYTES - 50
+    await qp.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, length), dst.remote(0),
+                                    wr_id=0xA1))
+    first = await peer.sent(5, "the WRITE")
+    assert opcodes(first) == [0x06, 0x07, 0x07, 0x07, 0x08]
+    assert psns(first) == list(range(0x100, 0x105))
+    assert [c.packet.bth.ackreq for c in first] == [False] * 4 + [True]
+    again = await peer.sent(5, "the WRITE resent after the timeout")
+    assert [c.packet for c in again] == [c.packet for c in first]
+    await peer.answer(qp, 0x101)
+    rest = await peer.sent(3, "the resend from the third packet")
+    assert [c.packet for c in rest] == [c.packet for c in first[2:]]
+    assert rest[0].packet.reth is None
+    assert rest[0].packet.payload == src.read(2 * MTU_BYTES, MTU_BYTES)
+    await peer.answer(qp, 0x104, msn=1)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_WRITE)
+    assert (await qp.query()).sq_psn == 0x105
+    await peer.quiet(3 * ACK_UNIT * 2, "after the last ACK")
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_ack_timeout_is_4096ns_times_2_to_the_timeout(dut):
+    """The gap between a SEND's transmissions grows exactly as 4.096 us x 2^timeout (1024
+    cycles x 2^timeout): for timeout 1, 2 and 3 the gaps differ by 2048 and 4096 cycles, and
+    each is the timeout plus the same few cycles of pipeline (within a memory stall). The edges: an ACK that arrives
+    shortly before the timer would expire completes the SEND with no further resend;
+    timeout 0 means no timer at all."""
+    rdma, peer = await open_peer(dut)
+    gaps = {}
+    for timeout in (1, 2, 3):
+        qp = await requester(rdma, timeout=timeout, retry_cnt=7, sq_psn=0x10 * timeout)
+        await qp.post_send(work_request(WROpcode.SEND, (await rdma.region(64)).sge(0, 64),
+                                        wr_id=timeout))
+        one, two = (await peer.sent(1, "the SEND"))[0], (await peer.sent(1, "its resend"))[0]
+        assert two.packet == one.packet
+        gaps[timeout] = two.cycle - one.cycle
+        # just before the next expiry the ACK arrives: the SEND completes, nothing more is sent
+        due = two.cycle + gaps[timeout]
+        await rdma.cycles(due - rdma.tb.cycle() - 150)
+        await peer.answer(qp, one.packet.bth.psn)
+        [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+        assert_wc(wc, wr_id=timeout, status=WCStatus.SUCCESS)
+        await peer.quiet(2 * gaps[timeout], f"timeout {timeout} after the ACK")
+    # the same pipeline cycles on top of each timeout, give or take a memory stall
+    overhead = gaps[1] - 2 * ACK_UNIT
+    assert 0 <= overhead < 100, f"gaps {gaps}"
+    assert all(abs(gaps[t] - ACK_UNIT * 2 ** t - overhead) <= 8 for t in gaps), f"gaps {gaps}"
+    # timeout 0: never resent, however long the answer takes
+    qp = await requester(rdma, timeout=0, sq_psn=0x777)
+    await qp.post_send(work_request(WROpcode.SEND, (await rdma.region(64)).sge(0, 64),
+                                    wr_id=0xF0))
+    await peer.sent(1, "the SEND with no timer")
+    await peer.quiet(20 * ACK_UNIT, "timeout 0")
+    await peer.answer(qp, 0x777)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xF0, status=WCStatus.SUCCESS)
+    await finish(rdma)
+
+
+@cocotb.test()
+@cocotb.parametrize(retry_cnt=[0, 2, 7])
+async def test_retry_cnt_resends_then_retry_exc_err(dut, retry_cnt):
+    """With no answer at all, a SEND goes out exactly 1 + retry_cnt times (7 means seven
+    resends, not forever), then completes RETRY_EXC_ERR; the QP moves to ERR and the WR
+    posted after it is flushed."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, retry_cnt=retry_cnt)
+    region = await rdma.region(256)
+    await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 100), wr_id=1))
+    await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 100), wr_id=2))
+    tries = await peer.sent(1 + retry_cnt, "the SEND and its resends")
+    assert all(c.packet == tries[0].packet for c in tries)
+    wcs = await rdma.poll_until(qp.send_cq, 2, cycles=WAIT)
+    assert_wc(wcs[0], wr_id=1, status=WCStatus.RETRY_EXC_ERR)
+    assert_wc(wcs[1], wr_id=2, status=WCStatus.WR_FLUSH_ERR)
+    await rdma.assert_state(qp, QPState.ERR)
+    await peer.quiet(4 * ACK_UNIT, "after RETRY_EXC_ERR")
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_sequence_nak_resends_from_the_psn_it_names(dut):
+    """A PSN sequence NAK naming the fourth packet of a 5-packet SEND acknowledges the first
+    three and makes the requester resend the fourth and fifth at once (long before its
+    timeout of 2^5 x 4.096 us)."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, timeout=5, sq_psn=0x200)
+    region = await rdma.region(4096)
+    await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 5 * MTU_BYTES), wr_id=7))
+    first = await peer.sent(5, "the SEND")
+    await peer.answer(qp, 0x203, syndrome=0x60)
+    rest = await peer.sent(2, "the resend after the NAK", cycles=2000)
+    assert [c.packet for c in rest] == [c.packet for c in first[3:]]
+    await peer.answer(qp, 0x204, msn=1)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=7, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_rnr_nak_waits_its_timer_then_resends_the_message(dut):
+    """An RNR NAK with timer code 2 (0.02 ms, 5000 cycles at 250 MHz) makes the requester
+    send the whole message again from its first PSN after at least that long; with
+    rnr_retry 1 a second RNR NAK completes it RNR_RETRY_EXC_ERR."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, rnr_retry=1, sq_psn=0x300)
+    region = await rdma.region(4096)
+    await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 3 * MTU_BYTES), wr_id=9))
+    first = await peer.sent(3, "the SEND")
+    await peer.answer(qp, 0x300, syndrome=0x22)
+    nak_at = rdma.tb.cycle()
+    again = await peer.sent(3, "the SEND after the RNR timer")
+    assert [c.packet for c in again] == [c.packet for c in first]
+    waited = again[0].cycle - nak_at
+    assert 5000 <= waited < 5000 + 300, f"resent {waited} cycles after the RNR NAK"
+    await peer.answer(qp, 0x300, syndrome=0x22)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=9, status=WCStatus.RNR_RETRY_EXC_ERR)
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_lost_read_responses_are_asked_for_again(dut):
+    """An RDMA READ of four response packets: a response past a missing one makes the
+    requester ask again at once for what is missing (a READ request from the missing PSN, its
+    address and length moved on by the packets already stored); an ACK covering an
+    outstanding READ means its responses were lost, and the READ goes again. The local
+    buffer ends up with every byte, and the READ completes once."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, timeout=6, sq_psn=0x400)
+    local = await rdma.region(4096)
+    remote_va, rkey = 0x123400, 0x4242
+    data = rdma.payload(4 * MTU_BYTES)
+    wr = work_request(WROpcode.RDMA_READ, local.sge(0, len(data)), wr_id=0xB1)
+    wr = replace(wr, remote_addr=remote_va, rkey=rkey)
+    await qp.post_send(wr)
+    [req] = await peer.sent(1, "the READ request")
+    assert (req.packet.bth.opcode, req.packet.bth.psn, req.packet.reth) == (
+        0x0C, 0x400, RETH(va=remote_va, rkey=rkey, dma_len=len(data)))
+    responses = peer.read_responses(qp, data, 0x400)
+    await peer.put([responses[0], responses[2]])
+    [again] = await peer.sent(1, "the READ request for the missing responses", cycles=2000)
+    assert (again.packet.bth.psn, again.packet.reth) == (
+        0x401, RETH(va=remote_va + MTU_BYTES, rkey=rkey, dma_len=3 * MTU_BYTES))
+    # an ACK past the READ: the requester asks again from PSN 0x401
+    await peer.answer(qp, 0x403)
+    [third] = await peer.sent(1, "the READ request after an ACK past it", cycles=2000)
+    assert third.packet == again.packet
+    await peer.put(peer.read_responses(qp, data[MTU_BYTES:], 0x401))
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ)
+    assert local.read(0, len(data)) == data
+    assert (await qp.query()).sq_psn == 0x404
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_psn_wraps_and_ackreq_every_16_psns(dut):
+    """A 40-packet WRITE from PSN 0xFFFFF8: its PSNs wrap from 0xFFFFFF to 0, and it asks for
+    an ACK (AckReq) on every PSN that is 15 mod 16 and on its last. A coalesced ACK for the
+    PSN after the wrap acknowledges everything before it: the resend on the timeout starts
+    right after it. The ACK for the last PSN completes the WRITE; the next PSN is 0x20."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0xFFFFF8, timeout=4)
+    src, dst = await rdma.region(40 * MTU_BYTES), await rdma.region(40 * MTU_BYTES)
+    await qp.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 40 * MTU_BYTES),
+                                    dst.remote(0), wr_id=0xC1))
+    sent = await peer.sent(40, "the WRITE")
+    expected = [(0xFFFFF8 + i) & PSN_MASK for i in range(40)]
+    assert psns(sent) == expected
+    assert [c.packet.bth.psn for c in sent if c.packet.bth.ackreq] == [0xFFFFFF, 0x0F, 0x1F]
+    await peer.answer(qp, 0x0F)
+    rest = await peer.sent(16, "the resend after the coalesced ACK")
+    assert psns(rest) == expected[24:]
+    await peer.answer(qp, 0x1F, msn=1)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS)
+    assert (await qp.query()).sq_psn == 0x20
+    await finish(rdma)
+
+
+# ---------------------------------------------------------------------------------------------
+# Responder
+
+@cocotb.test()
+async def test_a_sequence_gap_is_naked_once(dut):
+    """Requests that arrive past the expected PSN are a sequence error: the first gets one
+    NAK (syndrome 0x60) naming the expected PSN, the ones after it nothing, and nothing is
+    stored; once the expected PSN arrives, the messages are taken in order and acknowledged."""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0x5000)
+    inbox = await rdma.region(4096)
+    for i in range(2):
+        await qp.post_recv(RecvWR(inbox.sge(i * 1024, 1024), wr_id=0xD0 + i))
+    one, two = rdma.payload(100), rdma.payload(200)
+    await peer.put(peer.requests(qp, "SEND", two, 0x5001))
+    await peer.put(peer.requests(qp, "SEND", two, 0x5001))
+    [nak] = await peer.sent(1, "the sequence NAK")
+    assert (nak.packet.bth.opcode, nak.packet.bth.psn, nak.packet.aeth) == (
+        0x11, 0x5000, AETH(syndrome=0x60, msn=0))
+    await peer.quiet(500, "the second packet of the gap")
+    await peer.put(peer.requests(qp, "SEND", one, 0x5000) + peer.requests(qp, "SEND", two, 0x5001))
+    acks = await peer.sent(2, "the ACKs")
+    assert [(c.packet.bth.psn, c.packet.aeth) for c in acks] == [
+        (0x5000, AETH(0x1F, 1)), (0x5001, AETH(0x1F, 2))]
+    wcs = await rdma.poll_until(qp.recv_cq, 2)
+    assert [(wc.wr_id, wc.byte_len) for wc in wcs] == [(0xD0, 100), (0xD1, 200)]
+    assert inbox.read(0, 100) == one and inbox.read(1024, 200) == two
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_duplicates_are_acknowledged_never_executed_twice(dut):
+    """A SEND and a 3-packet RDMA WRITE arrive twice: each duplicate is acknowledged again
+    with the last in-order PSN and the current MSN where it asks for an ACK, consumes no
+    receive and writes nothing (memory changed meanwhile by the host stays as the host left
+    it); a duplicate middle packet, which asks for no ACK, gets none."""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0x10)
+    inbox, target = await rdma.region(1024), await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 512), wr_id=0xE0))
+    await qp.post_recv(RecvWR(inbox.sge(512, 512), wr_id=0xE1))
+    send = peer.requests(qp, "SEND", rdma.payload(64), 0x10)
+    data = rdma.payload(3 * MTU_BYTES)
+    write = peer.requests(qp, "RDMA_WRITE", data, 0x11,
+                          reth=RETH(va=target.remote(0).addr, rkey=target.remote(0).rkey,
+                                    dma_len=len(data)))
+    await peer.put(send + write)
+    acks = await peer.sent(2, "the ACKs of the SEND and the WRITE")
+    assert [(c.packet.bth.psn, c.packet.aeth) for c in acks] == [
+        (0x10, AETH(0x1F, 1)), (0x13, AETH(0x1F, 2))]
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert wc.wr_id == 0xE0
+    assert target.read(0, len(data)) == data
+    overwritten = rdma.payload(len(data))
+    target.write(0, overwritten)
+    await peer.put(send + write[1:2] + write)
+    dups = await peer.sent(2, "the ACKs of the duplicates")
+    assert [(c.packet.bth.psn, c.packet.aeth) for c in dups] == [
+        (0x13, AETH(0x1F, 2)), (0x13, AETH(0x1F, 2))]
+    await peer.quiet(500, "after the duplicates")
+    assert await qp.recv_cq.poll() == [], "a duplicate SEND consumed a receive"
+    assert target.read(0, len(data)) == overwritten, "a duplicate WRITE was written again"
+    # the next new message is in order and takes the second receive
+    await peer.put(peer.requests(qp, "SEND", rdma.payload(8), 0x14))
+    [ack] = await peer.sent(1, "the ACK of the next SEND")
+    assert (ack.packet.bth.psn, ack.packet.aeth) == (0x14, AETH(0x1F, 3))
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert wc.wr_id == 0xE1
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_a_duplicate_read_is_served_again_from_its_psn(dut):
+    """An RDMA READ request for three response packets is answered; the same request again
+    is served again (same PSNs, same data, the MSN not moved); a request from its second PSN
+    for the rest (as a requester that lost a response sends) is answered from that PSN. The
+    expected PSN stays where the first request left it."""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0x40)
+    source = await rdma.region(4096)
+    remote = source.remote(0)
+    data = source.read(0, 3 * MTU_BYTES)
+
+    def read_request(psn, offset, length):
+        return Packet(lrh=peer.lrh, bth=BTH(opcode=0x0C, dest_qp=qp.qp_num, psn=psn),
+                      reth=RETH(va=remote.addr + offset, rkey=remote.rkey, dma_len=length))
+
+    await peer.put([read_request(0x40, 0, len(data))])
+    first = await peer.sent(3, "the READ responses")
+    assert [c.packet for c in first] == peer.answers(data, 0x40, msn=1)
+    await peer.put([read_request(0x40, 0, len(data))])
+    again = await peer.sent(3, "the READ responses again")
+    assert [c.packet for c in again] == [c.packet for c in first]
+    await peer.put([read_request(0x41, MTU_BYTES, 2 * MTU_BYTES)])
+    rest = await peer.sent(2, "the responses from the second PSN")
+    assert [c.packet for c in rest] == peer.answers(data[MTU_BYTES:], 0x41, msn=1)
+    assert (await qp.query()).rq_psn == 0x43
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_acks_where_asked_and_psn_wrap_at_the_responder(dut):
+    """A 3-packet SEND from PSN 0xFFFFFE (PSNs 0xFFFFFE, 0xFFFFFF, 0) asks for an ACK on its
+    middle packet (PSN 15 mod 16) and on its last: each is acknowledged (MSN 0, then 1); a
+    WRITE whose last packet asks for nothing gets no ACK, and the next message's ACK covers
+    it (coalesced, MSN 3)."""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0xFFFFFE)
+    inbox, target = await rdma.region(1024), await rdma.region(1024)
+    await qp.post_recv(RecvWR(inbox.sge(0, 1024), wr_id=0xF1))
+    payload = rdma.payload(2 * MTU_BYTES + 10)
+    send = peer.requests(qp, "SEND", payload, 0xFFFFFE)
+    assert [p.bth.ackreq for p in send] == [False, True, True]
+    await peer.put(send)
+    acks = await peer.sent(2, "the ACKs of the SEND")
+    assert [(c.packet.bth.psn, c.packet.aeth) for c in acks] == [
+        (0xFFFFFF, AETH(0x1F, 0)), (0x000000, AETH(0x1F, 1))]
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert wc.byte_len == len(payload) and inbox.read(0, len(payload)) == payload
+    [write] = peer.requests(qp, "RDMA_WRITE", b"\x5a" * 16, 0x1,
+                            reth=RETH(va=target.remote(0).addr, rkey=target.remote(0).rkey,
+                                      dma_len=16))
+    await peer.put([replace(write, bth=replace(write.bth, ackreq=False))])
+    await peer.quiet(500, "a WRITE that asked for no ACK")
+    [write2] = peer.requests(qp, "RDMA_WRITE", b"\xa5" * 16, 0x2,
+                             reth=RETH(va=target.remote(16).addr, rkey=target.remote(16).rkey,
+                                       dma_len=16))
+    await peer.put([write2])
+    [ack] = await peer.sent(1, "the coalesced ACK")
+    assert (ack.packet.bth.psn, ack.packet.aeth) == (0x2, AETH(0x1F, 3))
+    assert target.read(0, 32) == b"\x5a" * 16 + b"\xa5" * 16
+    await finish(rdma)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pytest runner: the same build as test_rdma_dev (links open to the testbench).
+
+@pytest.mark.parametrize("w", [64, 256, 512])
+def test_rc_transport(w):
+    simrun.run(toplevel="tb_rdma_dev", test_module="test_rc_transport",
+               parameters={"DATA_WIDTH": w})
