@@ -18,7 +18,6 @@ module port_tx #(
     output wire                     s_req_ready,
     input  wire [TXD_WIDTH-1:0]     s_req_desc,
     output wire                     req_done,
-    output wire [23:0]              req_done_psn,
 
     // responses from the receive engine, queued
     input  wire                     s_rsp_valid,
@@ -85,7 +84,6 @@ wire take_rsp = !busy && rq_count != 0;
 wire take_req = !busy && rq_count == 0 && s_req_valid;
 assign s_req_ready = take_req;
 assign req_done = pk_done && from_req;
-assign req_done_psn = pk_done_psn;
 
 always @(posedge clk) begin
     if (rq_push) begin
@@ -195,7 +193,7 @@ assign tx_tready = internal ? m_axis_loop_tready : m_axis_tx_tready;
 assign xmit_pkt    = pkt_sent && !internal;
 assign xmit_pktlen = pkt_sent_len;
 
-wire unused = ^{pk_ready, chunk_addr[63:ADDR_WIDTH]};
+wire unused = ^{pk_ready, pk_done_psn, chunk_addr[63:ADDR_WIDTH]};
 
 endmodule
 

@@ -443,7 +443,6 @@ wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire [NUM_PORTS*24-1:0] tx_req_done_psn;
 wire                   wire_active;
 wire [23:0]            wire_qpn, wire_first_psn, wire_una;
 wire [PORT_BITS-1:0]   wire_port;
@@ -490,7 +489,6 @@ requester #(
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port), .s_tx_done(tx_req_done[tx_req_port]),
-    .s_tx_done_psn(tx_req_done_psn[tx_req_port*24 +: 24]),
     .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
     .wire_first_psn(wire_first_psn), .wire_una(wire_una), .wire_addr(wire_addr),
     .wire_mtu(wire_mtu), .s_ack_valid(ack_valid), .s_ack_kind(ack_kind),
@@ -594,7 +592,6 @@ generate
             .clk(clk), .rst(rst),
             .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
             .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
-            .req_done_psn(tx_req_done_psn[p*24 +: 24]),
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
             .m_dma_valid(dma_c_valid[3+p]), .m_dma_ready(dma_c_ready[3+p]),
             .m_dma_data(dma_c_data[(3+p)*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),

@@ -128,7 +128,6 @@ module requester #(
     output wire [TXD_WIDTH-1:0]     m_tx_desc,
     output wire [PORT_BITS-1:0]     m_tx_port,
     input  wire                     s_tx_done,
-    input  wire [23:0]              s_tx_done_psn,
     // the RC message waiting for its answer, for the receive engine to match responses
     output wire                     wire_active,
     output wire [23:0]              wire_qpn,
@@ -365,7 +364,7 @@ assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
 
 // WQE bytes 0x02-0x03 and 0x38-0x3F are reserved; FENCE needs nothing here (one WQE at a time)
 wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
-                w_flags[7:3], w_flags[0], s_tx_done_psn};
+                w_flags[7:3], w_flags[0]};
 
 always @(posedge clk) begin
     qp_sq_advance <= 1'b0;
