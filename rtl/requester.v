@@ -291,6 +291,7 @@ reg  [7:0]  nak_syn;
 reg         rnr_hit;          // an RNR NAK: wait rnr_code, then send it again
 reg  [4:0]  rnr_code;
 reg         retry_req;        // a sequence NAK or a gap in the READ responses: resend
+reg         gap_resent;       // resent for a gap: more reports of it are stale until progress
 // a resend starts inside the message: a WRITE / SEND at a packet boundary, a READ request
 // for the responses still missing
 wire [23:0] tx_skip  = tx_psn - first_psn;
@@ -469,6 +470,7 @@ always @(posedge clk) begin
                     fail       <= 1'b0;
                     rnr_hit    <= 1'b0;
                     retry_req  <= 1'b0;
+                    gap_resent <= 1'b0;
                     m_tx_valid <= 1'b1;
                     state <= S_WIRE_WAIT;
                 end
@@ -564,6 +566,7 @@ always @(posedge clk) begin
                     // go back N: resend from the oldest unacknowledged PSN
                     retry_left <= retry_left - 3'd1;
                     retry_req  <= 1'b0;
+                    gap_resent <= retry_req;
                     tx_psn     <= una;
                     m_tx_valid <= 1'b1;
                     state <= S_WIRE_WAIT;
@@ -599,8 +602,9 @@ always @(posedge clk) begin
             fin        <= (s_ack_kind == 2'd1 ? read_next : ack_next) == end_psn;
             ack_timer  <= 48'd0;
             retry_left <= qp_retry_cnt;
+            gap_resent <= 1'b0;
         end else if (ev_ack && ev_in) begin
-            retry_req <= 1'b1;      // an ACK past the READ: its responses were lost
+            retry_req <= !gap_resent;   // an ACK past the READ: its responses were lost
         end else if (ev_rnr && ev_msg) begin
             // the responder starts the message over: so will the requester
             rnr_hit  <= 1'b1;
@@ -610,16 +614,19 @@ always @(posedge clk) begin
             // una: it started the message over after an RNR NAK that went missing)
             una       <= s_ack_psn;
             fin       <= s_ack_psn == end_psn;
-            retry_req <= 1'b1;
             if (ev_ahead != 24'd0 && ev_ahead <= ev_span) begin
                 ack_timer  <= 48'd0;
                 retry_left <= qp_retry_cnt;
+                retry_req  <= 1'b1;
+                gap_resent <= 1'b0;
+            end else begin
+                retry_req  <= !gap_resent;
             end
         end else if (ev_nak && (ev_in || s_ack_psn == una)) begin
             fail    <= 1'b1;
             nak_syn <= s_ack_syndrome;
         end else if (s_ack_valid && s_ack_kind == 2'd2) begin
-            retry_req <= 1'b1;
+            retry_req <= !gap_resent;
         end
     end
 

@@ -23,6 +23,7 @@ KINDS = ("requests", "acks", "read_responses")                       # kind_mask
 CORRUPT_KINDS = ("icrc", "vcrc", "either")                           # corrupt_kind 0..2
 RATE_ONE = 1 << 16          # rates are in 1/65536
 FORCES = 8                  # entries of the model's forced-fault table
+QPN_SET = 256               # QPNs the model can aim at (qpn_set bits)
 
 _MASK64 = (1 << 64) - 1
 _SEED_MIX = 0x9E3779B97F4A7C15
@@ -90,8 +91,8 @@ class Decision:
 @dataclass
 class LinkFaults:
     """One configuration of the link. Rates are probabilities (0..1) of each action per
-    eligible packet, exclusive of each other (their sum at most 1). `kinds` and `qpn` (None =
-    any) choose the eligible packets; `forced` maps packet numbers (from 0 since reset, every
+    eligible packet, exclusive of each other (their sum at most 1). `kinds` and `qpns` (the
+    BTH DestQPs aimed at, each below QPN_SET; None = any) choose the eligible packets; `forced` maps packet numbers (from 0 since reset, every
     packet counted) to an action name, applied whatever the rates and filters say.
     `delay_cycles` is the extra hold of a delayed packet and the longest a reordered packet
     waits for one to pass it. The defaults are a perfect link with no latency."""
@@ -105,11 +106,13 @@ class LinkFaults:
     delay_cycles: int = 1000
     corrupt_kind: str = "icrc"
     kinds: frozenset = frozenset(KINDS)
-    qpn: int | None = None
+    qpns: frozenset | None = None
     forced: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.kinds = frozenset(self.kinds)
+        if self.qpns is not None:
+            self.qpns = frozenset(self.qpns)
         self._registers()           # check everything now, not at apply
 
     def _registers(self):
@@ -122,6 +125,8 @@ class LinkFaults:
         unknown = self.kinds - set(KINDS)
         if unknown:
             raise ValueError(f"unknown packet kinds {sorted(unknown)}, known: {KINDS}")
+        if self.qpns is not None and not all(0 <= q < QPN_SET for q in self.qpns):
+            raise ValueError(f"QPNs {sorted(self.qpns)}: the model aims at QPNs below {QPN_SET}")
         if len(self.forced) > FORCES:
             raise ValueError(f"{len(self.forced)} forced faults, the model holds {FORCES}")
         force_idx = force_act = 0
@@ -139,8 +144,8 @@ class LinkFaults:
             "corrupt_kind": CORRUPT_KINDS.index(self.corrupt_kind),
             "delay_cycles": self.delay_cycles,
             "kind_mask": sum(1 << KINDS.index(kind) for kind in self.kinds),
-            "qpn_match_en": int(self.qpn is not None),
-            "qpn_match": self.qpn or 0,
+            "qpn_set_en": int(self.qpns is not None),
+            "qpn_set": sum(1 << q for q in self.qpns or ()),
             "force_idx": force_idx,
             "force_act": force_act,
         }
@@ -164,8 +169,8 @@ class LinkFaults:
             parts.append(f"delay_cycles={self.delay_cycles}")
         if self.kinds != frozenset(KINDS):
             parts.append(f"kinds={'+'.join(k for k in KINDS if k in self.kinds) or 'none'}")
-        if self.qpn is not None:
-            parts.append(f"qpn={self.qpn:#x}")
+        if self.qpns is not None:
+            parts.append("qpns=" + ",".join(f"{q:#x}" for q in sorted(self.qpns)))
         if self.forced:
             parts.append("forced=" + ",".join(f"{i}:{a}" for i, a in sorted(self.forced.items())))
         return "LinkFaults(" + " ".join(parts) + ")"
@@ -194,7 +199,8 @@ class LinkFaults:
             state ^= state >> 7
             state ^= (state << 17) & _MASK64
             action = "none"
-            if packet_kind(wire) in self.kinds and self.qpn in (None, dest_qp(wire)):
+            if packet_kind(wire) in self.kinds and (self.qpns is None
+                                                     or dest_qp(wire) in self.qpns):
                 draw, bound = state >> 48, 0
                 for name, rate in zip(ACTIONS[1:], rates):
                     bound += rate

@@ -206,7 +206,7 @@ async def test_zero_config_link_is_a_wire_at_full_rate(dut):
     await tb.reset()        # the settings as the HDL starts: nothing applied
     for name, default in (("latency", 0), ("drop_rate", 0), ("dup_rate", 0),
                           ("corrupt_rate", 0), ("delay_rate", 0), ("reorder_rate", 0),
-                          ("kind_mask", 7), ("qpn_match_en", 0), ("force_act", 0)):
+                          ("kind_mask", 7), ("qpn_set_en", 0), ("force_act", 0)):
         assert int(getattr(tb.link, name).value) == default, name
 
     wires = mixed(tb.bb)
@@ -448,20 +448,25 @@ async def test_kind_filter_aims_faults_at_those_kinds(dut):
 
 
 @cocotb.test()
-async def test_qpn_filter_aims_faults_at_one_qp(dut):
+async def test_qpn_filter_aims_faults_at_a_set_of_qps(dut):
+    """Faults hit only packets whose BTH DestQP is in the set (with or without a GRH, a QPN
+    beyond the model's set never); with a kind filter as well, only packets both select."""
     tb = FaultTB(dut)
     wires = [make(0x04, 0, qp=0x12), make(0x04, 1, qp=0x13), make(0x04, 2, qp=0x1012),
              make(0x04, 3, qp=0x12, grh=GRH_SAMPLE), make(0x04, 4, qp=0x13, grh=GRH_SAMPLE),
              make(0x11, 5, qp=0x12), make(0x11, 6, qp=0x13, grh=GRH_SAMPLE),
              make(0x0E, 7, qp=0x12, size=256, grh=GRH_SAMPLE)]
-    sent, arrived = await tb.run(wires, LinkFaults(drop=1.0, qpn=0x12))
-    assert [psn_of(d) for d in arrived] == [1, 2, 4, 6]
+    sent, arrived = await tb.run(wires, LinkFaults(drop=1.0, qpns={0x12}))
+    assert [psn_of(d) for d in arrived] == [1, 2, 4, 6]   # (0x1012 is beyond the set's QPNs)
     stats = tb.stats()
     assert (stats["last_idx"], stats["last_act"], stats["last_opcode"], stats["last_qpn"],
             stats["last_psn"]) == (7, "drop", 0x0E, 0x12, 7)
     # both filters: only ACKs to QP 0x12
-    sent, arrived = await tb.run(wires, LinkFaults(dup=1.0, qpn=0x12, kinds={"acks"}))
+    sent, arrived = await tb.run(wires, LinkFaults(dup=1.0, qpns={0x12}, kinds={"acks"}))
     assert [psn_of(d) for d in arrived] == [0, 1, 2, 3, 4, 5, 5, 6, 7]
+    # a set of two: every packet to 0x12 or 0x13
+    sent, arrived = await tb.run(wires, LinkFaults(drop=1.0, qpns={0x12, 0x13}))
+    assert [psn_of(d) for d in arrived] == [2]
 
 
 @cocotb.test()

@@ -51,6 +51,7 @@ from cocotb.triggers import First, RisingEdge, Timer
 import pytest
 
 from tb import simrun
+from tb.link_faults import LinkFaults
 from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
@@ -73,6 +74,7 @@ SIGNAL_RATE = 0.3        # the last WR of a batch is always signaled, others at 
 SILENT_ERROR_RATE = 0.05  # UC/UD errors that complete SUCCESS (before the fatal error)
 RECVS_AFTER_ERROR = 4    # WRs after the fatal one that still post their receive
 
+RC_TIMEOUT = 3           # local ACK timeout 2^3 x 4.096 us: 8192 cycles, 7 resends
 AREA = 48 * 1024
 SRC, SINK, RBUF, RECV = (i * AREA for i in range(4))
 ARENA = 4 * AREA
@@ -680,6 +682,7 @@ class RandomTraffic(Observer):
         self.arenas = arenas
         self.plan_index = {(side, qp.qp_num): i
                            for i, (qp, (_, side, _, _)) in enumerate(zip(qps, qp_plan))}
+        self.side_of_qp = {id(qp): side for qp, (_, side, _, _) in zip(qps, qp_plan)}
 
         for d in sides:
             await self.setup_specials(d, self.res[d])
@@ -743,9 +746,19 @@ class RandomTraffic(Observer):
             # the partner's PSNs are this QP's: drawn once per pair and direction
             _, far_side, far_port, _ = qp_plan[partner[i]]
             await qp.to_rts(qps[partner[i]].qp_num, port=port, access=access,
-                            path_mtu=mtus[pair], rnr_retry=rng.randrange(8),
+                            path_mtu=mtus[pair], rnr_retry=rng.randrange(8), timeout=RC_TIMEOUT,
                             sq_psn=self.psn(i), rq_psn=self.psn(partner[i]),
                             **self.address_vector(self.random_route(), far_side, far_port))
+
+    def lossy_qpns(self, side):
+        """The QPNs on `side` whose packets the cables into it may lose (tb/link_faults.py): RC
+        QPs of flows without a planned error at either end. A planned error ends in a NAK, and
+        a lost NAK after the responder has gone to ERR leaves the requester RETRY_EXC_ERR, as
+        on any RC link; UC and UD lose messages by design."""
+        spoiled = {id(qp) for f in self.flows if f.error for qp in (f.src, f.dst)}
+        return {qp.qp_num for f in self.flows for qp, d in ((f.src, f.side),
+                                                           (f.dst, self.side_of_qp[id(f.dst)]))
+                if f.transport == QPType.RC and d == side and id(qp) not in spoiled}
 
     def psn(self, i):
         """The first PSN QP number `i` of the plan sends with (its partner expects it)."""
@@ -890,7 +903,23 @@ OTHER_DEVICE = {1: (1, 1), 2: (1, 2)}   # tb_fabric cables port p to the other's
 RESULTS = {}   # placement -> results of its run, for a later test to compare with
 
 
-async def run_program(dut, placement, peer):
+def lossy_cables(program, seed, loss):
+    """Every cable between the devices loses, duplicates and corrupts packets at `loss` each
+    and delays and reorders them at loss / 2, aimed at the RC QPs `lossy_qpns` names, with 300
+    cycles of latency; the models stop predicting packets and counters."""
+    for d, (tb, _, sb) in enumerate(program.sides):
+        sb.model.links_lossy()
+        qpns = program.lossy_qpns(1 - d)
+        for port, cable in tb.cables.items():
+            faults = LinkFaults(latency=300, seed=(seed << 4 | d << 2 | port) & (2**64 - 1),
+                                drop=loss, dup=loss, corrupt=loss, delay=loss / 2,
+                                reorder=loss / 2, delay_cycles=700, corrupt_kind="either",
+                                qpns=qpns)
+            faults.apply(cable)
+            tb.log.info("cable from dev%d port %d: %s", d, port, faults.describe())
+
+
+async def run_program(dut, placement, peer, loss=0.0):
     seed = seed_from_env()
     fabric = hasattr(dut, "dev1_irq")
     width = len((dut.dev0_m_axi_wdata if fabric else dut.m_axi_wdata))
@@ -909,6 +938,8 @@ async def run_program(dut, placement, peer):
     try:
         program = RandomTraffic(sides, seed, peer)
         await program.setup(port_setups)
+        if loss:
+            lossy_cables(program, seed, loss)
         cycles = await program.run()
         wrs, report = program.summary(cycles, time.monotonic() - wall)
         tb.log.info("%s", report)
@@ -988,8 +1019,8 @@ def compare(first, second):
     return diffs
 
 
-async def compare_with_loopback(dut, placement, peer):
-    results = await run_program(dut, placement, peer)
+async def compare_with_loopback(dut, placement, peer, loss=0.0):
+    results = await run_program(dut, placement, peer, loss)
     assert "same port" in RESULTS, "the loopback run failed: nothing to compare with"
     diffs = compare(RESULTS["same port"], results)
     assert not diffs, (f"peers on the {placement} and on the same port differ:\n  "
@@ -1014,6 +1045,15 @@ async def random_traffic_other_device(dut):
     """The same program with every peer on the other device of tb_fabric: the packet path
     between two devices. Software sees what it saw through the bypass."""
     await compare_with_loopback(dut, "other device", OTHER_DEVICE)
+
+
+@cocotb.test()
+async def random_traffic_other_device_lossy(dut):
+    """The same program between devices over cables that lose, duplicate, corrupt, delay and
+    reorder RC packets at $RANDOM_LOSS: RC delivers every message exactly once, so software
+    still sees what it saw through the bypass."""
+    loss = float(os.environ.get("RANDOM_LOSS", "0.01"))
+    await compare_with_loopback(dut, f"other device at {loss:.0%} loss", OTHER_DEVICE, loss)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1051,6 +1091,27 @@ def test_random_traffic(w, run):
     # The seed leads the message, even when the simulator stopped before the test named it.
     pytest.fail(f"random traffic at DATA_WIDTH={w}: replay with SEED={seed}\n{report}",
                 pytrace=False)
+
+
+@pytest.mark.parametrize("loss", [0.01, 0.1])
+def test_random_traffic_lossy(loss):
+    """The program between devices over lossy cables (random_traffic_other_device_lossy),
+    compared with its run on one device's own ports, at 256 bits: 1 % in make test, 10 % (some
+    five times longer to simulate) under make regress."""
+    if loss > 0.01 and not REGRESS:
+        pytest.skip("10 % loss runs under make regress")
+    seed = seed_from_env()
+    print(f"random traffic between devices at {loss:.0%} loss: SEED={seed}")
+    try:
+        simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
+                   parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_lossy_{loss}",
+                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), "COCOTB_TEST_FILTER":
+                              r"^test_random_traffic\.random_traffic_(loopback|other_device_lossy)$"})
+        return
+    except AssertionError as failed:
+        report = str(failed)
+    pytest.fail(f"random traffic between devices at {loss:.0%} loss: replay with SEED={seed}\n"
+                f"{report}", pytrace=False)
 
 
 @pytest.mark.parametrize("run", RUNS)

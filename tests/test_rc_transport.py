@@ -286,17 +286,17 @@ async def test_rnr_nak_waits_its_timer_then_resends_the_message(dut):
 async def test_lost_read_responses_are_asked_for_again(dut):
     """An RDMA READ of four response packets: a response past a missing one makes the
     requester ask again at once for what is missing (a READ request from the missing PSN, its
-    address and length moved on by the packets already stored); an ACK covering an
-    outstanding READ means its responses were lost, and the READ goes again. The local
-    buffer ends up with every byte, and the READ completes once."""
+    address and length moved on by the packets already stored), once per gap: the rest of the
+    first round's responses arriving later ask nothing more. On a second READ, an ACK covering
+    it while its responses are outstanding means they were lost: the READ goes again. Each
+    local buffer ends up with every byte, and each READ completes once."""
     rdma, peer = await open_peer(dut)
     qp = await requester(rdma, timeout=6, sq_psn=0x400)
-    local = await rdma.region(4096)
+    local = await rdma.region(8192)
     remote_va, rkey = 0x123400, 0x4242
     data = rdma.payload(4 * MTU_BYTES)
     wr = work_request(WROpcode.RDMA_READ, local.sge(0, len(data)), wr_id=0xB1)
-    wr = replace(wr, remote_addr=remote_va, rkey=rkey)
-    await qp.post_send(wr)
+    await qp.post_send(replace(wr, remote_addr=remote_va, rkey=rkey))
     [req] = await peer.sent(1, "the READ request")
     assert (req.packet.bth.opcode, req.packet.bth.psn, req.packet.reth) == (
         0x0C, 0x400, RETH(va=remote_va, rkey=rkey, dma_len=len(data)))
@@ -305,15 +305,25 @@ async def test_lost_read_responses_are_asked_for_again(dut):
     [again] = await peer.sent(1, "the READ request for the missing responses", cycles=2000)
     assert (again.packet.bth.psn, again.packet.reth) == (
         0x401, RETH(va=remote_va + MTU_BYTES, rkey=rkey, dma_len=3 * MTU_BYTES))
-    # an ACK past the READ: the requester asks again from PSN 0x401
-    await peer.answer(qp, 0x403)
-    [third] = await peer.sent(1, "the READ request after an ACK past it", cycles=2000)
-    assert third.packet == again.packet
+    await peer.put([responses[3]])      # the first round's last: the same gap, asked already
+    await peer.quiet(2000, "a stale response of the same gap")
     await peer.put(peer.read_responses(qp, data[MTU_BYTES:], 0x401))
     [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
     assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ)
     assert local.read(0, len(data)) == data
-    assert (await qp.query()).sq_psn == 0x404
+
+    wr = work_request(WROpcode.RDMA_READ, local.sge(4096, len(data)), wr_id=0xB2)
+    await qp.post_send(replace(wr, remote_addr=remote_va, rkey=rkey))
+    [req] = await peer.sent(1, "the second READ request")
+    assert req.packet.bth.psn == 0x404
+    await peer.answer(qp, 0x405)
+    [again] = await peer.sent(1, "the READ request after an ACK past it", cycles=2000)
+    assert again.packet == req.packet
+    await peer.put(peer.read_responses(qp, data, 0x404, msn=2))
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xB2, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ)
+    assert local.read(4096, len(data)) == data
+    assert (await qp.query()).sq_psn == 0x408
     await finish(rdma)
 
 

@@ -22,7 +22,8 @@ module sim_link_fault #(
     parameter DATA_WIDTH = 256,                     // link data width in bits: 64, 256 or 512
     parameter DEPTH = 64,                           // packets stored at once, at least 2
     parameter MAX_BEATS = (4608 * 8) / DATA_WIDTH,  // beats kept per packet: path MTU + headers
-    parameter FORCES = 8                            // entries in the forced-fault table
+    parameter FORCES = 8,                           // entries in the forced-fault table
+    parameter QPN_SET = 256                         // QPNs below this can be aimed at (qpn_set)
 ) (
     input  wire                    clk,
     input  wire                    rst,
@@ -59,7 +60,8 @@ localparam [2:0] ACT_NONE = 3'd0, ACT_DROP = 3'd1, ACT_DUP = 3'd2, ACT_CORRUPT =
 // always, sum at most 65536) is the exact probability of its action for an eligible packet.
 // Eligible: its kind enabled in kind_mask (bit 0 requests: any opcode but RC 0x0D..0x12; bit 1
 // ACK/NAK and atomic ACK, RC 0x11/0x12; bit 2 READ responses, RC 0x0D..0x10) and, with
-// qpn_match_en, BTH DestQP == qpn_match (BTH at byte 8, or 48 when LRH LNH = 3). Forced table
+// qpn_set_en, BTH DestQP one whose bit is set in qpn_set (BTH at byte 8, or 48 when LRH LNH =
+// 3; a DestQP of QPN_SET or more never is). Forced table
 // entry i (force_idx[32i +: 32], force_act[4i +: 4]) gives packet number force_idx (from 0 since
 // reset) its action whatever the rates and filters say.
 //
@@ -81,8 +83,8 @@ reg [16:0]          reorder_rate = 17'd0;
 reg [1:0]           corrupt_kind = 2'd0;   // 0 ICRC (VCRC recomputed), 1 VCRC, 2 either
 reg [31:0]          delay_cycles = 32'd0;  // extra hold of a delayed packet; reorder time-out
 reg [2:0]           kind_mask = 3'b111;    // packet kinds the rates apply to (see above)
-reg                 qpn_match_en = 1'b0;   // rates apply only to BTH DestQP == qpn_match
-reg [23:0]          qpn_match = 24'd0;
+reg                 qpn_set_en = 1'b0;     // rates apply only to the DestQPs set in qpn_set
+reg [QPN_SET-1:0]   qpn_set = {QPN_SET{1'b0}};
 reg [FORCES*32-1:0] force_idx = {FORCES*32{1'b0}};   // entry i: packet number ...
 reg [FORCES*4-1:0]  force_act = {FORCES*4{1'b0}};    // ... and its action (0 = entry unused)
 
@@ -303,7 +305,7 @@ task commit(input integer beats, input cut);
             match = kind_mask[1];
         else
             match = kind_mask[0];
-        if (qpn_match_en && qpn != qpn_match)
+        if (qpn_set_en && (qpn >= QPN_SET || !qpn_set[qpn]))
             match = 1'b0;
 
         // one generator step per packet
