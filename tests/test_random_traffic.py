@@ -522,11 +522,12 @@ class Flow:
         # the AHs lead to the peer port: its QPs of other transports, and the UD QPs of the
         # port the AHs do not lead to, are out of reach
         peer, far = self.res.peer[self.port], self.dst_res
-        qpn = self.rng.choice([far.unused_qpn, 0, 1, 0xABCDE] +
-                              [q.qp_num for q in far.qps_by_port[peer]
-                               if q.qp_type != QPType.UD] +
-                              [q.qp_num for q in far.qps_by_port[3 - peer]
-                               if q.qp_type == QPType.UD])
+        qpns = ([far.unused_qpn, 0, 1, 0xABCDE]
+                + [q.qp_num for q in far.qps_by_port[peer] if q.qp_type != QPType.UD]
+                + [q.qp_num for q in far.qps_by_port[3 - peer] if q.qp_type == QPType.UD])
+        # how many there are depends on the placement: one draw of a fixed width, so the
+        # flow's generator stays in step across placements (choice() draws a varying number)
+        qpn = qpns[self.rng.getrandbits(32) % len(qpns)]
         return self._build(seq, op, self._local(op, length), kind=label, remote_qpn=qpn)
 
 
