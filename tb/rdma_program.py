@@ -9,7 +9,7 @@ from cocotb.triggers import ClockCycles
 
 from .rdma_tb import open_device, open_fabric
 from .seed import SEED
-from .verbs import Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WROpcode
+from .verbs import Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WCStatus, WROpcode
 
 
 ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
@@ -51,6 +51,20 @@ def assert_wc(wc, **want):
     wrong = [f"{name}: expected {value!r}, got {getattr(wc, name)!r}"
              for name, value in want.items() if getattr(wc, name) != value]
     assert not wrong, "completion " + ", ".join(wrong) + f"\n  {wc}"
+
+
+async def read_megabyte_plus_7(local_rdma, remote_rdma, qp):
+    """An RC RDMA READ on `qp` (of `local_rdma`'s device) of 1 MiB + 7 bytes from an odd
+    offset of a region on `remote_rdma`'s device to an odd offset of one on its own: it must
+    complete SUCCESS with every byte in place."""
+    length = (1 << 20) + 7
+    local, remote = await local_rdma.region(length + 64), await remote_rdma.region(length + 64)
+    await qp.post_send(work_request(WROpcode.RDMA_READ, local.sge(13, length),
+                                    remote.remote(51), wr_id=0xAB))
+    [wc] = await local_rdma.poll_until(qp.send_cq, 1, cycles=2_000_000)
+    assert_wc(wc, wr_id=0xAB, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ,
+              byte_len=length)
+    assert local.read(13, length) == remote.read(51, length)
 
 
 class Region:

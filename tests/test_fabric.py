@@ -24,7 +24,7 @@ from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
     ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
-    grh_bytes, work_request,
+    grh_bytes, read_megabyte_plus_7, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -417,15 +417,7 @@ async def test_rc_read_of_1mib_plus_7_between_devices(dut):
         LinkFaults(latency=500).apply(fabric.cable(d, 1))
     pairs = await connected_pairs(fabric, QPType.RC, timeout=1, retry_cnt=1)
     a, _ = pairs[1]
-    r0, r1 = fabric.r
-    length = (1 << 20) + 7
-    local, remote = await r0.region(length + 64), await r1.region(length + 64)
-    await a.post_send(work_request(WROpcode.RDMA_READ, local.sge(13, length), remote.remote(51),
-                                   wr_id=0xAB))
-    [wc] = await r0.poll_until(a.send_cq, 1, cycles=2_000_000)
-    assert_wc(wc, wr_id=0xAB, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ,
-              byte_len=length)
-    assert local.read(13, length) == remote.read(51, length)
+    await read_megabyte_plus_7(*fabric.r, a)
     await fabric.finish("test_rc_read_of_1mib_plus_7_between_devices")
 
 

@@ -18,7 +18,7 @@ from tb import simrun
 from tb.seed import REGRESS
 from tb.rdma_program import (
     ALL_ACCESS, ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
-    WITH_IMM, Rdma, assert_wc, work_request,
+    WITH_IMM, Rdma, assert_wc, read_megabyte_plus_7, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
@@ -451,15 +451,8 @@ async def test_rc_read_of_1mib_plus_7_over_the_cable(dut):
     one ACK timeout (timeout 1: 2048 cycles), which each arriving response restarts. It
     completes SUCCESS with every byte in place; nothing around it changes."""
     rdma = await Rdma.open(dut, cabled=True)
-    a, b = await wire_pair(rdma, QPType.RC, timeout=1, retry_cnt=1)
-    length = (1 << 20) + 7
-    local, remote = await rdma.region(length + 64), await rdma.region(length + 64)
-    await a.post_send(work_request(WROpcode.RDMA_READ, local.sge(13, length), remote.remote(51),
-                                   wr_id=0xAB))
-    [wc] = await rdma.poll_until(a.send_cq, 1, cycles=2_000_000)
-    assert_wc(wc, wr_id=0xAB, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ,
-              byte_len=length)
-    assert local.read(13, length) == remote.read(51, length)
+    a, _ = await wire_pair(rdma, QPType.RC, timeout=1, retry_cnt=1)
+    await read_megabyte_plus_7(rdma, rdma, a)
     await rdma.finish(links_idle=False)
 
 
