@@ -8,7 +8,7 @@
 module port_tx #(
     parameter DATA_WIDTH = 256,    // link and payload beat width in bits
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter RSP_DEPTH = 2        // queued responses (one per RC request the peer can have outstanding, plus one)
+    parameter RSP_DEPTH = 16       // queued responses (the receive engine discards one that finds it full)
 ) (
     input  wire                     clk,
     input  wire                     rst,

@@ -1,14 +1,18 @@
 // QP contexts: attributes set by the CREATE/MODIFY/QUERY/DESTROY_QP commands, ring indices moved
 // by doorbells and by the engine, and the set of QPs that have work for the scheduler.
-// Port A serves the requester (the sending QP), port B the responder (the destination QP),
-// port C the packet receive engine (PSN and MSN of the QP a packet is addressed to).
+// Port A serves the requester (the sending QP: its next WQE to issue), port B the responder
+// (the destination QP), port C the packet receive engine (PSN and MSN of the QP a packet is
+// addressed to), ports D and E the completer (D: retransmission and errors, E: completions).
+// A send queue has three indices: the producer (doorbell), the next WQE to issue and the
+// consumer (completed); at most 2^SQ_WIN_LOG WQEs are between issue and completion.
 `default_nettype none
 
 module qp_table #(
     parameter NUM_QP = 64,         // queue pairs; QPN 0 and 1 are reserved
     parameter NUM_CQ = 16,         // completion queues, to check CQ numbers
     parameter NUM_PORTS = 2,       // ports, to check port numbers
-    parameter ADDR_WIDTH = 32      // host address width
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter SQ_WIN_LOG = 4       // send window: WQEs issued and not yet completed, per QP
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -28,8 +32,14 @@ module qp_table #(
     input  wire [15:0]              db_index,
     input  wire [15:0]              db_value,
 
-    // QPs with work: a send WQE to process or flush, or a receive WQE to flush
+    // QPs with work: a send WQE to issue or flush, outstanding WQEs of a QP in ERR to flush,
+    // or a receive WQE to flush
     output reg  [NUM_QP-1:0]        work,
+    input  wire [NUM_QP-1:0]        sq_hold,        // the completer holds the QP's next WQE
+    input  wire [NUM_QP-1:0]        sq_busy,        // the QP has WQEs issued and not finished
+    // a QP starts over (created, or modified to RESET): the completer forgets it
+    output wire                     restart,
+    output wire [QPN_BITS-1:0]      restart_qpn,
 
     // port A: the requester's QP
     input  wire [QPN_BITS-1:0]      a_qpn,
@@ -52,16 +62,16 @@ module qp_table #(
     output wire [3:0]               a_sq_log,
     output wire [15:0]              a_sq_pi,
     output wire [15:0]              a_sq_ci,
+    output wire [15:0]              a_sq_ni,        // next WQE to issue
+    output wire [7:0]               a_max_rd,       // max_rd_atomic
     output wire [2:0]               a_rnr_left,
     output wire [2:0]               a_rnr_retry,
     output wire                     a_rnr_waiting,  // backing off after receiver-not-ready
     output wire [2:0]               a_retry_cnt,    // transport retries (timeout, sequence NAK)
     output wire [4:0]               a_timeout,      // local ACK timeout exponent, 0 = none
-    input  wire                     a_sq_advance,   // the current send WQE is done
-    input  wire                     a_set_err,      // move the QP to ERR
+    input  wire                     a_sq_issue,     // the next WQE is issued
     input  wire                     a_rnr_wait,     // receiver not ready: count a retry, back off
     input  wire [47:0]              a_rnr_until,    // ... until this cycle (`now`)
-    input  wire                     a_rnr_clear,    // a message got through: reload the retry count
     output wire [2:0]               a_mtu,          // path MTU enum
     output wire [3:0]               a_rate,         // static rate divisor
     output wire [23:0]              a_sq_psn,       // PSN of the next request packet
@@ -99,7 +109,30 @@ module qp_table #(
     output wire [23:0]              c_msn,          // messages completed as responder (RC)
     input  wire                     c_set_epsn,
     input  wire [23:0]              c_epsn_value,
-    input  wire                     c_msn_inc
+    input  wire                     c_msn_inc,
+    input  wire                     c_rewind,       // a QP's cut-short message is expected
+    input  wire [QPN_BITS-1:0]      c_rewind_qpn,   // again from its first PSN
+    input  wire [23:0]              c_rewind_psn,
+
+    // port D: the completer's transport QP
+    input  wire [QPN_BITS-1:0]      d_qpn,
+    output wire [2:0]               d_state,
+    output wire [15:0]              d_sq_ni,
+    output wire [2:0]               d_rnr_left,
+    output wire [2:0]               d_rnr_retry,
+    input  wire                     d_rewind,       // go back: issue again from d_ni_value ...
+    input  wire [15:0]              d_ni_value,
+    input  wire [23:0]              d_psn_value,    // ... with this PSN
+    input  wire                     d_set_err,      // move the QP to ERR
+    input  wire                     d_rnr_wait,     // receiver not ready: count a retry, back off
+    input  wire [47:0]              d_rnr_until,    // ... until this cycle (`now`)
+
+    // port E: the completer's completion QP
+    input  wire [QPN_BITS-1:0]      e_qpn,
+    output wire [15:0]              e_sq_ci,
+    output wire [CQN_BITS-1:0]      e_scq,
+    input  wire                     e_sq_advance,   // the oldest issued WQE is completed
+    input  wire                     e_rnr_clear     // it got through: reload the RNR retry count
 );
 
 `include "rdma_defs.vh"
@@ -141,6 +174,7 @@ reg [19:0]            q_flow      [0:NUM_QP-1];
 reg [127:0]           q_dgid      [0:NUM_QP-1];
 reg [15:0]            q_sq_pi     [0:NUM_QP-1];
 reg [15:0]            q_sq_ci     [0:NUM_QP-1];
+reg [15:0]            q_sq_ni     [0:NUM_QP-1];
 reg [15:0]            q_rq_pi     [0:NUM_QP-1];
 reg [15:0]            q_rq_ci     [0:NUM_QP-1];
 reg [2:0]             q_mtu       [0:NUM_QP-1];
@@ -168,6 +202,8 @@ assign a_sq_base       = q_sq_base[a_qpn];
 assign a_sq_log        = q_sq_log[a_qpn];
 assign a_sq_pi         = q_sq_pi[a_qpn];
 assign a_sq_ci         = q_sq_ci[a_qpn];
+assign a_sq_ni         = q_sq_ni[a_qpn];
+assign a_max_rd        = q_max_rd[a_qpn];
 assign a_rnr_left      = q_rnr_left[a_qpn];
 assign a_rnr_retry     = q_rnr_retry[a_qpn];
 assign a_rnr_waiting   = q_rnr_wait[a_qpn];
@@ -201,12 +237,22 @@ assign c_mtu           = q_mtu[c_qpn];
 assign c_epsn          = q_epsn[c_qpn];
 assign c_msn           = q_msn[c_qpn];
 
+assign d_state         = q_state[d_qpn];
+assign d_sq_ni         = q_sq_ni[d_qpn];
+assign d_rnr_left      = q_rnr_left[d_qpn];
+assign d_rnr_retry     = q_rnr_retry[d_qpn];
+
+assign e_sq_ci         = q_sq_ci[e_qpn];
+assign e_scq           = q_scq[e_qpn];
+
+localparam [15:0] SQ_WIN = 16'd1 << SQ_WIN_LOG;
 integer q;
 always @* begin
     for (q = 0; q < NUM_QP; q = q + 1)
         work[q] = q_valid[q] && (
-            (q_sq_pi[q] != q_sq_ci[q] && !q_rnr_wait[q] && (q_state[q] == QPS_RTS || q_state[q] == QPS_ERR)) ||
-            (q_rq_pi[q] != q_rq_ci[q] && q_state[q] == QPS_ERR));
+            (q_sq_pi[q] != q_sq_ni[q] && q_sq_ni[q] - q_sq_ci[q] < SQ_WIN && !sq_hold[q] &&
+             !q_rnr_wait[q] && (q_state[q] == QPS_RTS || q_state[q] == QPS_ERR)) ||
+            (q_state[q] == QPS_ERR && (sq_busy[q] || q_rq_pi[q] != q_rq_ci[q])));
 end
 
 // ---- commands ----
@@ -238,6 +284,10 @@ wire legal = m_state_byte[7:3] == 5'd0 && (m_state == QPS_RESET || m_state == QP
              (m_state == QPS_RTR  && cur == QPS_INIT) ||
              (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS)));
 wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
+assign restart = cmd_valid && idx_ok &&
+    ((cmd_op == CMD_CREATE_QP && !q_valid[ci] && create_ok) ||
+     (cmd_op == CMD_MODIFY_QP && q_valid[ci] && legal && m_state == QPS_RESET));
+assign restart_qpn = ci;
 
 wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
                     cmd_data[23:19], cmd_data[103:99], cmd_data[111:107], cmd_data[119:117],
@@ -262,18 +312,30 @@ always @(posedge clk) begin
     end
 
     // engine updates
-    if (a_sq_advance)
-        q_sq_ci[a_qpn] <= q_sq_ci[a_qpn] + 16'd1;
-    if (a_set_err)
-        q_state[a_qpn] <= QPS_ERR;
+    if (a_sq_issue)
+        q_sq_ni[a_qpn] <= q_sq_ni[a_qpn] + 16'd1;
     if (a_rnr_wait) begin
         q_rnr_wait[a_qpn] <= 1'b1;
         q_rnr_until[a_qpn] <= a_rnr_until;
         if (q_rnr_retry[a_qpn] != 3'd7)
             q_rnr_left[a_qpn] <= q_rnr_left[a_qpn] - 3'd1;
     end
-    if (a_rnr_clear)
-        q_rnr_left[a_qpn] <= q_rnr_retry[a_qpn];
+    if (d_rewind) begin
+        q_sq_ni[d_qpn]  <= d_ni_value;
+        q_sq_psn[d_qpn] <= d_psn_value;
+    end
+    if (d_set_err)
+        q_state[d_qpn] <= QPS_ERR;
+    if (d_rnr_wait) begin
+        q_rnr_wait[d_qpn] <= 1'b1;
+        q_rnr_until[d_qpn] <= d_rnr_until;
+        if (q_rnr_retry[d_qpn] != 3'd7)
+            q_rnr_left[d_qpn] <= q_rnr_left[d_qpn] - 3'd1;
+    end
+    if (e_sq_advance)
+        q_sq_ci[e_qpn] <= q_sq_ci[e_qpn] + 16'd1;
+    if (e_rnr_clear)
+        q_rnr_left[e_qpn] <= q_rnr_retry[e_qpn];
     if (b_rq_advance)
         q_rq_ci[b_qpn] <= q_rq_ci[b_qpn] + 16'd1;
     if (b_set_err)
@@ -284,6 +346,8 @@ always @(posedge clk) begin
         q_epsn[c_qpn] <= c_epsn_value;
     if (c_msn_inc)
         q_msn[c_qpn] <= q_msn[c_qpn] + 24'd1;
+    if (c_rewind)
+        q_epsn[c_rewind_qpn] <= c_rewind_psn;
 
     // doorbells
     if (db_valid && db_type == 2'd0)
@@ -316,6 +380,7 @@ always @(posedge clk) begin
                 q_rq_base[ci]   <= cr_rq_base[ADDR_WIDTH-1:0];
                 q_sq_pi[ci]     <= 16'd0;
                 q_sq_ci[ci]     <= 16'd0;
+                q_sq_ni[ci]     <= 16'd0;
                 q_rq_pi[ci]     <= 16'd0;
                 q_rq_ci[ci]     <= 16'd0;
                 q_rnr_wait[ci]  <= 1'b0;
@@ -370,6 +435,7 @@ always @(posedge clk) begin
             if (m_state == QPS_RESET) begin
                 q_sq_pi[ci] <= 16'd0;
                 q_sq_ci[ci] <= 16'd0;
+                q_sq_ni[ci] <= 16'd0;
                 q_rq_pi[ci] <= 16'd0;
                 q_rq_ci[ci] <= 16'd0;
             end
@@ -388,6 +454,7 @@ always @(posedge clk) begin
             q_state[i]    <= QPS_RESET;
             q_sq_pi[i]    <= 16'd0;
             q_sq_ci[i]    <= 16'd0;
+            q_sq_ni[i]    <= 16'd0;
             q_rq_pi[i]    <= 16'd0;
             q_rq_ci[i]    <= 16'd0;
         end

@@ -13,7 +13,7 @@ localparam [7:0] WR_RDMA_WRITE = 8'd0, WR_RDMA_WRITE_IMM = 8'd1, WR_SEND = 8'd2,
                  WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4;
 
 // send flags (enum ibv_send_flags)
-localparam integer SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
+localparam integer SF_FENCE = 0, SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
 
 // completion status (enum ibv_wc_status)
 localparam [7:0] WC_SUCCESS = 8'd0, WC_LOC_LEN_ERR = 8'd1, WC_LOC_QP_OP_ERR = 8'd2,

@@ -16,7 +16,8 @@ module rdma_dev #(
     parameter NUM_MR = 64,           // memory regions, a power of two
     parameter NUM_AH = 16,           // address handles, a power of two
     parameter CLOCK_MHZ = 250,       // device clock: the RC transport timers count its cycles
-    parameter TIMER_SHIFT = 0        // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
+    parameter TIMER_SHIFT = 0,       // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
+    parameter SQ_WIN_LOG = 4         // send window: 2^SQ_WIN_LOG WQEs per QP issued and not yet completed
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -190,12 +191,13 @@ wire [19:0]           a_flow;
 wire [127:0]          a_dgid;
 wire [ADDR_WIDTH-1:0] a_sq_base;
 wire [3:0]            a_sq_log;
-wire [15:0]           a_sq_pi, a_sq_ci;
+wire [15:0]           a_sq_pi, a_sq_ci, a_sq_ni;
+wire [7:0]            a_max_rd;
 wire [2:0]            a_rnr_left, a_rnr_retry, a_retry_cnt;
 wire                  a_rnr_waiting;
 wire [4:0]            a_timeout;
 wire [47:0]           a_rnr_until;
-wire                  a_sq_advance, a_set_err, a_rnr_wait, a_rnr_clear;
+wire                  a_sq_issue, a_rnr_wait;
 wire [2:0]            a_mtu;
 wire [3:0]            a_rate;
 wire [23:0]           a_sq_psn, a_psn_value;
@@ -219,30 +221,46 @@ wire [2:0]            c_type, c_state, c_mtu;
 wire [PORT_BITS-1:0]  c_port;
 wire [31:0]           c_dest_qpn, c_qkey;
 wire [23:0]           c_epsn, c_msn, c_epsn_value;
-wire                  c_set_epsn, c_msn_inc;
+wire                  c_set_epsn, c_msn_inc, c_rewind;
+wire [QPN_BITS-1:0]   c_rewind_qpn;
+wire [23:0]           c_rewind_psn;
+wire [QPN_BITS-1:0]   d_qpn, e_qpn;
+wire [2:0]            d_state, d_rnr_left, d_rnr_retry;
+wire [15:0]           d_sq_ni, d_ni_value, e_sq_ci;
+wire [23:0]           d_psn_value;
+wire                  d_rewind, d_set_err, d_rnr_wait;
+wire [47:0]           d_rnr_until;
+wire [CQN_BITS-1:0]   e_scq;
+wire                  e_sq_advance, e_rnr_clear;
+wire [NUM_QP-1:0]     sq_hold, sq_busy;
+wire                  qp_restart;
+wire [QPN_BITS-1:0]   qp_restart_qpn;
 
 // the device's time, for the RC transport timers
 reg [47:0] now;
 always @(posedge clk) now <= rst ? 48'd0 : now + 48'd1;
 
 qp_table #(
-    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH)
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
+    .SQ_WIN_LOG(SQ_WIN_LOG)
 ) qps (
     .clk(clk), .rst(rst), .now(now),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(qp_cmd_done), .cmd_result(qp_cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
-    .work(qp_work),
+    .work(qp_work), .sq_hold(sq_hold), .sq_busy(sq_busy),
+    .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .a_qpn(a_qpn), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
     .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
     .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
     .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
+    .a_sq_ni(a_sq_ni), .a_max_rd(a_max_rd),
     .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry), .a_retry_cnt(a_retry_cnt),
     .a_rnr_waiting(a_rnr_waiting),
-    .a_timeout(a_timeout), .a_sq_advance(a_sq_advance), .a_set_err(a_set_err),
-    .a_rnr_wait(a_rnr_wait), .a_rnr_until(a_rnr_until), .a_rnr_clear(a_rnr_clear),
+    .a_timeout(a_timeout), .a_sq_issue(a_sq_issue),
+    .a_rnr_wait(a_rnr_wait), .a_rnr_until(a_rnr_until),
     .a_mtu(a_mtu), .a_rate(a_rate), .a_sq_psn(a_sq_psn), .a_set_psn(a_set_psn),
     .a_psn_value(a_psn_value),
     .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
@@ -252,7 +270,14 @@ qp_table #(
     .b_rq_advance(b_rq_advance), .b_set_err(b_set_err),
     .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
     .c_dest_qpn(c_dest_qpn), .c_qkey(c_qkey), .c_mtu(c_mtu), .c_epsn(c_epsn), .c_msn(c_msn),
-    .c_set_epsn(c_set_epsn), .c_epsn_value(c_epsn_value), .c_msn_inc(c_msn_inc)
+    .c_set_epsn(c_set_epsn), .c_epsn_value(c_epsn_value), .c_msn_inc(c_msn_inc),
+    .c_rewind(c_rewind), .c_rewind_qpn(c_rewind_qpn), .c_rewind_psn(c_rewind_psn),
+    .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
+    .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
+    .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
+    .d_rnr_until(d_rnr_until),
+    .e_qpn(e_qpn), .e_sq_ci(e_sq_ci), .e_scq(e_scq), .e_sq_advance(e_sq_advance),
+    .e_rnr_clear(e_rnr_clear)
 );
 
 wire [31:0]           ah_num;
@@ -303,7 +328,7 @@ prot_check #(.NUM_MR(NUM_MR), .ADDR_WIDTH(ADDR_WIDTH)) prot (
     .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp)
 );
 
-// CQE writer: requester (0) and responder (1)
+// CQE writer: completer (0) and responder (1)
 wire [1:0]                  cqe_c_valid, cqe_c_ready, cqe_c_rsp;
 wire [2*CQE_REQ_WIDTH-1:0]  cqe_c_data;
 wire                        cqe_valid, cqe_ready, cqe_rsp_valid;
@@ -438,24 +463,37 @@ msg_arb #(.REQ_WIDTH(MSG_WIDTH)) msgs (
     .m_valid(msg_valid), .m_ready(msg_ready), .m_data(msg), .m_answer(rsp_valid)
 );
 
-// the requester's messages to the ports' packetizers, and what the receive engine matches
+// the requester's messages to the ports' packetizers; its records of issued WQEs to the
+// completer; the completer's view of a QP for the receive engine, and what arrived
 wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire                   wire_active;
-wire [23:0]            wire_qpn, wire_first_psn, wire_una;
-wire [PORT_BITS-1:0]   wire_port;
-wire [ADDR_WIDTH-1:0]  wire_addr;
-wire [2:0]             wire_mtu;
+wire                   rec_valid, rec_read, rec_signaled;
+wire [15:0]            rec_idx;
+wire [1:0]             rec_kind;
+wire [7:0]             rec_status, rec_wc_op;
+wire [23:0]            rec_first, rec_end;
+wire [ADDR_WIDTH-1:0]  rec_addr;
+wire [2:0]             rec_mtu;
+wire [63:0]            rec_wr_id;
+wire [31:0]            rec_len;
+wire                   iss_busy, iss_hold, iss_kick;
+wire                   win_una_valid, win_busy;
+wire [23:0]            win_una;
+wire [7:0]             win_reads;
+wire                   rsp_active, rsp_wait, rsp_read;
+wire [23:0]            rsp_una;
+wire [ADDR_WIDTH-1:0]  rsp_addr_read;
 wire                   ack_valid;
+wire [QPN_BITS-1:0]    ack_qpn;
 wire [1:0]             ack_kind;
 wire [7:0]             ack_syndrome;
 wire [23:0]            ack_psn;
 
 requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
-    .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
+    .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
 ) req (
     .clk(clk), .rst(rst), .now(now),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
@@ -466,10 +504,10 @@ requester #(
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
     .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),
     .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
-    .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_retry_cnt(a_retry_cnt),
-    .qp_rnr_waiting(a_rnr_waiting),
-    .qp_timeout(a_timeout), .qp_sq_advance(a_sq_advance), .qp_set_err(a_set_err),
-    .qp_rnr_wait(a_rnr_wait), .qp_rnr_until(a_rnr_until), .qp_rnr_clear(a_rnr_clear),
+    .qp_sq_ni(a_sq_ni), .qp_max_rd(a_max_rd),
+    .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_rnr_waiting(a_rnr_waiting),
+    .qp_sq_issue(a_sq_issue),
+    .qp_rnr_wait(a_rnr_wait), .qp_rnr_until(a_rnr_until),
     .qp_mtu(a_mtu), .qp_rate(a_rate), .qp_sq_psn(a_sq_psn), .qp_set_psn(a_set_psn),
     .qp_psn_value(a_psn_value),
     .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
@@ -488,11 +526,13 @@ requester #(
     .s_rsp_valid(msg_c_answer[0]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
-    .m_tx_port(tx_req_port), .s_tx_done(tx_req_done[tx_req_port]),
-    .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
-    .wire_first_psn(wire_first_psn), .wire_una(wire_una), .wire_addr(wire_addr),
-    .wire_mtu(wire_mtu), .s_ack_valid(ack_valid), .s_ack_kind(ack_kind),
-    .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
+    .m_tx_port(tx_req_port),
+    .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_status(rec_status),
+    .rec_read(rec_read), .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
+    .rec_mtu(rec_mtu), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op), .rec_len(rec_len),
+    .rec_signaled(rec_signaled), .iss_busy(iss_busy), .iss_hold(iss_hold), .iss_kick(iss_kick),
+    .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_una_valid(win_una_valid),
+    .win_una(win_una), .win_reads(win_reads),
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(prot_c_data[0 +: PROT_REQ_WIDTH]),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
@@ -500,9 +540,36 @@ requester #(
     .m_dma_data(dma_c_data[DMA_REQUESTER*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
     .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_rsp_data[0]),
     .s_dma_rdata(dma_rsp_data[512:1]),
-    .m_cqe_valid(cqe_c_valid[0]), .m_cqe_ready(cqe_c_ready[0]),
-    .m_cqe_data(cqe_c_data[0 +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[0]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
+);
+
+completer #(
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
+    .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
+) cmp (
+    .clk(clk), .rst(rst), .now(now),
+    .restart(qp_restart), .restart_qpn(qp_restart_qpn),
+    .rec_valid(rec_valid), .rec_qpn(a_qpn), .rec_idx(rec_idx), .rec_kind(rec_kind),
+    .rec_status(rec_status), .rec_port(a_port), .rec_read(rec_read), .rec_first(rec_first),
+    .rec_end(rec_end), .rec_addr(rec_addr), .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
+    .rec_retry_cnt(a_retry_cnt), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op),
+    .rec_len(rec_len), .rec_signaled(rec_signaled),
+    .iss_busy(iss_busy), .iss_qpn(a_qpn), .iss_hold(iss_hold), .iss_kick(iss_kick),
+    .iss_una_valid(win_una_valid), .iss_una(win_una), .iss_reads(win_reads),
+    .iss_busy_qp(win_busy), .hold(sq_hold), .busy(sq_busy),
+    .tx_done(tx_req_done),
+    .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
+    .rsp_read(rsp_read), .rsp_addr(rsp_addr_read),
+    .s_ack_valid(ack_valid), .s_ack_qpn(ack_qpn), .s_ack_kind(ack_kind),
+    .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
+    .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
+    .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
+    .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
+    .d_rnr_until(d_rnr_until),
+    .e_qpn(e_qpn), .e_sq_ci(e_sq_ci), .e_scq(e_scq), .e_sq_advance(e_sq_advance),
+    .e_rnr_clear(e_rnr_clear),
+    .m_cqe_valid(cqe_c_valid[0]), .m_cqe_ready(cqe_c_ready[0]),
+    .m_cqe_data(cqe_c_data[0 +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[0])
 );
 
 responder #(
@@ -544,7 +611,7 @@ wire [NUM_PORTS-1:0]              hdr_valid, hdr_ready, pl_tvalid, pl_tready, pl
 wire [NUM_PORTS*RXH_WIDTH-1:0]    hdr_data;
 wire [NUM_PORTS*DATA_WIDTH-1:0]   pl_tdata;
 wire [NUM_PORTS*DATA_WIDTH/8-1:0] pl_tkeep;
-wire [NUM_PORTS-1:0]              tx_rsp_valid, tx_rsp_ready, rcv_drop;
+wire [NUM_PORTS-1:0]              tx_rsp_valid, tx_rsp_ready, rcv_drop, rsp_discard;
 wire [TXD_WIDTH-1:0]              tx_rsp_desc;
 
 rx_engine #(
@@ -558,7 +625,8 @@ rx_engine #(
     .qp_qpn(c_qpn), .qp_valid(c_valid), .qp_type(c_type), .qp_state(c_state), .qp_port(c_port),
     .qp_dest_qpn(c_dest_qpn), .qp_qkey(c_qkey), .qp_mtu(c_mtu), .qp_epsn(c_epsn),
     .qp_msn(c_msn), .qp_set_epsn(c_set_epsn), .qp_epsn_value(c_epsn_value),
-    .qp_msn_inc(c_msn_inc),
+    .qp_msn_inc(c_msn_inc), .qp_rewind(c_rewind), .qp_rewind_qpn(c_rewind_qpn),
+    .qp_rewind_psn(c_rewind_psn), .qp_restart(qp_restart), .qp_restart_qpn(qp_restart_qpn),
     .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
     .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
     .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
@@ -569,11 +637,10 @@ rx_engine #(
     .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready),
     .m_axis_wr_tlast(dma_wr_tlast),
     .m_tx_valid(tx_rsp_valid), .m_tx_ready(tx_rsp_ready), .m_tx_desc(tx_rsp_desc),
-    .wire_active(wire_active), .wire_qpn(wire_qpn), .wire_port(wire_port),
-    .wire_first_psn(wire_first_psn), .wire_una(wire_una), .wire_addr(wire_addr),
-    .wire_mtu(wire_mtu), .m_ack_valid(ack_valid), .m_ack_kind(ack_kind),
+    .req_active(rsp_active), .req_wait(rsp_wait), .req_una(rsp_una), .req_read(rsp_read),
+    .req_addr(rsp_addr_read), .m_ack_valid(ack_valid), .m_ack_qpn(ack_qpn), .m_ack_kind(ack_kind),
     .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
-    .rcv_drop(rcv_drop)
+    .rcv_drop(rcv_drop), .xmit_discard(rsp_discard)
 );
 
 // Each port: transmit side, the receive mux of the physical link and the internal loopback,
@@ -674,7 +741,7 @@ generate
             .clk(clk), .rst(rst),
             .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen),
             .rcv_pkt(rcv_pkt && !rcv_internal), .rcv_pktlen(rcv_pktlen),
-            .rcv_error((rcv_error && !rcv_internal) || rcv_drop[p]), .xmit_discard(1'b0),
+            .rcv_error((rcv_error && !rcv_internal) || rcv_drop[p]), .xmit_discard(rsp_discard[p]),
             .clear(pc_clear[p]),
             .rd_index(pc_rd_index), .rd_data(pc_rd_data[p*32 +: 32]),
             .wr_en(pc_wr_en[p]), .wr_index(pc_wr_index), .wr_data(pc_wr_data)

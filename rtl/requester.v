@@ -1,15 +1,15 @@
-// The requester: serves the send queue of the QP the scheduler picks, one WQE at a time, in
-// order. It fetches and checks the WQE, resolves the address vector (the QP's for RC/UC, the
-// AH's for UD) and decides loopback against the port's own LID/LMC/GID. A loopback message
-// (with the bypass switched on) goes to the responder and its payload through the DMA mover:
-// no packets, no segmentation, no headers. Any other message goes to its port's packetizer;
-// RC waits until every PSN of it is acknowledged (ACKs, READ responses) before it completes,
-// and recovers from loss go-back-N: on the local ACK timeout, a PSN sequence NAK or a missing
-// READ response it resends from the oldest unacknowledged PSN, inside the message at a packet
-// boundary (retry_cnt times, then RETRY_EXC_ERR). An RNR NAK makes the QP wait the time its
-// syndrome encodes and send the message again (rnr_retry times, 7 = forever).
-// It writes the send completion, and walks QPs in ERR: every send WQE completes WR_FLUSH_ERR
-// and the responder flushes the receive queue.
+// The requester: issues the send queue of the QP the scheduler picks, one WQE at a time, in
+// order, and moves on as soon as a message is handed over. It fetches and checks the WQE,
+// resolves the address vector (the QP's for RC/UC, the AH's for UD) and decides loopback
+// against the port's own LID/LMC/GID. A loopback message (with the bypass switched on) goes to
+// the responder and its payload through the DMA mover: no packets, no segmentation, no headers.
+// Any other message goes to its port's packetizer. Every issued WQE is recorded in the
+// completer, which finishes it (ACKs, retransmission, the send CQE). A WQE issued again after
+// a go-back (the completer moved the issue index back) is sent from the QP's oldest
+// unacknowledged PSN: inside a message at a packet boundary, a READ for the responses still
+// missing. RDMA READs wait while max_rd_atomic of them are outstanding, a FENCE while any is,
+// and a bypass message while the QP has packets outstanding. A QP in ERR has every send WQE
+// flushed (WR_FLUSH_ERR) and the responder flushes its receive queue.
 `default_nettype none
 
 module requester #(
@@ -17,8 +17,9 @@ module requester #(
     parameter NUM_CQ = 16,         // completion queues
     parameter NUM_PORTS = 2,       // ports
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter CLOCK_MHZ = 250,     // device clock: the transport timers count its cycles
-    parameter TIMER_SHIFT = 0      // transport timers run 2^TIMER_SHIFT times fast (short simulations)
+    parameter SQ_WIN_LOG = 4,      // send window: WQEs issued and not yet completed, per QP
+    parameter CLOCK_MHZ = 250,     // device clock: the RNR timer counts its cycles
+    parameter TIMER_SHIFT = 0      // timers run 2^TIMER_SHIFT times fast (short simulations)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -58,16 +59,14 @@ module requester #(
     input  wire [3:0]               qp_sq_log,
     input  wire [15:0]              qp_sq_pi,
     input  wire [15:0]              qp_sq_ci,
+    input  wire [15:0]              qp_sq_ni,
+    input  wire [7:0]               qp_max_rd,
     input  wire [2:0]               qp_rnr_left,
     input  wire [2:0]               qp_rnr_retry,
     input  wire                     qp_rnr_waiting,
-    input  wire [2:0]               qp_retry_cnt,
-    input  wire [4:0]               qp_timeout,
-    output reg                      qp_sq_advance,
-    output reg                      qp_set_err,
+    output reg                      qp_sq_issue,
     output reg                      qp_rnr_wait,
     output reg  [47:0]              qp_rnr_until,
-    output reg                      qp_rnr_clear,
     input  wire [2:0]               qp_mtu,
     input  wire [3:0]               qp_rate,
     input  wire [23:0]              qp_sq_psn,
@@ -122,26 +121,34 @@ module requester #(
     input  wire [4:0]               s_rsp_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]    s_rsp_addr,
 
-    // message to the port's packetizer (m_tx_port), and its last packet leaving
+    // message to the port's packetizer (m_tx_port)
     output reg                      m_tx_valid,
     input  wire                     m_tx_ready,
     output wire [TXD_WIDTH-1:0]     m_tx_desc,
     output wire [PORT_BITS-1:0]     m_tx_port,
-    input  wire                     s_tx_done,
-    // the RC message waiting for its answer, for the receive engine to match responses
-    output wire                     wire_active,
-    output wire [23:0]              wire_qpn,
-    output wire [PORT_BITS-1:0]     wire_port,
-    output wire [23:0]              wire_first_psn,
-    output wire [23:0]              wire_una,         // its oldest unacknowledged PSN
-    output wire [ADDR_WIDTH-1:0]    wire_addr,        // where READ response payload goes
-    output wire [2:0]               wire_mtu,
-    // what arrived for it (rx_engine): 0 ACK / NAK, 1 READ response at wire_una stored,
-    // 2 READ response past wire_una
-    input  wire                     s_ack_valid,
-    input  wire [1:0]               s_ack_kind,
-    input  wire [7:0]               s_ack_syndrome,
-    input  wire [23:0]              s_ack_psn,
+
+    // the completer: each issued WQE (completer.v has the fields), and the QP's send window
+    output reg                      rec_valid,
+    output wire [15:0]              rec_idx,
+    output reg  [1:0]               rec_kind,
+    output wire [7:0]               rec_status,
+    output wire                     rec_read,
+    output wire [23:0]              rec_first,
+    output wire [23:0]              rec_end,
+    output wire [ADDR_WIDTH-1:0]    rec_addr,
+    output wire [2:0]               rec_mtu,
+    output wire [63:0]              rec_wr_id,
+    output wire [7:0]               rec_wc_op,
+    output wire [31:0]              rec_len,
+    output wire                     rec_signaled,
+    output wire                     iss_busy,         // serving qp_qpn (or recording it)
+    output reg                      iss_hold,         // its next WQE waits for one to finish
+    output reg                      iss_kick,         // it is in ERR with WQEs outstanding
+    input  wire                     win_held,         // the completer holds the QP
+    input  wire                     win_busy,         // the QP has WQEs outstanding
+    input  wire                     win_una_valid,
+    input  wire [23:0]              win_una,          // its oldest unacknowledged PSN
+    input  wire [7:0]               win_reads,        // its READs outstanding
 
     // protection checker client
     output reg                      m_prot_valid,
@@ -158,12 +165,6 @@ module requester #(
     input  wire                     s_dma_error,
     input  wire [511:0]             s_dma_rdata,
 
-    // CQE writer client: {raise_solicited, cqn[15:0], cqe[255:0]}
-    output reg                      m_cqe_valid,
-    input  wire                     m_cqe_ready,
-    output wire [272:0]             m_cqe_data,
-    input  wire                     s_cqe_done,
-
     // device counters of the bypass
     output reg  [63:0]              lb_msgs,
     output reg  [63:0]              lb_bytes
@@ -171,6 +172,7 @@ module requester #(
 
 `include "rdma_defs.vh"
 `include "pkt_fields.vh"
+`include "ib_timers.vh"
 
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
@@ -179,8 +181,8 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
-                 S_END_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_FLUSH_WAIT = 4'd11,
-                 S_WIRE_WAIT = 4'd12, S_ACK_WAIT = 4'd13;
+                 S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11;
+localparam [1:0] K_DONE = 2'd0, K_SENT = 2'd1, K_RC = 2'd2;     // completer.v
 reg [3:0] state;
 
 // the WQE being served
@@ -239,7 +241,8 @@ assign m_prot_data = {is_read ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_
 
 // ---- DMA: load the WQE, or move the payload ----
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
-wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ci & sq_mask} << 6);
+wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask} << 6);
+wire        sq_room = qp_sq_ni - qp_sq_ci < (16'd1 << SQ_WIN_LOG);
 reg  dma_is_copy;
 assign m_dma_data = dma_is_copy ?
     {512'd0, w_len, is_read ? local_addr : remote_addr, is_read ? remote_addr : local_addr, DMA_COPY} :
@@ -278,20 +281,16 @@ wire [23:0] msg_pkts = pkts[23:0];
 wire [2:0]  tx_kind = is_read ? 3'd2 :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
+wire        is_rc = qp_type == QPT_RC;
 reg         wire_internal;    // loopback with the bypass off
 reg  [23:0] first_psn;        // the message's first PSN
 reg  [23:0] end_psn;          // one past its last
-reg  [23:0] una;              // oldest PSN not yet acknowledged
-reg  [23:0] tx_psn;           // the first PSN of the (re)transmission in flight
-reg  [2:0]  retry_left;
-reg  [47:0] ack_timer;        // cycles without progress
-reg         fin;              // every PSN acknowledged
-reg         fail;             // a NAK ended it: nak_syn says which
-reg  [7:0]  nak_syn;
-reg         rnr_hit;          // an RNR NAK: wait rnr_code, then send it again
-reg  [4:0]  rnr_code;
-reg         retry_req;        // a sequence NAK or a gap in the READ responses: resend
-reg         gap_resent;       // resent for a gap: more reports of it are stale until progress
+reg  [23:0] tx_psn;           // the first PSN it sends
+// Issued again after a go-back: what the responder has answered is not sent again. The
+// oldest unacknowledged PSN inside the message: start there; past it: nothing to send.
+wire [23:0] una_ahead = win_una - qp_sq_psn;
+wire        una_inside = is_rc && win_una_valid && una_ahead != 24'd0 && una_ahead < msg_pkts;
+wire        una_past   = is_rc && win_una_valid && una_ahead >= msg_pkts && !una_ahead[23];
 // a resend starts inside the message: a WRITE / SEND at a packet boundary, a READ request
 // for the responses still missing
 wire [23:0] tx_skip  = tx_psn - first_psn;
@@ -305,79 +304,44 @@ assign m_tx_desc = {is_read ? 32'd0 : tx_bytes, wire_internal, {(64-ADDR_WIDTH){
                     dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, is_read ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
-assign wire_active    = state == S_WIRE_WAIT || state == S_ACK_WAIT;
-assign wire_qpn       = {{(24-QPN_BITS){1'b0}}, qp_qpn};
-assign wire_port      = qp_port;
-assign wire_first_psn = first_psn;
-assign wire_una       = una;
-assign wire_addr      = local_addr;
-assign wire_mtu       = pmtu;
 assign m_msg_offset   = 32'd0;
 assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state == S_END_WAIT;
-// the NAK codes of the AETH syndrome, as the sender's completion status
-wire [7:0] nak_status = nak_syn == 8'h61 ? WC_REM_INV_REQ_ERR :
-                        nak_syn == 8'h62 ? WC_REM_ACCESS_ERR : WC_REM_OP_ERR;
 
-// ---- timers (IBTA 9.7.6.1.3 local ACK timeout, 9.7.5.2.8 RNR NAK timer), in device cycles ----
-localparam [47:0] ACK_UNIT = (4096 * CLOCK_MHZ + 999) / 1000;   // 4.096 us
-localparam [47:0] RNR_UNIT = 10 * CLOCK_MHZ;                   // 10 us
-wire [47:0] ack_limit = (ACK_UNIT << qp_timeout) >> TIMER_SHIFT;
-wire        ack_expired = qp_timeout != 5'd0 && ack_timer + 48'd1 >= ack_limit;
-// the RNR timer codes in units of 10 us (code 0 is the longest, 655.36 ms)
-function [16:0] rnr_units(input [4:0] code);
-    case (code)
-        5'd0:  rnr_units = 17'd65536; 5'd1:  rnr_units = 17'd1;     5'd2:  rnr_units = 17'd2;
-        5'd3:  rnr_units = 17'd3;     5'd4:  rnr_units = 17'd4;     5'd5:  rnr_units = 17'd6;
-        5'd6:  rnr_units = 17'd8;     5'd7:  rnr_units = 17'd12;    5'd8:  rnr_units = 17'd16;
-        5'd9:  rnr_units = 17'd24;    5'd10: rnr_units = 17'd32;    5'd11: rnr_units = 17'd48;
-        5'd12: rnr_units = 17'd64;    5'd13: rnr_units = 17'd96;    5'd14: rnr_units = 17'd128;
-        5'd15: rnr_units = 17'd192;   5'd16: rnr_units = 17'd256;   5'd17: rnr_units = 17'd384;
-        5'd18: rnr_units = 17'd512;   5'd19: rnr_units = 17'd768;   5'd20: rnr_units = 17'd1024;
-        5'd21: rnr_units = 17'd1536;  5'd22: rnr_units = 17'd2048;  5'd23: rnr_units = 17'd3072;
-        5'd24: rnr_units = 17'd4096;  5'd25: rnr_units = 17'd6144;  5'd26: rnr_units = 17'd8192;
-        5'd27: rnr_units = 17'd12288; 5'd28: rnr_units = 17'd16384; 5'd29: rnr_units = 17'd24576;
-        5'd30: rnr_units = 17'd32768; default: rnr_units = 17'd49152;
-    endcase
-endfunction
-function [47:0] rnr_cycles(input [4:0] code);
-    rnr_cycles = ({31'd0, rnr_units(code)} * RNR_UNIT) >> TIMER_SHIFT;
-endfunction
 
-// ---- what arrived for the RC message on the wire ----
-wire [23:0] ev_ahead = s_ack_psn - una;        // modulo 2^24
-wire [23:0] ev_span  = end_psn - una;
-wire        ev_in    = ev_ahead < ev_span;     // one of the PSNs still unacknowledged
-wire [23:0] ev_from_first = s_ack_psn - first_psn;
-wire        ev_msg   = ev_from_first < end_psn - first_psn;   // one of the message's PSNs
-wire        ev_ack   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b000;
-wire        ev_rnr   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b001;
-wire        ev_nak   = s_ack_valid && s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b011;
-wire [23:0] ack_next = s_ack_psn + 24'd1;
-wire [23:0] read_next = una + 24'd1;
+// ---- the record of the issued WQE, for the completer ----
+assign rec_idx      = qp_sq_ni;
+assign rec_status   = status;
+assign rec_read     = is_read;
+assign rec_first    = first_psn;
+assign rec_end      = end_psn;
+assign rec_addr     = local_addr;
+assign rec_mtu      = pmtu;
+assign rec_wr_id    = w_wr_id;
+assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
+                      (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
+assign rec_len      = w_len;
+assign rec_signaled = w_flags[SF_SIGNALED];
+assign iss_busy     = state != S_IDLE || rec_valid;
+// RDMA READs in flight: max_rd_atomic of them (0 counts as 1); a FENCE waits for all
+wire [7:0] max_reads = qp_max_rd == 8'd0 ? 8'd1 : qp_max_rd;
+wire       read_wait = is_rc && ((is_read && win_reads >= max_reads) ||
+                                 (w_flags[SF_FENCE] && win_reads != 8'd0));
 
-// ---- the send completion ----
-wire [7:0] wc_op = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
-                   (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
-wire ok = status == WC_SUCCESS;
-wire [255:0] cqe = {48'd0, wc_op, status, 32'd0, {{(32-QPN_BITS){1'b0}}, qp_qpn}, 32'd0,
-                    ok ? w_len : 32'd0, w_wr_id};
-assign m_cqe_data = {!ok, {{(16-CQN_BITS){1'b0}}, qp_scq}, cqe};
-
-// WQE bytes 0x02-0x03 and 0x38-0x3F are reserved; FENCE needs nothing here (one WQE at a time)
+// WQE bytes 0x02-0x03 and 0x38-0x3F are reserved
 wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
-                w_flags[7:3], w_flags[0]};
+                w_flags[7:3], qp_scq};
 
 always @(posedge clk) begin
-    qp_sq_advance <= 1'b0;
-    qp_set_err    <= 1'b0;
-    qp_rnr_wait   <= 1'b0;
-    qp_rnr_clear  <= 1'b0;
+    qp_sq_issue <= 1'b0;
+    qp_rnr_wait <= 1'b0;
+    qp_set_psn  <= 1'b0;
+    rec_valid   <= 1'b0;
+    iss_hold    <= 1'b0;
+    iss_kick    <= 1'b0;
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
-    if (m_cqe_valid && m_cqe_ready)   m_cqe_valid  <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
     if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
-    qp_set_psn <= 1'b0;
     case (state)
         S_IDLE: if (sched_valid) begin
             qp_qpn <= sched_qpn;
@@ -388,12 +352,16 @@ always @(posedge clk) begin
         // work is checked again on the live context.
         S_PICK: begin
             status <= WC_SUCCESS;
-            if (qp_sq_pi != qp_sq_ci && (qp_state == QPS_RTS || qp_state == QPS_ERR) &&
-                    !qp_rnr_waiting) begin
+            if (qp_sq_pi != qp_sq_ni && sq_room && !win_held && !qp_rnr_waiting &&
+                    (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
                 dma_is_copy <= 1'b0;
                 m_dma_valid <= 1'b1;
                 state <= S_LOAD_WAIT;
-            end else if (qp_state == QPS_ERR && qp_sq_pi == qp_sq_ci) begin
+            end else if (qp_state == QPS_ERR && win_busy) begin
+                // WQEs outstanding on a QP in ERR: the completer flushes them
+                iss_kick <= 1'b1;
+                state <= S_IDLE;
+            end else if (qp_state == QPS_ERR && qp_sq_pi == qp_sq_ni) begin
                 // only receive WQEs left on a QP in ERR: the responder flushes one
                 m_msg_kind  <= 2'd2;
                 m_msg_valid <= 1'b1;
@@ -426,15 +394,19 @@ always @(posedge clk) begin
         S_DECODE: begin
             if (qp_state == QPS_ERR) begin
                 status <= WC_WR_FLUSH_ERR;
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else if (status != WC_SUCCESS) begin
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else if (!op_ok || (is_ud && !ah_ok)) begin
                 status <= WC_LOC_QP_OP_ERR;
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else if (is_ud && w_len > {18'd0, mtu_bytes}) begin
                 status <= WC_LOC_LEN_ERR;
-                state  <= S_CQE;
+                state  <= S_RECORD;
+            end else if (read_wait) begin
+                // taken again when an outstanding WQE finishes
+                iss_hold <= 1'b1;
+                state    <= S_IDLE;
             end else if (w_len != 32'd0) begin
                 m_prot_valid <= 1'b1;
                 state <= S_LKEY_WAIT;
@@ -447,33 +419,38 @@ always @(posedge clk) begin
             local_addr <= s_prot_data[ADDR_WIDTH:1];
             if (!s_prot_data[0]) begin
                 status <= WC_LOC_PROT_ERR;
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else begin
                 state  <= S_ROUTE;
             end
         end
 
         S_ROUTE: begin
+            first_psn <= qp_sq_psn;
+            end_psn   <= qp_sq_psn + msg_pkts;
             if (!loopback || !bypass_en) begin
                 if (dest_qpn[31:24] != 8'd0) begin
                     // no packet can name that QP: it is unreachable, as on the bypass
-                    status <= qp_type == QPT_RC ? WC_RETRY_EXC_ERR : WC_SUCCESS;
-                    state  <= S_CQE;
+                    status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+                    state  <= S_RECORD;
+                end else if (una_past) begin
+                    // issued again, and every PSN of it is acknowledged already
+                    qp_set_psn   <= 1'b1;
+                    qp_psn_value <= qp_sq_psn + msg_pkts;
+                    qp_sq_issue  <= 1'b1;
+                    rec_kind     <= K_RC;
+                    rec_valid    <= 1'b1;
+                    state <= S_IDLE;
                 end else begin
                     wire_internal <= loopback;
-                    first_psn  <= qp_sq_psn;
-                    end_psn    <= qp_sq_psn + msg_pkts;
-                    una        <= qp_sq_psn;
-                    tx_psn     <= qp_sq_psn;
-                    retry_left <= qp_retry_cnt;
-                    fin        <= 1'b0;
-                    fail       <= 1'b0;
-                    rnr_hit    <= 1'b0;
-                    retry_req  <= 1'b0;
-                    gap_resent <= 1'b0;
+                    tx_psn     <= una_inside ? win_una : qp_sq_psn;
                     m_tx_valid <= 1'b1;
                     state <= S_WIRE_WAIT;
                 end
+            end else if (win_busy) begin
+                // the bypass is immediate: it waits for the QP's packets to be answered
+                iss_hold <= 1'b1;
+                state    <= S_IDLE;
             end else begin
                 m_msg_kind  <= 2'd0;
                 m_msg_valid <= 1'b1;
@@ -491,7 +468,7 @@ always @(posedge clk) begin
             if (s_rsp_rnr) begin
                 if (!retrying) begin
                     status <= WC_RNR_RETRY_EXC_ERR;
-                    state  <= S_CQE;
+                    state  <= S_RECORD;
                 end else begin
                     // leave the WQE at the head of the queue and back off
                     qp_rnr_wait  <= 1'b1;
@@ -500,7 +477,7 @@ always @(posedge clk) begin
                 end
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
                 status <= s_rsp_status;
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else if (w_len != 32'd0) begin
                 dma_is_copy <= 1'b1;
                 m_dma_valid <= 1'b1;
@@ -515,7 +492,7 @@ always @(posedge clk) begin
         S_COPY_WAIT: if (s_dma_done) begin
             if (s_dma_error) begin
                 status <= WC_GENERAL_ERR;
-                state  <= S_CQE;
+                state  <= S_RECORD;
             end else begin
                 m_msg_kind  <= 2'd1;
                 m_msg_valid <= 1'b1;
@@ -523,112 +500,29 @@ always @(posedge clk) begin
             end
         end
 
-        S_END_WAIT: if (s_rsp_valid) state <= S_CQE;
+        S_END_WAIT: if (s_rsp_valid) state <= S_RECORD;
 
-        // the last packet has left: UC and UD are done, RC waits for its answer
-        S_WIRE_WAIT: if (s_tx_done) begin
-            ack_timer <= 48'd0;
-            retry_req <= 1'b0;      // about what was sent before: this round answers anew
-            if (qp_type == QPT_RC) begin
-                state <= S_ACK_WAIT;
-            end else begin
-                qp_set_psn   <= 1'b1;
-                qp_psn_value <= end_psn;
-                state <= S_CQE;
-            end
+        // handed to the port: the completer waits for its last packet (UC, UD) or its answers
+        S_WIRE_WAIT: if (m_tx_ready) begin
+            qp_set_psn   <= 1'b1;
+            qp_psn_value <= end_psn;
+            qp_sq_issue  <= 1'b1;
+            rec_kind     <= is_rc ? K_RC : K_SENT;
+            rec_valid    <= 1'b1;
+            state <= S_IDLE;
         end
 
-        S_ACK_WAIT: begin
-            ack_timer <= ack_timer + 48'd1;
-            if (fail) begin
-                status <= nak_status;
-                state  <= S_CQE;
-            end else if (fin) begin
-                qp_set_psn   <= 1'b1;
-                qp_psn_value <= end_psn;
-                state <= S_CQE;
-            end else if (rnr_hit) begin
-                if (rnr_retry_ok) begin
-                    // receiver not ready: the message goes again from its first PSN when the
-                    // QP is next served, after the responder's RNR time
-                    qp_rnr_wait  <= 1'b1;
-                    qp_rnr_until <= now + rnr_cycles(rnr_code);
-                    state <= S_IDLE;
-                end else begin
-                    status <= WC_RNR_RETRY_EXC_ERR;
-                    state  <= S_CQE;
-                end
-            end else if (retry_req || ack_expired) begin
-                if (retry_left == 3'd0) begin
-                    status <= WC_RETRY_EXC_ERR;
-                    state  <= S_CQE;
-                end else begin
-                    // go back N: resend from the oldest unacknowledged PSN
-                    retry_left <= retry_left - 3'd1;
-                    retry_req  <= 1'b0;
-                    gap_resent <= retry_req;
-                    tx_psn     <= una;
-                    m_tx_valid <= 1'b1;
-                    state <= S_WIRE_WAIT;
-                end
-            end
+        // finished here (the bypass, an error found here, a flush); a failure holds the QP
+        // until the completer reaches it (no later WQE goes out after a failed one)
+        S_RECORD: begin
+            qp_sq_issue <= 1'b1;
+            rec_kind    <= K_DONE;
+            rec_valid   <= 1'b1;
+            state <= S_IDLE;
         end
-
-        // The WQE is finished: its slot and the QP state move before the CQE is written, so
-        // software that sees the CQE also sees the ring space and the ERR state.
-        S_CQE: begin
-            qp_sq_advance <= 1'b1;
-            qp_set_err    <= !ok;
-            qp_rnr_clear  <= ok;
-            if (!ok || w_flags[SF_SIGNALED]) begin
-                m_cqe_valid <= 1'b1;
-                state <= S_CQE_WAIT;
-            end else begin
-                state <= S_IDLE;
-            end
-        end
-
-        S_CQE_WAIT: if (s_cqe_done) state <= S_IDLE;
 
         default: state <= S_IDLE;
     endcase
-
-    // Answers are taken the cycle they arrive (the receive engine checks its next READ
-    // response against una), after the state machine: progress restarts the timer it counts.
-    if (wire_active && !fin && !fail) begin
-        if ((ev_ack && ev_in && !is_read) || (s_ack_valid && s_ack_kind == 2'd1)) begin
-            // progress: restart the timer, and the retries
-            una        <= s_ack_kind == 2'd1 ? read_next : ack_next;
-            fin        <= (s_ack_kind == 2'd1 ? read_next : ack_next) == end_psn;
-            ack_timer  <= 48'd0;
-            retry_left <= qp_retry_cnt;
-            gap_resent <= 1'b0;
-        end else if (ev_ack && ev_in) begin
-            retry_req <= !gap_resent;   // an ACK past the READ: its responses were lost
-        end else if (ev_rnr && ev_msg) begin
-            // the responder starts the message over: so will the requester
-            rnr_hit  <= 1'b1;
-            rnr_code <= s_ack_syndrome[4:0];
-        end else if (ev_nak && s_ack_syndrome[4:0] == 5'd0 && (ev_msg || s_ack_psn == end_psn)) begin
-            // the responder expects this PSN: what it got before is acknowledged (a PSN behind
-            // una: it started the message over after an RNR NAK that went missing)
-            una       <= s_ack_psn;
-            fin       <= s_ack_psn == end_psn;
-            if (ev_ahead != 24'd0 && ev_ahead <= ev_span) begin
-                ack_timer  <= 48'd0;
-                retry_left <= qp_retry_cnt;
-                retry_req  <= 1'b1;
-                gap_resent <= 1'b0;
-            end else begin
-                retry_req  <= !gap_resent;
-            end
-        end else if (ev_nak && (ev_in || s_ack_psn == una)) begin
-            fail    <= 1'b1;
-            nak_syn <= s_ack_syndrome;
-        end else if (s_ack_valid && s_ack_kind == 2'd2) begin
-            retry_req <= !gap_resent;
-        end
-    end
 
     if (rst) begin
         state        <= S_IDLE;
@@ -637,9 +531,9 @@ always @(posedge clk) begin
         m_msg_kind   <= 2'd0;
         m_prot_valid <= 1'b0;
         m_dma_valid  <= 1'b0;
-        m_cqe_valid  <= 1'b0;
         m_tx_valid   <= 1'b0;
         qp_set_psn   <= 1'b0;
+        rec_valid    <= 1'b0;
         lb_msgs      <= 64'd0;
         lb_bytes     <= 64'd0;
     end

@@ -22,7 +22,8 @@ module rx_engine #(
     parameter NUM_PORTS = 2,       // ports
     parameter NUM_QP = 64,         // queue pairs
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter DATA_WIDTH = 256     // payload beat width in bits
+    parameter DATA_WIDTH = 256,    // payload beat width in bits
+    parameter HOLD_CYCLES = 2048   // a message in progress keeps other ports' requests waiting at most this long without a packet
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -56,6 +57,11 @@ module rx_engine #(
     output reg                              qp_set_epsn,
     output reg  [23:0]                      qp_epsn_value,
     output reg                              qp_msn_inc,
+    output reg                              qp_rewind,        // the QP of a cut-short RC message
+    output reg  [QPN_BITS-1:0]              qp_rewind_qpn,    // expects it again from its first
+    output reg  [23:0]                      qp_rewind_psn,    // PSN
+    input  wire                             qp_restart,       // a QP starts over (qp_table)
+    input  wire [QPN_BITS-1:0]              qp_restart_qpn,
 
     // message to the responder (msg_arb client), fields in the order of rdma_dev's MSG bundle
     output reg                              m_msg_valid,
@@ -85,23 +91,27 @@ module rx_engine #(
     input  wire [NUM_PORTS-1:0]             m_tx_ready,
     output wire [TXD_WIDTH-1:0]             m_tx_desc,
 
-    // the requester's RC message waiting for an answer
-    input  wire                             wire_active,
-    input  wire [23:0]                      wire_qpn,
-    input  wire [PORT_BITS-1:0]             wire_port,
-    input  wire [23:0]                      wire_first_psn,
-    input  wire [23:0]                      wire_una,         // the READ response PSN it takes next
-    input  wire [ADDR_WIDTH-1:0]            wire_addr,
-    input  wire [2:0]                       wire_mtu,
-    // what arrived for it: 0 an ACK or NAK (syndrome, PSN), 1 the READ response at wire_una
-    // stored, 2 a READ response past wire_una (one went missing)
+    // the completer's view of the QP a response is for (qp_qpn): RC messages outstanding,
+    // answers still being matched (ask again), the oldest unacknowledged PSN and, when that is
+    // a READ response PSN, where its payload goes
+    input  wire                             req_active,
+    input  wire                             req_wait,
+    input  wire [23:0]                      req_una,
+    input  wire                             req_read,
+    input  wire [ADDR_WIDTH-1:0]            req_addr,
+    // what arrived for it: 0 an ACK or NAK (syndrome, PSN), 1 the READ response at req_una
+    // stored, 2 a READ response past req_una (one went missing), 3 a READ response past
+    // req_una acknowledging the PSNs before it (looked at again once they are matched)
     output reg                              m_ack_valid,
+    output wire [QPN_BITS-1:0]              m_ack_qpn,
     output reg  [1:0]                       m_ack_kind,
     output reg  [7:0]                       m_ack_syndrome,
     output reg  [23:0]                      m_ack_psn,
 
     // packets dropped by the QP checks, per port (link packets only)
-    output reg  [NUM_PORTS-1:0]             rcv_drop
+    output reg  [NUM_PORTS-1:0]             rcv_drop,
+    // answers discarded because the port's response queue was full (link packets only)
+    output reg  [NUM_PORTS-1:0]             xmit_discard
 );
 
 `include "rdma_defs.vh"
@@ -150,6 +160,10 @@ wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
 
 // ---- the message in progress (one at a time, see above) ----
 reg                   in_msg;
+reg                   msg_rc;           // the message in progress is RC ...
+reg                   msg_acked;        // ... and some of its packets were acknowledged
+reg  [15:0]           hold_wait;        // cycles other ports' requests waited for it
+reg                   implied;          // the READ response's implied acknowledgement is sent
 reg [23:0]            msg_qpn;
 reg                   msg_write;        // RDMA WRITE (else SEND)
 reg [31:0]            msg_off;          // bytes of the message stored so far
@@ -168,6 +182,11 @@ wire psn_ok = h_type == QPT_UD || h_psn == qp_epsn || (h_type == QPT_UC && is_fi
 wire [23:0] psn_diff = h_psn - qp_epsn;
 wire duplicate = h_type == QPT_RC && psn_diff[23];
 reg  [NUM_QP-1:0] nak_sent;      // a sequence NAK went out for the QP's current gap
+// The QP took back PSNs it had acknowledged (a message cut short, or RNR NAKed at its last
+// packet, after an ACK for a packet before): its requester's resends land past the expected
+// PSN until it hears the NAK, which is repeated for each that asks for an ACK, in case it
+// went missing.
+reg  [NUM_QP-1:0] took_back;
 wire seq_ok = is_first ? !in_msg || msg_qpn != h_dest || h_type == QPT_UC
                        : in_msg && msg_qpn == h_dest && msg_write == fam_write;
 // a WRITE's later packets need no responder check unless they carry the immediate
@@ -180,11 +199,10 @@ wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
 wire [31:0] pkts = h_dma_len == 32'd0 ? 32'd1 : (h_dma_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
 wire [23:0] read_pkts = pkts[23:0];
 
-// ---- responses to the requester's message ----
-wire [23:0] resp_index = h_psn - wire_first_psn;
-wire [23:0] resp_ahead = h_psn - wire_una;
-wire resp_match = wire_active && h_dest == wire_qpn && cur == wire_port;
-wire [ADDR_WIDTH-1:0] resp_addr = wire_addr + ({{(ADDR_WIDTH-24){1'b0}}, resp_index} << ({1'b0, wire_mtu} + 4'd7));
+// ---- responses to the requester's messages ----
+wire [23:0] resp_ahead = h_psn - req_una;
+wire resp_match = h_dest < NUM_QP && req_active && qp_port == cur;
+assign m_ack_qpn = qp_qpn;
 
 // ---- the message to the responder ----
 reg  [1:0]  msg_kind;
@@ -266,20 +284,47 @@ assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 
 
 wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24]};
 
+// The message in progress will not be finished (its rest was lost, or its port went silent):
+// an RC QP expects it again from its first PSN (a sequence NAK says so to a resend from inside
+// it, repeated while the requester may believe those PSNs acknowledged); UC forgets it.
+task cut_short;
+    if (msg_rc) begin
+        qp_rewind     <= 1'b1;
+        qp_rewind_qpn <= msg_qpn[QPN_BITS-1:0];
+        qp_rewind_psn <= msg_psn;
+        nak_sent[msg_qpn[QPN_BITS-1:0]]  <= 1'b0;
+        took_back[msg_qpn[QPN_BITS-1:0]] <= msg_acked;
+    end
+endtask
+
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
     rcv_drop      <= {NUM_PORTS{1'b0}};
+    xmit_discard  <= {NUM_PORTS{1'b0}};
     qp_set_epsn   <= 1'b0;
     qp_msn_inc    <= 1'b0;
+    qp_rewind     <= 1'b0;
     m_ack_valid   <= 1'b0;
     if (m_msg_valid && m_msg_ready) m_msg_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready) m_dma_valid <= 1'b0;
     if (|(m_tx_valid & m_tx_ready)) m_tx_valid <= {NUM_PORTS{1'b0}};
     if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) storing <= 1'b0;
 
+    // a message whose port went silent while other ports' requests wait is cut short
+    hold_wait <= 16'd0;
+    if (state == S_IDLE && in_msg && !s_hdr_valid[lock_port] &&
+            |(s_hdr_valid & ~({{(NUM_PORTS-1){1'b0}}, 1'b1} << lock_port))) begin
+        hold_wait <= hold_wait + 16'd1;
+        if (hold_wait == HOLD_CYCLES - 1) begin
+            cut_short;
+            in_msg <= 1'b0;
+        end
+    end
+
     case (state)
         S_IDLE: if (pick_valid) begin
-            stored <= 1'b0;
+            stored  <= 1'b0;
+            implied <= 1'b0;
             h     <= s_hdr_data[pick*RXH_WIDTH +: RXH_WIDTH];
             cur   <= pick;
             rr    <= pick;
@@ -295,17 +340,28 @@ always @(posedge clk) begin
             if (is_resp) begin
                 if (!resp_match) begin
                     state <= S_DROP;            // a stale or stray response
+                end else if (req_wait || m_ack_valid) begin
+                    state <= S_DECODE;          // earlier answers are being matched
                 end else if (is_ack) begin
                     m_ack_valid <= 1'b1;
                     m_ack_kind  <= 2'd0;
                     state <= S_IDLE;
+                end else if (resp_ahead != 24'd0 && !resp_ahead[23] && !implied) begin
+                    // past the oldest unacknowledged PSN: it acknowledges every PSN before it
+                    // (it may be the first response of a READ behind unacknowledged WRITEs),
+                    // then it is looked at again
+                    m_ack_valid <= 1'b1;
+                    m_ack_kind  <= 2'd3;
+                    implied     <= 1'b1;
                 end else if (resp_ahead != 24'd0) begin
-                    // a duplicate, or one past a lost response: the requester decides
+                    // a duplicate, or one past a lost response: the completer decides
                     m_ack_valid <= !resp_ahead[23];
                     m_ack_kind  <= 2'd2;
                     state <= S_DROP;
+                end else if (!req_read) begin
+                    state <= S_DROP;            // no READ waits for it
                 end else begin
-                    store_addr <= resp_addr;
+                    store_addr <= req_addr;
                     state <= S_STORE;
                 end
             end else if (!qp_ok) begin
@@ -322,16 +378,24 @@ always @(posedge clk) begin
                 ans_syndrome <= 8'h60;
                 ans_psn      <= qp_epsn;
                 nak_sent[h_dest[QPN_BITS-1:0]] <= 1'b1;
-                state <= nak_sent[h_dest[QPN_BITS-1:0]] ? S_DROP : S_ANSWER;
+                state <= nak_sent[h_dest[QPN_BITS-1:0]] &&
+                         !(took_back[h_dest[QPN_BITS-1:0]] && h_ackreq) ? S_DROP : S_ANSWER;
             end else if ((!psn_ok && !duplicate) || !seq_ok) begin
                 if (h_type == QPT_UC && in_msg && msg_qpn == h_dest)
                     in_msg <= 1'b0;             // UC: the rest of that message is lost
                 state <= S_DROP;
             end else begin
-                if (!duplicate)
-                    nak_sent[h_dest[QPN_BITS-1:0]] <= 1'b0;
+                if (!duplicate) begin
+                    nak_sent[h_dest[QPN_BITS-1:0]]  <= 1'b0;
+                    took_back[h_dest[QPN_BITS-1:0]] <= 1'b0;
+                end
                 if (is_first && !fam_read) begin
-                    in_msg      <= 1'b0;        // a UC message cut short is forgotten
+                    // another QP's message in progress has lost its rest on the way
+                    if (in_msg && msg_qpn != h_dest)
+                        cut_short;
+                    in_msg      <= 1'b0;
+                    msg_rc      <= h_type == QPT_RC;
+                    msg_acked   <= 1'b0;
                     msg_qpn     <= h_dest;
                     msg_write   <= fam_write;
                     msg_off     <= 32'd0;
@@ -356,7 +420,9 @@ always @(posedge clk) begin
         end
 
         S_MSG_WAIT: if (s_rsp_valid) begin
-            if (msg_kind == 2'd0)
+            // a READ request between the packets of a message in progress (of another QP,
+            // whose rest is still to come) leaves that message's address alone
+            if (msg_kind == 2'd0 && !fam_read)
                 msg_addr <= s_rsp_addr;
             store_addr <= msg_write && msg_kind == 2'd3 ? msg_addr + msg_off[ADDR_WIDTH-1:0] : s_rsp_addr;
             if (s_rsp_rnr) begin
@@ -367,6 +433,7 @@ always @(posedge clk) begin
                 in_msg <= 1'b0;
                 qp_set_epsn   <= 1'b1;
                 qp_epsn_value <= msg_psn;
+                took_back[h_dest[QPN_BITS-1:0]] <= msg_acked && !is_first;
                 state  <= S_ANSWER;
             end else if (s_rsp_status != WC_SUCCESS) begin
                 ans_syndrome <= nak_code;
@@ -429,6 +496,7 @@ always @(posedge clk) begin
                     lock_port <= cur;
                     // an RC request that asks for an ACK before its last packet gets one
                     ans_syndrome <= 8'h1F;
+                    msg_acked    <= msg_acked || (h_type == QPT_RC && h_ackreq);
                     state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
                 end
             end
@@ -443,17 +511,18 @@ always @(posedge clk) begin
             state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
         end
 
+        // The receive path never waits for a transmit side (whose own packets may wait for
+        // this receive path across the link): an answer that finds its port's response queue
+        // full is discarded, and the requester's retransmission recovers it.
         S_ANSWER: begin
-            if (!m_tx_valid[cur]) begin
-                if (!(|m_tx_valid))
-                    m_tx_valid[cur] <= 1'b1;
-            end
-            if (m_tx_valid[cur] && m_tx_ready[cur]) begin
-                // a NAKed packet's payload is still in the depacketizer
-                if (h_plen != 13'd0 && !stored)
-                    pl_drop[cur] <= 1'b1;
-                state <= S_IDLE;
-            end
+            if (m_tx_ready[cur])
+                m_tx_valid[cur] <= 1'b1;
+            else if (!h_internal)
+                xmit_discard[cur] <= 1'b1;
+            // a NAKed packet's payload is still in the depacketizer
+            if (h_plen != 13'd0 && !stored)
+                pl_drop[cur] <= 1'b1;
+            state <= S_IDLE;
         end
 
         // S_DROP: release the payload
@@ -463,6 +532,11 @@ always @(posedge clk) begin
             state <= S_IDLE;
         end
     endcase
+
+    if (qp_restart) begin
+        nak_sent[qp_restart_qpn]  <= 1'b0;
+        took_back[qp_restart_qpn] <= 1'b0;
+    end
 
     if (rst) begin
         state       <= S_IDLE;
@@ -476,6 +550,7 @@ always @(posedge clk) begin
         m_ack_valid <= 1'b0;
         msg_qpn     <= 24'd0;
         nak_sent    <= {NUM_QP{1'b0}};
+        took_back   <= {NUM_QP{1'b0}};
     end
 end
 

@@ -220,6 +220,11 @@ class Model(Observer):
         # False once an RC message met receiver-not-ready with rnr_retry 7 on the packet path:
         # how often the device retried depends on timing, so its packets are not predictable
         self.wire_exact = True
+        # (port, destination QPN) of RC flows whose packets are not predicted one by one: a
+        # message that met a NAK, an RNR NAK or silence on the packet path. The device has its
+        # later WQEs on the wire already (many messages in flight) and sends them again after a
+        # go-back; the responder drops them (out of sequence), so only the packets vary.
+        self.loose = set()
         # called with (model, qp, wqe, status) for every send WR the model completes, for
         # functional coverage (tb/coverage.py)
         self.listeners = []
@@ -761,6 +766,10 @@ class Model(Observer):
         if not rc:
             q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
             return WCStatus.SUCCESS, why
+        if (answer != ACK or tries > 1 or resends) and not internal:
+            self.loose.add((q.port, dest_qpn))
+            if far is not None:
+                far.loose.add((far_port, q.qpn))
         if answer is None:
             return WCStatus.RETRY_EXC_ERR, f"no answer: {why}"
         if answer != ACK:

@@ -20,11 +20,15 @@ The program is built so both orders give the same result:
     flow's sender only, and its receives are posted before the sends that consume them;
   - every QP owns one registered arena of four areas, and each area has one writer:
         SRC   random data, never written: the source of sends and writes, read by the peer;
-        SINK  written only by the peer's RDMA WRITEs (and read back by the peer's READs);
-        RBUF  written only by this QP's own RDMA READs (and sent on by this QP's WRs);
+        SINK  written only by the peer's RDMA WRITEs (and read back by the peer's READs;
+              a WRITE after such a READ fences, as a READ asked again is served again);
+        RBUF  written only by this QP's own RDMA READs (and sent on by this QP's WRs, with
+              FENCE: the device has many messages in flight, and only a fence makes a WR
+              wait for the READs before it);
         RECV  written only by the peer's SENDs, through this QP's receives;
-    a QP's own WRs run in posting order on the device too, so a chain such as
-    "write to the peer, read it back, send what was read" has one answer;
+    a QP's own WRs run in posting order on the device too (a READ behind a WRITE sees it, a
+    fenced WR waits for the READs before it), so a chain such as "write to the peer, read
+    it back, send what was read" has one answer;
   - the receiving side of an error flow never sends: an RC error moves both ends to ERR,
     and a receiver with sends of its own would see them succeed or flush depending on when
     the device serves the failing WR.
@@ -167,6 +171,7 @@ class Flow:
         self.dst_res = dst_res      # the receiver's (the same device, or the other one)
         self.src, self.dst = src, dst
         self.src_mr, self.dst_mr = src_mr, dst_mr
+        self.read_sink = False      # a READ of the peer's SINK was drawn: later WRITEs fence
         self.transport = src.qp_type
         self.port = src.attr.port_num
         self.mtu = PORT_MTU[self.port].size   # what the device refuses beyond, on UD
@@ -328,10 +333,15 @@ class Flow:
         area = RBUF if op == WROpcode.RDMA_READ or self.rng.random() < 0.2 else SRC
         return self.src_mr.sge(self._offset(area, length), length)
 
+    def _in_rbuf(self, sge):
+        start = sge.addr - self.src_mr.addr
+        return sge.length > 0 and RBUF <= start < RBUF + AREA
+
     def _remote(self, op, length):
         """WRITEs go to the peer's SINK; READs fetch its SRC, or its SINK to read back what
         this flow wrote there."""
         area = SINK if op in WRITES or self.rng.random() < 0.3 else SRC
+        self.read_sink |= op == WROpcode.RDMA_READ and area == SINK
         return self.dst_mr.remote(self._offset(area, length))
 
     def _flags(self, op):
@@ -367,6 +377,12 @@ class Flow:
         """The WR for `op` with the given parts, the rest drawn at random."""
         wr_id = self._wr_id(seq)
         flags = self._flags(op)
+        if (op != WROpcode.RDMA_READ and self._in_rbuf(sge)) or (op in WRITES and self.read_sink):
+            # RBUF is written by this QP's own READs, which the device may still have in
+            # flight when it fetches this WR's payload; a READ of SINK whose response is
+            # lost is served again from memory a later WRITE may have changed: FENCE orders
+            # them (as in verbs)
+            flags |= SendFlags.FENCE
         imm = self.rng.getrandbits(32) if op in WITH_IMM else None
         if self.transport == QPType.UD:
             wr = ud_send(sge, self._ah() if ah is None else ah,

@@ -4,7 +4,9 @@ behind LID PEER_LID: it sees every packet the device sends and answers, stays si
 sends requests exactly as each test needs. So each trigger of the transport is hit on purpose
 and its effect checked packet by packet:
 
-- requester: the local ACK timeout (4.096 us x 2^timeout at 250 MHz, restarted by progress)
+- requester: many messages in flight (the send window, one coalesced ACK completing several
+  WRs in order, the implicit acknowledgement of a READ response or a NAK, max_rd_atomic,
+  FENCE), the local ACK timeout (4.096 us x 2^timeout at 250 MHz, restarted by progress)
   and its edges, go-back-N resends from the oldest unacknowledged PSN inside a message,
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
   AckReq every 16 PSNs, PSN wrap;
@@ -20,9 +22,9 @@ import pytest
 
 from tb import simrun
 from tb.ib_packet import AETH, BTH, LRH, PSN_MASK, RETH, Packet, build, packetize
-from tb.rdma_program import Rdma, assert_wc, work_request
+from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, work_request
 from tb.rdma_tb import LinkInjector
-from tb.verbs import MTU, QPState, QPType, RecvWR, WCOpcode, WCStatus, WROpcode
+from tb.verbs import MTU, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode
 
 PORT = 1
 PEER_LID = 0x9          # not one of port 1's LIDs (0x10-0x13): every message takes the link
@@ -98,9 +100,9 @@ async def open_peer(dut):
     return rdma, Peer(rdma)
 
 
-async def requester(rdma, sq_psn=0x100, **attrs):
+async def requester(rdma, sq_psn=0x100, depth=16, **attrs):
     """A device RC QP on port 1 aimed at the peer."""
-    qp = await rdma.qp(QPType.RC)
+    qp = await rdma.qp(QPType.RC, depth=depth)
     attrs = dict(timeout=1, retry_cnt=3, path_mtu=MTU.MTU256) | attrs
     await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, sq_psn=sq_psn, **attrs)
     return qp
@@ -223,16 +225,19 @@ async def test_ack_timeout_is_4096ns_times_2_to_the_timeout(dut):
 @cocotb.test()
 @cocotb.parametrize(retry_cnt=[0, 2, 7])
 async def test_retry_cnt_resends_then_retry_exc_err(dut, retry_cnt):
-    """With no answer at all, a SEND goes out exactly 1 + retry_cnt times (7 means seven
-    resends, not forever), then completes RETRY_EXC_ERR; the QP moves to ERR and the WR
-    posted after it is flushed."""
+    """With no answer at all, two SENDs in flight go out exactly 1 + retry_cnt times, go-back-N
+    from the oldest (7 means seven resends, not forever); then the first completes
+    RETRY_EXC_ERR, the QP moves to ERR and the second, outstanding, is flushed."""
     rdma, peer = await open_peer(dut)
     qp = await requester(rdma, retry_cnt=retry_cnt)
     region = await rdma.region(256)
     await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 100), wr_id=1))
     await qp.post_send(work_request(WROpcode.SEND, region.sge(0, 100), wr_id=2))
-    tries = await peer.sent(1 + retry_cnt, "the SEND and its resends")
-    assert all(c.packet == tries[0].packet for c in tries)
+    tries = await peer.sent(2 * (1 + retry_cnt), "the two SENDs and their resends")
+    first, second = tries[0].packet, tries[1].packet
+    assert (first.bth.psn + 1) & PSN_MASK == second.bth.psn, "one message after the other"
+    assert all(c.packet == (first, second)[i % 2] for i, c in enumerate(tries)), \
+        "every round resends both, from the oldest"
     wcs = await rdma.poll_until(qp.send_cq, 2, cycles=WAIT)
     assert_wc(wcs[0], wr_id=1, status=WCStatus.RETRY_EXC_ERR)
     assert_wc(wcs[1], wr_id=2, status=WCStatus.WR_FLUSH_ERR)
@@ -349,6 +354,124 @@ async def test_psn_wraps_and_ackreq_every_16_psns(dut):
     [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
     assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS)
     assert (await qp.query()).sq_psn == 0x20
+    await finish(rdma)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many in flight
+
+LONG_TIMEOUT = 12       # 2^12 x 1024 cycles: no resend within these tests
+
+
+@cocotb.test()
+async def test_sixteen_messages_in_flight_and_one_ack_completes_many(dut):
+    """Twenty one-packet WRITEs posted at once: the first sixteen (the QP's send window) go out
+    back to back without waiting for an answer, the rest wait. One ACK for the eighth's PSN
+    completes the first eight, in order, and lets four more out; an ACK for the last PSN
+    completes the rest, in order (the unsignaled ones complete without a CQE)."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x600, depth=32, timeout=LONG_TIMEOUT)
+    src, dst = await rdma.region(4096), await rdma.region(4096)
+    for i in range(20):
+        await qp.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(i * 64, 64),
+                                        dst.remote(i * 64), wr_id=0x100 + i,
+                                        flags=UNSIGNALED if i == 3 else SendFlags.SIGNALED))
+    first = await peer.sent(16, "the first sixteen WRITEs")
+    assert psns(first) == list(range(0x600, 0x610))
+    assert all(c.packet.bth.ackreq for c in first), "every last packet asks for an ACK"
+    await peer.quiet(2000, "the send window is full")
+    await peer.answer(qp, 0x607, msn=8)
+    wcs = await rdma.poll_until(qp.send_cq, 7, cycles=WAIT)
+    assert [wc.wr_id for wc in wcs] == [0x100, 0x101, 0x102] + list(range(0x104, 0x108))
+    more = await peer.sent(4, "four more once eight are done")
+    assert psns(more) == list(range(0x610, 0x614))
+    await peer.quiet(2000, "all twenty sent")
+    await peer.answer(qp, 0x613, msn=20)
+    wcs = await rdma.poll_until(qp.send_cq, 12, cycles=WAIT)
+    assert [wc.wr_id for wc in wcs] == list(range(0x108, 0x114))
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+    status = await qp.query()
+    assert (status.sq_psn, status.sq_ci) == (0x614, 20)
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_a_read_response_acknowledges_the_writes_before_it(dut):
+    """Two WRITEs and a READ go out together. The peer answers with the READ's response only:
+    it acknowledges both WRITEs (the responder executes in order), which complete before the
+    READ, and the READ's data lands."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x700, timeout=LONG_TIMEOUT)
+    src, dst, local = [await rdma.region(4096) for _ in range(3)]
+    data = rdma.payload(100)
+    await qp.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 300), dst.remote(0),
+                                    wr_id=0xE1))
+    await qp.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 10), dst.remote(512),
+                                    wr_id=0xE2))
+    read = work_request(WROpcode.RDMA_READ, local.sge(0, len(data)), wr_id=0xE3)
+    await qp.post_send(replace(read, remote_addr=0x5000, rkey=0x77))
+    sent = await peer.sent(4, "two WRITEs (two packets and one) and the READ request")
+    assert psns(sent) == [0x700, 0x701, 0x702, 0x703]
+    assert sent[3].packet.bth.opcode == 0x0C
+    await peer.put(peer.read_responses(qp, data, 0x703, msn=3))
+    wcs = await rdma.poll_until(qp.send_cq, 3, cycles=WAIT)
+    assert [(wc.wr_id, wc.status, wc.opcode) for wc in wcs] == [
+        (0xE1, WCStatus.SUCCESS, WCOpcode.RDMA_WRITE), (0xE2, WCStatus.SUCCESS, WCOpcode.RDMA_WRITE),
+        (0xE3, WCStatus.SUCCESS, WCOpcode.RDMA_READ)]
+    assert local.read(0, len(data)) == data
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_a_remote_nak_fails_its_wr_and_flushes_the_ones_after_it(dut):
+    """Three SENDs go out together. A remote access NAK for the second's PSN acknowledges the
+    first (SUCCESS), fails the second (REM_ACCESS_ERR) and flushes the third, already sent
+    (WR_FLUSH_ERR); the QP is in ERR and sends nothing more."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x800, timeout=LONG_TIMEOUT)
+    src = await rdma.region(4096)
+    for i in range(3):
+        await qp.post_send(work_request(WROpcode.SEND, src.sge(0, 20), wr_id=0xF1 + i))
+    await peer.sent(3, "the three SENDs")
+    await peer.answer(qp, 0x801, syndrome=0x62, msn=1)
+    wcs = await rdma.poll_until(qp.send_cq, 3, cycles=WAIT)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [
+        (0xF1, WCStatus.SUCCESS), (0xF2, WCStatus.REM_ACCESS_ERR), (0xF3, WCStatus.WR_FLUSH_ERR)]
+    await rdma.assert_state(qp, QPState.ERR)
+    await peer.quiet(3000, "after the QP went to ERR")
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_max_rd_atomic_and_fence_hold_wrs_back(dut):
+    """With max_rd_atomic 2, of three READs posted together two go out and the third waits for
+    the first to complete. A SEND with FENCE posted behind them waits until no READ is in
+    flight; an unfenced SEND would not have."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x900, timeout=LONG_TIMEOUT, max_rd_atomic=2)
+    local, src = await rdma.region(4096), await rdma.region(4096)
+    data = [rdma.payload(64) for _ in range(3)]
+    for i in range(3):
+        read = work_request(WROpcode.RDMA_READ, local.sge(i * 64, 64), wr_id=0xA0 + i)
+        await qp.post_send(replace(read, remote_addr=0x8000 + i * 64, rkey=0x99))
+    await qp.post_send(work_request(WROpcode.SEND, src.sge(0, 8), wr_id=0xA3,
+                                    flags=SendFlags.SIGNALED | SendFlags.FENCE))
+    two = await peer.sent(2, "two READ requests")
+    assert psns(two) == [0x900, 0x901]
+    await peer.quiet(2000, "the third READ, beyond max_rd_atomic")
+    await peer.put(peer.read_responses(qp, data[0], 0x900, msn=1))
+    [third] = await peer.sent(1, "the third READ once the first is done")
+    assert (third.packet.bth.opcode, third.packet.bth.psn) == (0x0C, 0x902)
+    await peer.quiet(2000, "the fenced SEND behind two READs in flight")
+    await peer.put(peer.read_responses(qp, data[1], 0x901, msn=2))
+    await peer.quiet(2000, "the fenced SEND behind one READ in flight")
+    await peer.put(peer.read_responses(qp, data[2], 0x902, msn=3))
+    [send] = await peer.sent(1, "the fenced SEND once no READ is in flight")
+    assert (send.packet.bth.opcode, send.packet.bth.psn) == (0x04, 0x903)
+    await peer.answer(qp, 0x903, msn=4)
+    wcs = await rdma.poll_until(qp.send_cq, 4, cycles=WAIT)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(0xA0 + i, WCStatus.SUCCESS) for i in range(4)]
+    assert [local.read(i * 64, 64) for i in range(3)] == data
     await finish(rdma)
 
 
