@@ -119,8 +119,6 @@ localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam SLOTS     = NUM_QP << SQ_WIN_LOG;
 localparam SLOT_BITS = QPN_BITS + SQ_WIN_LOG;
 
-localparam [1:0] K_DONE = 2'd0, K_SENT = 2'd1, K_RC = 2'd2;
-
 // ---- the send windows: one slot per issued WQE, at {QPN, WQE index mod window} ----
 reg [1:0]            s_kind   [0:SLOTS-1];
 reg [7:0]            s_status [0:SLOTS-1];     // the final status once finished
@@ -204,7 +202,7 @@ wire [23:0] rsp_off = q_una[rsp_qpn] - s_first[rsp_head];
 assign rsp_active = busy[rsp_qpn];
 assign rsp_wait   = walk[rsp_qpn];
 assign rsp_una    = q_una[rsp_qpn];
-assign rsp_read   = s_kind[rsp_head] == K_RC && s_read[rsp_head] &&
+assign rsp_read   = s_kind[rsp_head] == REC_RC && s_read[rsp_head] &&
                     psn_lt(q_una[rsp_qpn], s_end[rsp_head]) && !psn_lt(q_una[rsp_qpn], s_first[rsp_head]);
 assign rsp_addr   = s_addr[rsp_head] +
                     ({{(ADDR_WIDTH-24){1'b0}}, rsp_off} << ({1'b0, s_mtu[rsp_head]} + 4'd7));
@@ -239,11 +237,12 @@ wire        w_retry  = timer_fired[w_q] || gap[w_q] ||
                        (w_read && psn_lt(w_una, w_ackto) && !gap_resent[w_q]);
 // another block touches the QP this cycle: match it next cycle
 reg         w_touched;
+integer     tp;
 always @* begin
     w_touched = (s_ack_valid && s_ack_qpn == w_q) || (rec_valid && rec_qpn == w_q) ||
                 (t_expired && t_q == w_q) || (restart && restart_qpn == w_q);
-    for (i = 0; i < NUM_PORTS; i = i + 1)
-        if (tx_done[i] && pt_qpn[i] == w_q) w_touched = 1'b1;
+    for (tp = 0; tp < NUM_PORTS; tp = tp + 1)
+        if (tx_done[tp] && pt_qpn[tp] == w_q) w_touched = 1'b1;
 end
 
 localparam [3:0] A_NONE = 4'd0, A_REWIND = 4'd1, A_IDLE = 4'd2, A_FINISH = 4'd3, A_WAIT = 4'd4,
@@ -258,9 +257,9 @@ always @* begin
         w_act = A_NONE;                 // the go-back waits while the requester serves the QP
     else if (w_empty)
         w_act = A_IDLE;
-    else if (w_err || w_kind == K_DONE || (w_kind == K_RC && (w_acked || w_nak)))
+    else if (w_err || w_kind == REC_DONE || (w_kind == REC_RC && (w_acked || w_nak)))
         w_act = A_FINISH;
-    else if (w_kind == K_SENT)
+    else if (w_kind == REC_SENT)
         w_act = A_WAIT;                 // its last packet has not left yet
     else if (!w_read && psn_lt(w_una, w_ackto))
         w_act = A_PART;                 // acknowledged part of the way
@@ -271,7 +270,7 @@ always @* begin
     else
         w_act = A_WAIT;
 end
-wire w_fails = !w_err && ((w_kind == K_DONE && w_status != WC_SUCCESS) || (w_kind == K_RC && !w_acked));
+wire w_fails = !w_err && ((w_kind == REC_DONE && w_status != WC_SUCCESS) || (w_kind == REC_RC && !w_acked));
 
 // the QP context changes go to qp_table the cycle they are decided
 always @* begin
@@ -293,7 +292,7 @@ wire a_upto    = a_in || s_ack_psn == q_sent[a_q];
 // behind una, at the first PSN of the oldest unfinished WQE (a SEND or WRITE)
 wire [SLOT_BITS-1:0] a_head = {a_q, q_aw[a_q][SQ_WIN_LOG-1:0]};
 wire a_back    = psn_lt(s_ack_psn, a_una) && s_ack_psn == s_first[a_head] &&
-                 s_kind[a_head] == K_RC && !s_read[a_head];
+                 s_kind[a_head] == REC_RC && !s_read[a_head];
 wire a_ack     = s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b000;
 wire a_rnr     = s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b001;
 wire a_nak     = s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b011;
@@ -388,8 +387,8 @@ always @(posedge clk) begin
             gap[w_q]         <= 1'b0;
         end
         A_FINISH: begin
-            s_status[w_slot] <= w_err ? (w_kind == K_DONE ? w_status : WC_WR_FLUSH_ERR) :
-                                w_kind == K_DONE ? w_status :
+            s_status[w_slot] <= w_err ? (w_kind == REC_DONE ? w_status : WC_WR_FLUSH_ERR) :
+                                w_kind == REC_DONE ? w_status :
                                 w_acked ? WC_SUCCESS : q_fail_status[w_q];
             if (w_fails || w_err) begin
                 failed[w_q]   <= 1'b1;
@@ -398,9 +397,9 @@ always @(posedge clk) begin
             q_aw[w_q]        <= q_aw[w_q] + 16'd1;
             held[w_q]        <= 1'b0;
             to_complete[w_q] <= 1'b1;
-            if (w_kind == K_RC && w_read)
+            if (w_kind == REC_RC && w_read)
                 q_reads[w_q] <= q_reads[w_q] - 8'd1;
-            if (w_kind == K_RC && w_acked && !w_err) begin
+            if (w_kind == REC_RC && w_acked && !w_err) begin
                 // progress: una moves, the timer and the retries start over
                 q_una[w_q]        <= w_end;
                 q_ackto[w_q]      <= psn_max(w_ackto, w_end);
@@ -467,9 +466,9 @@ always @(posedge clk) begin
         s_sig[rec_slot]    <= rec_signaled;
         busy[rec_qpn] <= 1'b1;
         walk[rec_qpn] <= 1'b1;
-        if (rec_kind == K_DONE && rec_status != WC_SUCCESS && rec_status != WC_WR_FLUSH_ERR)
+        if (rec_kind == REC_DONE && rec_status != WC_SUCCESS && rec_status != WC_WR_FLUSH_ERR)
             stopped[rec_qpn] <= 1'b1;
-        if (rec_kind == K_RC) begin
+        if (rec_kind == REC_RC) begin
             q_timeout[rec_qpn]   <= rec_timeout;
             q_retry_cnt[rec_qpn] <= rec_retry_cnt;
             if (rec_read)
@@ -484,7 +483,7 @@ always @(posedge clk) begin
                 q_sent[rec_qpn]  <= rec_end;
             end
         end
-        if (rec_kind != K_DONE) begin
+        if (rec_kind != REC_DONE) begin
             pt_qpn[rec_port]  <= rec_qpn;
             pt_slot[rec_port] <= rec_slot;
             pt_kind[rec_port] <= rec_kind;
@@ -496,11 +495,11 @@ always @(posedge clk) begin
     // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts ----
     for (i = 0; i < NUM_PORTS; i = i + 1)
         if (tx_done[i]) begin
-            if (pt_kind[i] == K_SENT) begin
-                s_kind[pt_slot[i]]   <= K_DONE;
+            if (pt_kind[i] == REC_SENT && s_kind[pt_slot[i]] == REC_SENT) begin
+                s_kind[pt_slot[i]]   <= REC_DONE;
                 s_status[pt_slot[i]] <= WC_SUCCESS;
                 walk[pt_qpn[i]]      <= 1'b1;
-            end else if (pt_kind[i] == K_RC && q_timeout[pt_qpn[i]] != 5'd0) begin
+            end else if (pt_kind[i] == REC_RC && q_timeout[pt_qpn[i]] != 5'd0) begin
                 timer_on[pt_qpn[i]]   <= 1'b1;
                 q_deadline[pt_qpn[i]] <= now + ack_cycles(q_timeout[pt_qpn[i]]);
             end
@@ -607,7 +606,7 @@ always @(posedge clk) begin
             q_reads[i] <= 8'd0;
         end
         for (i = 0; i < NUM_PORTS; i = i + 1)
-            pt_kind[i] <= K_DONE;
+            pt_kind[i] <= REC_DONE;
     end
 end
 

@@ -46,4 +46,9 @@ function [127:0] gid_from_block(input [127:0] block);
     for (k = 0; k < 16; k = k + 1)
         gid_from_block[(15 - k)*8 +: 8] = block[k*8 +: 8];
 endfunction
+
+// how the completer finishes an issued WQE: done by the requester, done when its last packet
+// has left (UC, UD), done when acknowledged (RC)
+localparam [1:0] REC_DONE = 2'd0, REC_SENT = 2'd1, REC_RC = 2'd2;
+
 /* verilator lint_on UNUSEDPARAM */

@@ -182,7 +182,6 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11;
-localparam [1:0] K_DONE = 2'd0, K_SENT = 2'd1, K_RC = 2'd2;     // completer.v
 reg [3:0] state;
 
 // the WQE being served
@@ -438,7 +437,7 @@ always @(posedge clk) begin
                     qp_set_psn   <= 1'b1;
                     qp_psn_value <= qp_sq_psn + msg_pkts;
                     qp_sq_issue  <= 1'b1;
-                    rec_kind     <= K_RC;
+                    rec_kind     <= REC_RC;
                     rec_valid    <= 1'b1;
                     state <= S_IDLE;
                 end else begin
@@ -507,7 +506,7 @@ always @(posedge clk) begin
             qp_set_psn   <= 1'b1;
             qp_psn_value <= end_psn;
             qp_sq_issue  <= 1'b1;
-            rec_kind     <= is_rc ? K_RC : K_SENT;
+            rec_kind     <= is_rc ? REC_RC : REC_SENT;
             rec_valid    <= 1'b1;
             state <= S_IDLE;
         end
@@ -516,7 +515,7 @@ always @(posedge clk) begin
         // until the completer reaches it (no later WQE goes out after a failed one)
         S_RECORD: begin
             qp_sq_issue <= 1'b1;
-            rec_kind    <= K_DONE;
+            rec_kind    <= REC_DONE;
             rec_valid   <= 1'b1;
             state <= S_IDLE;
         end

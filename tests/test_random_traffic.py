@@ -71,6 +71,7 @@ ERROR_FLOWS = {QPType.RC: 3, QPType.UC: 2, QPType.UD: 2}   # sender -> passive r
 # send WRs shared among the error-free flows: $RANDOM_WRS, else 300 (`make test`), or the full
 # program of 2200 under REGRESS (`make regress`, which also runs several seeds)
 NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "300"))
+LOSSY_WRS = 150          # the lossy run's in `make test`: go-back-N over lossy cables is slow
 ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among them)
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell
@@ -1113,16 +1114,18 @@ def test_random_traffic(w, run):
 @pytest.mark.parametrize("loss", [0.01, 0.1])
 def test_random_traffic_lossy(loss):
     """The program between devices over lossy cables (random_traffic_other_device_lossy),
-    compared with its run on one device's own ports, at 256 bits: 1 % in make test, 10 % (some
-    five times longer to simulate) under make regress."""
+    compared with its run on one device's own ports, at 256 bits: 1 % in make test (a program
+    of LOSSY_WRS send WRs), 10 % (some five times longer to simulate) under make regress."""
     if loss > 0.01 and not REGRESS:
         pytest.skip("10 % loss runs under make regress")
     seed = seed_from_env()
     print(f"random traffic between devices at {loss:.0%} loss: SEED={seed}")
+    shape = {} if REGRESS or "RANDOM_WRS" in os.environ else {"RANDOM_WRS": str(LOSSY_WRS)}
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_lossy_{loss}",
-                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), "COCOTB_TEST_FILTER":
+                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), **shape,
+                              "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device_lossy)$"})
         return
     except AssertionError as failed:
