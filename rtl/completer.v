@@ -326,6 +326,18 @@ wire [255:0] c_cqe = {48'd0, s_wc_op[c_slot], s_status[c_slot], 32'd0,
                       {{(32-QPN_BITS){1'b0}}, e_qpn}, 32'd0,
                       c_ok ? s_len[c_slot] : 32'd0, s_wr_id[c_slot]};
 
+// Progress on QP q: una moves to `upto`, the ACK timer and the retries start over.
+task progress(input [QPN_BITS-1:0] q, input [23:0] upto);
+    begin
+        q_una[q]       <= upto;
+        q_retry[q]     <= q_retry_cnt[q];
+        q_deadline[q]  <= now + ack_cycles(q_timeout[q]);
+        timer_on[q]    <= q_timeout[q] != 5'd0;
+        timer_fired[q] <= 1'b0;
+        gap_resent[q]  <= 1'b0;
+    end
+endtask
+
 wire [SLOT_BITS-1:0] rec_slot = {rec_qpn, rec_idx[SQ_WIN_LOG-1:0]};
 wire unused_idx = ^rec_idx[15:SQ_WIN_LOG];
 
@@ -400,24 +412,11 @@ always @(posedge clk) begin
             if (w_kind == REC_RC && w_read)
                 q_reads[w_q] <= q_reads[w_q] - 8'd1;
             if (w_kind == REC_RC && w_acked && !w_err) begin
-                // progress: una moves, the timer and the retries start over
-                q_una[w_q]        <= w_end;
-                q_ackto[w_q]      <= psn_max(w_ackto, w_end);
-                q_retry[w_q]      <= q_retry_cnt[w_q];
-                q_deadline[w_q]   <= now + ack_cycles(q_timeout[w_q]);
-                timer_on[w_q]     <= q_timeout[w_q] != 5'd0;
-                timer_fired[w_q]  <= 1'b0;
-                gap_resent[w_q]   <= 1'b0;
+                progress(w_q, w_end);
+                q_ackto[w_q] <= psn_max(w_ackto, w_end);
             end
         end
-        A_PART: begin
-            q_una[w_q]       <= w_ackto;
-            q_retry[w_q]     <= q_retry_cnt[w_q];
-            q_deadline[w_q]  <= now + ack_cycles(q_timeout[w_q]);
-            timer_on[w_q]    <= q_timeout[w_q] != 5'd0;
-            timer_fired[w_q] <= 1'b0;
-            gap_resent[w_q]  <= 1'b0;
-        end
+        A_PART: progress(w_q, w_ackto);
         A_RNR: begin
             // the responder starts the message over after its RNR time: so do we
             rnr[w_q] <= 1'b0;
@@ -516,15 +515,10 @@ always @(posedge clk) begin
     // ---- answers: taken the cycle they arrive, matched to WQEs by the matcher ----
     if (s_ack_valid && busy[a_q] && !failed[a_q]) begin
         if (s_ack_kind == 2'd1) begin
-            // the READ response at una is stored: progress
-            q_una[a_q]        <= a_una + 24'd1;
-            q_ackto[a_q]      <= psn_max(q_ackto[a_q], a_una + 24'd1);
-            q_retry[a_q]      <= q_retry_cnt[a_q];
-            q_deadline[a_q]   <= now + ack_cycles(q_timeout[a_q]);
-            timer_on[a_q]     <= q_timeout[a_q] != 5'd0;
-            timer_fired[a_q]  <= 1'b0;
-            gap_resent[a_q]   <= 1'b0;
-            walk[a_q]         <= 1'b1;
+            // the READ response at una is stored
+            progress(a_q, a_una + 24'd1);
+            q_ackto[a_q] <= psn_max(q_ackto[a_q], a_una + 24'd1);
+            walk[a_q]    <= 1'b1;
         end else if (a_in) begin
             walk[a_q] <= 1'b1;
             if (a_ack) begin
