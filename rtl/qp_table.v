@@ -110,9 +110,6 @@ module qp_table #(
     input  wire                     c_set_epsn,
     input  wire [23:0]              c_epsn_value,
     input  wire                     c_msn_inc,
-    input  wire                     c_rewind,       // a QP's cut-short message is expected
-    input  wire [QPN_BITS-1:0]      c_rewind_qpn,   // again from its first PSN
-    input  wire [23:0]              c_rewind_psn,
 
     // port D: the completer's transport QP
     input  wire [QPN_BITS-1:0]      d_qpn,
@@ -346,8 +343,6 @@ always @(posedge clk) begin
         q_epsn[c_qpn] <= c_epsn_value;
     if (c_msn_inc)
         q_msn[c_qpn] <= q_msn[c_qpn] + 24'd1;
-    if (c_rewind)
-        q_epsn[c_rewind_qpn] <= c_rewind_psn;
 
     // doorbells
     if (db_valid && db_type == 2'd0)

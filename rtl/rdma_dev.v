@@ -221,9 +221,7 @@ wire [2:0]            c_type, c_state, c_mtu;
 wire [PORT_BITS-1:0]  c_port;
 wire [31:0]           c_dest_qpn, c_qkey;
 wire [23:0]           c_epsn, c_msn, c_epsn_value;
-wire                  c_set_epsn, c_msn_inc, c_rewind;
-wire [QPN_BITS-1:0]   c_rewind_qpn;
-wire [23:0]           c_rewind_psn;
+wire                  c_set_epsn, c_msn_inc;
 wire [QPN_BITS-1:0]   d_qpn, e_qpn;
 wire [2:0]            d_state, d_rnr_left, d_rnr_retry;
 wire [15:0]           d_sq_ni, d_ni_value, e_sq_ci;
@@ -271,7 +269,6 @@ qp_table #(
     .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
     .c_dest_qpn(c_dest_qpn), .c_qkey(c_qkey), .c_mtu(c_mtu), .c_epsn(c_epsn), .c_msn(c_msn),
     .c_set_epsn(c_set_epsn), .c_epsn_value(c_epsn_value), .c_msn_inc(c_msn_inc),
-    .c_rewind(c_rewind), .c_rewind_qpn(c_rewind_qpn), .c_rewind_psn(c_rewind_psn),
     .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
     .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
     .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
@@ -625,8 +622,7 @@ rx_engine #(
     .qp_qpn(c_qpn), .qp_valid(c_valid), .qp_type(c_type), .qp_state(c_state), .qp_port(c_port),
     .qp_dest_qpn(c_dest_qpn), .qp_qkey(c_qkey), .qp_mtu(c_mtu), .qp_epsn(c_epsn),
     .qp_msn(c_msn), .qp_set_epsn(c_set_epsn), .qp_epsn_value(c_epsn_value),
-    .qp_msn_inc(c_msn_inc), .qp_rewind(c_rewind), .qp_rewind_qpn(c_rewind_qpn),
-    .qp_rewind_psn(c_rewind_psn), .qp_restart(qp_restart), .qp_restart_qpn(qp_restart_qpn),
+    .qp_msn_inc(c_msn_inc), .qp_restart(qp_restart), .qp_restart_qpn(qp_restart_qpn),
     .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
     .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
     .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),

@@ -6,7 +6,9 @@
 // FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
 // arrives in packets: START with the first, CONT for each later packet that needs a check
 // (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
-// packet), END after the last; s_msg_offset is the piece's byte offset in the message.
+// packet), END after the last; s_msg_offset is the piece's byte offset in the message. Messages
+// of different QPs may interleave: the receive WQE a SEND's START took stays at the QP's
+// rq_ci until its END, and is loaded again when another QP's message came in between.
 `default_nettype none
 
 module responder #(
@@ -128,7 +130,8 @@ reg [7:0]   r_hop;
 reg [127:0] r_sgid;
 reg [127:0] r_dgid;
 
-// the receive WQE it consumed
+// the receive WQE it consumed, and the QP it belongs to
+reg [QPN_BITS-1:0] rq_qpn;
 reg [63:0]  rq_wr_id;
 reg [63:0]  rq_addr;
 reg [31:0]  rq_len;
@@ -258,8 +261,10 @@ always @(posedge clk) begin
             if (!needs_rq) begin
                 m_rsp_place <= 1'b1;
                 state <= S_RESPOND;
-            end else if (is_cont && is_send) begin
+            end else if (is_cont && is_send && rq_qpn == qp_qpn) begin
                 state <= S_LKEY;    // the message's receive WQE is already taken
+            end else if (is_cont && is_send) begin
+                state <= S_RQ;      // ... and another QP's message came in between
             end else if (qp_rq_pi == qp_rq_ci) begin
                 m_rsp_rnr    <= is_rc;
                 state <= S_RESPOND;
@@ -279,11 +284,12 @@ always @(posedge clk) begin
         end
 
         S_RQ_WAIT: if (s_dma_done) begin
+            rq_qpn   <= qp_qpn;
             rq_wr_id <= s_dma_rdata[8*8 +: 64];
             rq_addr  <= s_dma_rdata[16*8 +: 64];
             rq_len   <= s_dma_rdata[24*8 +: 32];
             rq_lkey  <= s_dma_rdata[28*8 +: 32];
-            state <= r_kind == 2'd2 ? S_CQE : S_LKEY;
+            state <= r_kind == 2'd2 || r_kind == 2'd1 ? S_CQE : S_LKEY;
         end
 
         S_LKEY: begin
@@ -328,6 +334,8 @@ always @(posedge clk) begin
         S_CQE: begin
             if (r_kind == 2'd1 && !needs_rq) begin
                 state <= S_RESPOND;     // END of a message that consumed no receive WQE
+            end else if (r_kind == 2'd1 && rq_qpn != qp_qpn) begin
+                state <= S_RQ;          // its receive WQE again
             end else begin
                 // the receive WQE is consumed and the QP state set before the CQE is written,
                 // so software that sees the CQE sees both

@@ -12,18 +12,17 @@
 // served again), one ahead is a sequence error (one NAK per gap, then silence until the
 // expected PSN arrives). ACKs go out where the requester asked for one (AckReq).
 //
-// A message in progress keeps the responder (it holds the message's receive WQE), so while one
-// is, request packets from other ports wait in their depacketizers. Packets that fail the QP
-// checks are dropped and reported per port (PortRcvErrors); out-of-sequence packets are dropped
-// silently.
+// Each QP has its own message in progress (its offset, a WRITE's address and length, its first
+// PSN), so the packets of many QPs' messages may interleave on a link, as they do behind a
+// switch. Packets that fail the QP checks are dropped and reported per port (PortRcvErrors);
+// out-of-sequence packets are dropped silently.
 `default_nettype none
 
 module rx_engine #(
     parameter NUM_PORTS = 2,       // ports
     parameter NUM_QP = 64,         // queue pairs
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter DATA_WIDTH = 256,    // payload beat width in bits
-    parameter HOLD_CYCLES = 2048   // a message in progress keeps other ports' requests waiting at most this long without a packet
+    parameter DATA_WIDTH = 256     // payload beat width in bits
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -57,9 +56,6 @@ module rx_engine #(
     output reg                              qp_set_epsn,
     output reg  [23:0]                      qp_epsn_value,
     output reg                              qp_msn_inc,
-    output reg                              qp_rewind,        // the QP of a cut-short RC message
-    output reg  [QPN_BITS-1:0]              qp_rewind_qpn,    // expects it again from its first
-    output reg  [23:0]                      qp_rewind_psn,    // PSN
     input  wire                             qp_restart,       // a QP starts over (qp_table)
     input  wire [QPN_BITS-1:0]              qp_restart_qpn,
 
@@ -158,21 +154,22 @@ wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
                      fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
                                  (has_imm ? WR_SEND_IMM : WR_SEND);
 
-// ---- the message in progress (one at a time, see above) ----
-reg                   in_msg;
-reg                   msg_rc;           // the message in progress is RC ...
-reg                   msg_acked;        // ... and some of its packets were acknowledged
-reg  [15:0]           hold_wait;        // cycles other ports' requests waited for it
+// ---- each QP's message in progress ----
+reg  [NUM_QP-1:0]     in_msg;
+reg  [NUM_QP-1:0]     msg_acked;        // some of its packets were acknowledged
+reg  [NUM_QP-1:0]     msg_write;        // RDMA WRITE (else SEND)
+reg  [31:0]           msg_off [0:NUM_QP-1];     // bytes of the message stored so far
+reg  [31:0]           msg_dma_len [0:NUM_QP-1]; // RETH length of a WRITE
+reg  [ADDR_WIDTH-1:0] msg_addr [0:NUM_QP-1];    // host address of the WRITE's first byte
+reg  [23:0]           msg_psn [0:NUM_QP-1];     // PSN of its first packet
 reg                   implied;          // the READ response's implied acknowledgement is sent
-reg [23:0]            msg_qpn;
-reg                   msg_write;        // RDMA WRITE (else SEND)
-reg [31:0]            msg_off;          // bytes of the message stored so far
-reg [31:0]            msg_dma_len;      // RETH length of a WRITE
-reg [ADDR_WIDTH-1:0]  msg_addr;         // host address of the WRITE's first byte
-reg [23:0]            msg_psn;          // PSN of its first packet
 
 // ---- checks of a request packet against its QP ----
 assign qp_qpn = h_dest[QPN_BITS-1:0];
+wire [QPN_BITS-1:0] q = qp_qpn;         // the packet's QP (a request's, once qp_ok)
+wire        q_in_msg = in_msg[q];
+wire [31:0] q_off    = msg_off[q];
+wire [23:0] q_psn    = msg_psn[q];
 wire qp_ok  = h_dest < NUM_QP && qp_valid && qp_type == h_type && qp_port == cur &&
               (qp_state == QPS_RTR || qp_state == QPS_RTS) &&
               (h_type != QPT_UD || h[RXH_QKEY +: 32] == qp_qkey);
@@ -182,13 +179,13 @@ wire psn_ok = h_type == QPT_UD || h_psn == qp_epsn || (h_type == QPT_UC && is_fi
 wire [23:0] psn_diff = h_psn - qp_epsn;
 wire duplicate = h_type == QPT_RC && psn_diff[23];
 reg  [NUM_QP-1:0] nak_sent;      // a sequence NAK went out for the QP's current gap
-// The QP took back PSNs it had acknowledged (a message cut short, or RNR NAKed at its last
-// packet, after an ACK for a packet before): its requester's resends land past the expected
-// PSN until it hears the NAK, which is repeated for each that asks for an ACK, in case it
-// went missing.
+// The QP took back PSNs it had acknowledged (a message RNR NAKed at its last packet, after an
+// ACK or a sequence NAK for a packet inside it): its requester's resends land past the
+// expected PSN until it hears the NAK, which is repeated for each that asks for an ACK, in
+// case it went missing.
 reg  [NUM_QP-1:0] took_back;
-wire seq_ok = is_first ? !in_msg || msg_qpn != h_dest || h_type == QPT_UC
-                       : in_msg && msg_qpn == h_dest && msg_write == fam_write;
+wire seq_ok = is_first ? !q_in_msg || h_type == QPT_UC
+                       : q_in_msg && msg_write[q] == fam_write;
 // a WRITE's later packets need no responder check unless they carry the immediate
 wire write_direct = fam_write && !is_first && !has_imm;
 
@@ -206,15 +203,15 @@ assign m_ack_qpn = qp_qpn;
 
 // ---- the message to the responder ----
 reg  [1:0]  msg_kind;
-wire [31:0] msg_len = msg_kind == 2'd1 ? (msg_write ? msg_dma_len : msg_off) :
+wire [31:0] msg_len = msg_kind == 2'd1 ? (msg_write[q] ? msg_dma_len[q] : q_off) :
                       (fam_write || fam_read) && is_first ? h_dma_len : {19'd0, h_plen};
 wire [23:0] src_qpn = h_type == QPT_UD ? h[RXH_SRC_QPN +: 24] : qp_dest_qpn[23:0];
-assign m_msg_data = {msg_off, h[RXH_DGID +: 128], h[RXH_SGID +: 128], h[RXH_HOP +: 8],
+assign m_msg_data = {q_off, h[RXH_DGID +: 128], h[RXH_SGID +: 128], h[RXH_HOP +: 8],
                      h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
                      h[RXH_DLID +: 16], h[RXH_SLID +: 16], h[RXH_SE], h[RXH_QKEY +: 32],
                      h[RXH_IMM +: 32], h[RXH_RKEY +: 32], h[RXH_RADDR +: 64], msg_len, cur,
                      src_qpn, 8'd0, h_dest, h_type, ibv_op, msg_kind};
-assign m_msg_hold = state != S_IDLE || in_msg;
+assign m_msg_hold = state != S_IDLE;
 
 // ---- storing the payload ----
 reg                   storing;          // the store's stream is open
@@ -258,10 +255,8 @@ assign m_tx_desc = ans;
 wire [7:0] nak_code = s_rsp_status == WC_REM_ACCESS_ERR ? 8'h62 :
                       s_rsp_status == WC_REM_INV_REQ_ERR ? 8'h61 : 8'h63;
 
-// ---- picking the next packet: round robin; while a message is in progress, other ports'
-//      request packets wait ----
+// ---- picking the next packet: round robin over the ports ----
 reg  [PORT_BITS-1:0] rr;
-reg  [PORT_BITS-1:0] lock_port;
 reg  [PORT_BITS-1:0] pick;
 reg                  pick_valid;
 integer i, j;
@@ -270,10 +265,7 @@ always @* begin
     pick_valid = 1'b0;
     for (i = NUM_PORTS; i >= 1; i = i - 1) begin
         j = ({{(32-PORT_BITS){1'b0}}, rr} + i) % NUM_PORTS;
-        if (s_hdr_valid[j] && (!in_msg || j == {{(32-PORT_BITS){1'b0}}, lock_port} ||
-                (s_hdr_data[j*RXH_WIDTH + RXH_OPCODE + 5 +: 3] == 3'd0 &&
-                 s_hdr_data[j*RXH_WIDTH + RXH_OPCODE +: 5] >= 5'h0D &&
-                 s_hdr_data[j*RXH_WIDTH + RXH_OPCODE +: 5] <= 5'h11))) begin
+        if (s_hdr_valid[j]) begin
             pick = j[PORT_BITS-1:0];
             pick_valid = 1'b1;
         end
@@ -282,20 +274,7 @@ end
 assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << pick)
                                                      : {NUM_PORTS{1'b0}};
 
-wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24]};
-
-// The message in progress will not be finished (its rest was lost, or its port went silent):
-// an RC QP expects it again from its first PSN (a sequence NAK says so to a resend from inside
-// it, repeated while the requester may believe those PSNs acknowledged); UC forgets it.
-task cut_short;
-    if (msg_rc) begin
-        qp_rewind     <= 1'b1;
-        qp_rewind_qpn <= msg_qpn[QPN_BITS-1:0];
-        qp_rewind_psn <= msg_psn;
-        nak_sent[msg_qpn[QPN_BITS-1:0]]  <= 1'b0;
-        took_back[msg_qpn[QPN_BITS-1:0]] <= msg_acked;
-    end
-endtask
+wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24], j[31:PORT_BITS]};
 
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
@@ -303,23 +282,11 @@ always @(posedge clk) begin
     xmit_discard  <= {NUM_PORTS{1'b0}};
     qp_set_epsn   <= 1'b0;
     qp_msn_inc    <= 1'b0;
-    qp_rewind     <= 1'b0;
     m_ack_valid   <= 1'b0;
     if (m_msg_valid && m_msg_ready) m_msg_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready) m_dma_valid <= 1'b0;
     if (|(m_tx_valid & m_tx_ready)) m_tx_valid <= {NUM_PORTS{1'b0}};
     if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) storing <= 1'b0;
-
-    // a message whose port went silent while other ports' requests wait is cut short
-    hold_wait <= 16'd0;
-    if (state == S_IDLE && in_msg && !s_hdr_valid[lock_port] &&
-            |(s_hdr_valid & ~({{(NUM_PORTS-1){1'b0}}, 1'b1} << lock_port))) begin
-        hold_wait <= hold_wait + 16'd1;
-        if (hold_wait == HOLD_CYCLES - 1) begin
-            cut_short;
-            in_msg <= 1'b0;
-        end
-    end
 
     case (state)
         S_IDLE: if (pick_valid) begin
@@ -377,39 +344,36 @@ always @(posedge clk) begin
                 // packets were lost: say so once, then wait for the expected PSN
                 ans_syndrome <= 8'h60;
                 ans_psn      <= qp_epsn;
-                nak_sent[h_dest[QPN_BITS-1:0]] <= 1'b1;
-                state <= nak_sent[h_dest[QPN_BITS-1:0]] &&
-                         !(took_back[h_dest[QPN_BITS-1:0]] && h_ackreq) ? S_DROP : S_ANSWER;
+                nak_sent[q] <= 1'b1;
+                // the NAK acknowledges the message's packets before the expected PSN
+                if (q_in_msg && qp_epsn != q_psn)
+                    msg_acked[q] <= 1'b1;
+                state <= nak_sent[q] && !(took_back[q] && h_ackreq) ? S_DROP : S_ANSWER;
             end else if ((!psn_ok && !duplicate) || !seq_ok) begin
-                if (h_type == QPT_UC && in_msg && msg_qpn == h_dest)
-                    in_msg <= 1'b0;             // UC: the rest of that message is lost
+                if (h_type == QPT_UC)
+                    in_msg[q] <= 1'b0;          // UC: the rest of that message is lost
                 state <= S_DROP;
             end else begin
                 if (!duplicate) begin
-                    nak_sent[h_dest[QPN_BITS-1:0]]  <= 1'b0;
-                    took_back[h_dest[QPN_BITS-1:0]] <= 1'b0;
+                    nak_sent[q]  <= 1'b0;
+                    took_back[q] <= 1'b0;
                 end
                 if (is_first && !fam_read) begin
-                    // another QP's message in progress has lost its rest on the way
-                    if (in_msg && msg_qpn != h_dest)
-                        cut_short;
-                    in_msg      <= 1'b0;
-                    msg_rc      <= h_type == QPT_RC;
-                    msg_acked   <= 1'b0;
-                    msg_qpn     <= h_dest;
-                    msg_write   <= fam_write;
-                    msg_off     <= 32'd0;
-                    msg_dma_len <= h_dma_len;
-                    msg_psn     <= h_psn;
+                    in_msg[q]      <= 1'b0;
+                    msg_acked[q]   <= 1'b0;
+                    msg_write[q]   <= fam_write;
+                    msg_off[q]     <= 32'd0;
+                    msg_dma_len[q] <= h_dma_len;
+                    msg_psn[q]     <= h_psn;
                 end
                 msg_kind <= is_first ? 2'd0 : 2'd3;
                 if (write_direct) begin
-                    if (msg_off + {19'd0, h_plen} > msg_dma_len) begin
+                    if (q_off + {19'd0, h_plen} > msg_dma_len[q]) begin
                         ans_syndrome <= 8'h61;  // more data than the RETH announced
                         state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
-                        in_msg <= 1'b0;
+                        in_msg[q] <= 1'b0;
                     end else begin
-                        store_addr <= msg_addr + msg_off[ADDR_WIDTH-1:0];
+                        store_addr <= msg_addr[q] + q_off[ADDR_WIDTH-1:0];
                         state <= S_STORE;
                     end
                 end else begin
@@ -420,28 +384,27 @@ always @(posedge clk) begin
         end
 
         S_MSG_WAIT: if (s_rsp_valid) begin
-            // a READ request between the packets of a message in progress (of another QP,
-            // whose rest is still to come) leaves that message's address alone
-            if (msg_kind == 2'd0 && !fam_read)
-                msg_addr <= s_rsp_addr;
-            store_addr <= msg_write && msg_kind == 2'd3 ? msg_addr + msg_off[ADDR_WIDTH-1:0] : s_rsp_addr;
+            if (msg_kind == 2'd0 && fam_write)
+                msg_addr[q] <= s_rsp_addr;
+            store_addr <= msg_write[q] && msg_kind == 2'd3 ? msg_addr[q] + q_off[ADDR_WIDTH-1:0]
+                                                            : s_rsp_addr;
             if (s_rsp_rnr) begin
                 // RNR NAK with the QP's timer: the requester sends the message again from its
                 // first packet
                 ans_syndrome <= {3'b001, s_rsp_rnr_timer};
-                ans_psn      <= msg_psn;
-                in_msg <= 1'b0;
+                ans_psn      <= q_psn;
+                in_msg[q] <= 1'b0;
                 qp_set_epsn   <= 1'b1;
-                qp_epsn_value <= msg_psn;
-                took_back[h_dest[QPN_BITS-1:0]] <= msg_acked && !is_first;
+                qp_epsn_value <= q_psn;
+                took_back[q] <= msg_acked[q] && !is_first;
                 state  <= S_ANSWER;
             end else if (s_rsp_status != WC_SUCCESS) begin
                 ans_syndrome <= nak_code;
-                in_msg <= 1'b0;
+                in_msg[q] <= 1'b0;
                 state  <= h_type == QPT_RC ? S_ANSWER : S_DROP;
             end else if (!s_rsp_place) begin
                 // UC / UD: dropped by the responder (no receive WQE, or a failed check)
-                in_msg <= 1'b0;
+                in_msg[q] <= 1'b0;
                 if (h_type == QPT_UC) begin
                     qp_set_epsn   <= 1'b1;
                     qp_epsn_value <= h_psn + 24'd1;
@@ -481,22 +444,22 @@ always @(posedge clk) begin
                 m_ack_kind  <= 2'd1;
                 state <= S_IDLE;
             end else begin
-                msg_off <= msg_off + {19'd0, h_plen};
+                msg_off[q] <= q_off + {19'd0, h_plen};
                 if (h_type != QPT_UD) begin
                     qp_set_epsn   <= 1'b1;
                     qp_epsn_value <= h_psn + 24'd1;
                 end
                 if (is_last) begin
-                    in_msg <= 1'b0;
+                    in_msg[q] <= 1'b0;
                     msg_kind <= 2'd1;
                     m_msg_valid <= 1'b1;
                     state <= S_END_WAIT;
                 end else begin
-                    in_msg    <= 1'b1;
-                    lock_port <= cur;
+                    in_msg[q] <= 1'b1;
                     // an RC request that asks for an ACK before its last packet gets one
                     ans_syndrome <= 8'h1F;
-                    msg_acked    <= msg_acked || (h_type == QPT_RC && h_ackreq);
+                    if (h_type == QPT_RC && h_ackreq)
+                        msg_acked[q] <= 1'b1;
                     state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
                 end
             end
@@ -534,21 +497,20 @@ always @(posedge clk) begin
     endcase
 
     if (qp_restart) begin
+        in_msg[qp_restart_qpn]    <= 1'b0;
         nak_sent[qp_restart_qpn]  <= 1'b0;
         took_back[qp_restart_qpn] <= 1'b0;
     end
 
     if (rst) begin
         state       <= S_IDLE;
-        in_msg      <= 1'b0;
+        in_msg      <= {NUM_QP{1'b0}};
         storing     <= 1'b0;
         rr          <= {PORT_BITS{1'b0}};
-        lock_port   <= {PORT_BITS{1'b0}};
         m_msg_valid <= 1'b0;
         m_dma_valid <= 1'b0;
         m_tx_valid  <= {NUM_PORTS{1'b0}};
         m_ack_valid <= 1'b0;
-        msg_qpn     <= 24'd0;
         nak_sent    <= {NUM_QP{1'b0}};
         took_back   <= {NUM_QP{1'b0}};
     end

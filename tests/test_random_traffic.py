@@ -558,6 +558,7 @@ class RandomTraffic(Observer):
         self.sides = sides
         self.tb, self.dev, self.sb = sides[0]
         self.seed = seed
+        self.faults = {}            # (device, port): the LinkFaults of a lossy cable
         self.peer = peer
         self.rng = random.Random(f"{seed}:setup")
         self.log = self.tb.log
@@ -934,6 +935,7 @@ def lossy_cables(program, seed, loss):
                                 reorder=loss / 2, delay_cycles=700, corrupt_kind="either",
                                 qpns=qpns)
             faults.apply(cable)
+            program.faults[d, port] = faults
             tb.log.info("cable from dev%d port %d: %s", d, port, faults.describe())
 
 
@@ -953,8 +955,8 @@ async def run_program(dut, placement, peer, loss=0.0):
     if peer != OTHER_DEVICE:
         sides, port_setups = sides[:1], port_setups[:1]
     tb = sides[0][0]
+    program = RandomTraffic(sides, seed, peer)
     try:
-        program = RandomTraffic(sides, seed, peer)
         await program.setup(port_setups)
         if loss:
             lossy_cables(program, seed, loss)
@@ -983,13 +985,34 @@ async def run_program(dut, placement, peer, loss=0.0):
                 for c in sniffer.captures[-12:]:
                     t.log.info("port %d link, cycle %d: %s", port, c.cycle,
                                c.packet.summary() if c.packet else c.error)
+        write_link_traces(sides, program.faults, placement)
         raise AssertionError(f"random traffic (peers on the {placement}) failed at "
                              f"DATA_WIDTH={width}: {e}\nreplay with SEED={seed}") from e
 
 
+def write_link_traces(sides, faults, placement):
+    """Every link's pcap and a text trace, each packet with the fault its cable gave it (from
+    the cable model's own generator), under sim/out/ for the post-mortem."""
+    simrun.OUT.mkdir(parents=True, exist_ok=True)
+    where = "".join(c if c.isalnum() else "-" for c in placement)
+    run = f"{cocotb.SIM_NAME.split()[0].lower()}.random-{where}"
+    for d, (t, _, _) in enumerate(sides):
+        for port, sniffer in t.sniffers.items():
+            stem = simrun.OUT / f"{run}.dev{d}-port{port}"
+            sniffer.write_pcap(f"{stem}.pcap")
+            plan = faults[d, port].plan([c.data for c in sniffer.captures]) \
+                if (d, port) in faults else [None] * len(sniffer.captures)
+            with open(f"{stem}.txt", "w") as trace:
+                for c, decision in zip(sniffer.captures, plan):
+                    fault = decision.action if decision else "none"
+                    trace.write(f"{c.cycle:>9} {'' if fault == 'none' else fault.upper():8}"
+                                f"{c.packet.summary() if c.packet else c.error}\n")
+            t.log.info("link trace: %s.{pcap,txt}", stem)
+
+
 def engine_states(dev):
     """The device's engines at a glance, for a failure's post-mortem."""
-    names = ("req.state", "rx.state", "rx.in_msg", "rx.lock_port", "rx.cur", "rx.h_op",
+    names = ("req.state", "rx.state", "rx.in_msg", "rx.cur", "rx.h_op",
              "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "hdr_valid", "pl_tvalid",
              "dma_arb.busy", "dma_arb.owner", "mover.s_cmd_ready", "mover.state",
              "mover.cmd_mode", "mover.cmd_len", "mover.cmd_src", "mover.src_valid",

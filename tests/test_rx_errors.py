@@ -15,7 +15,7 @@ import pytest
 
 from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
-from tb.ib_packet import BTH, DETH, GRH, LRH, Packet, build
+from tb.ib_packet import BTH, DETH, GRH, LRH, RETH, Packet, build, packetize
 from tb.rdma_program import QKEY, Rdma, assert_wc
 from tb.rdma_tb import LinkInjector
 from tb.verbs import GRH_BYTES, PortCounter, QPType, RecvWR, WCStatus
@@ -187,6 +187,65 @@ async def test_injected_rc_message_is_acknowledged(dut):
     await rdma.cycles(300)
     [ack] = rdma.tb.sniffers[PORT].packets()
     assert (ack.bth.opcode, ack.bth.psn, ack.aeth.msn, ack.lrh.dlid) == (0x11, 0x123458, 1, 0x9)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_interleaved_messages_of_many_qps_all_land(dut):
+    """Three-packet messages of three QPs arrive interleaved packet by packet on port 2, as
+    behind a switch merging three senders, with a UD packet among them: an RC SEND, a UC SEND
+    and an RC RDMA WRITE. Each QP keeps its own message in progress, so all three land whole,
+    both receives complete, and the RC QPs answer each with one ACK — the packets and memory
+    the model predicts message by message."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    port = rdma.dev.ports[PORT]
+    lrh = LRH(dlid=port.lid, slid=0x9, sl=3)
+    size = 256 * 2 + 100
+    messages, checks = [], []
+    for n, (qp_type, op) in enumerate(((QPType.RC, "SEND"), (QPType.UC, "SEND"),
+                                       (QPType.RC, "RDMA_WRITE"))):
+        qp = await rdma.qp(qp_type)
+        psn = 0x100 * (n + 1)
+        await rdma.connect(qp, 0x70 + n, port=PORT, dlid=0x9, rq_psn=psn)
+        inbox = await rdma.region(4096)
+        data = bytes((n + 3 * i) & 0xFF for i in range(size))
+        reth = None
+        if op == "SEND":
+            await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xD0 + n))
+            checks.append((qp, 0xD0 + n, inbox, 0, data, 0x70 + n))
+        else:
+            target = inbox.remote(64)
+            reth = RETH(va=target.addr, rkey=target.rkey, dma_len=size)
+            checks.append((None, None, inbox, 64, data, 0x70 + n))
+        messages.append(packetize(qp_type.name, op, data, 256, lrh=lrh, dest_qp=qp.qp_num,
+                                  psn=psn, reth=reth))
+    ud = await rdma.ud_qp(port=PORT)
+    ud_inbox = await rdma.region(4096)
+    await ud.post_recv(RecvWR(ud_inbox.sge(0, 1024), wr_id=0xDF))
+    link = LinkInjector(dut, PORT)
+    for i in range(3):
+        for packets in messages:
+            await link.send(build(packets[i]))
+        if i == 1:
+            await link.send(build(ud_packet(rdma, ud.qp_num)))
+    for packets in messages:
+        model.receive_injected(PORT, packets)
+        if packets is messages[1]:
+            model.receive_injected(PORT, [ud_packet(rdma, ud.qp_num)])
+    for qp, wr_id, inbox, offset, data, peer in checks:
+        if qp is not None:
+            [wc] = await rdma.poll_until(qp.recv_cq, 1)
+            assert_wc(wc, wr_id=wr_id, status=WCStatus.SUCCESS, byte_len=len(data),
+                      src_qp=peer, slid=0x9, sl=3)
+    [wc] = await rdma.poll_until(ud.recv_cq, 1)
+    assert_wc(wc, wr_id=0xDF, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + GRH_BYTES)
+    for qp, wr_id, inbox, offset, data, peer in checks:
+        assert inbox.read(offset, len(data)) == data, \
+            f"the message from QP {peer:#x} did not land whole"
+    await rdma.cycles(300)
+    acks = [(p.bth.dest_qp, p.bth.psn) for p in rdma.tb.sniffers[PORT].packets()]
+    assert acks == [(0x70, 0x102), (0x72, 0x302)], f"ACKs: {acks}"
     await rdma.finish(links_idle=False)
 
 
