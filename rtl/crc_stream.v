@@ -54,15 +54,10 @@ function [DATA_WIDTH-1:0] matrix_row(input [CRC_WIDTH-1:0] sel);
     end
 endfunction
 
-reg  [CRC_WIDTH-1:0]  state;    // CRC register after the last beat (no final XOR)
-
-wire [CRC_WIDTH-1:0]  start = s_first ? INIT : state;
-
 // Enabled bytes in this beat. The enables are a thermometer code, so bit b of the count is set
 // when the count mod 2^(b+1) is at least 2^b: some byte j*2^(b+1) + 2^b - 1 is enabled and
 // byte (j+1)*2^(b+1) - 1 is not. An OR of such pairs has log depth, where a priority encoder
-// would chain through every byte of the beat; written as one masked vector per count bit, as
-// simulators evaluate it fastest. keep_ext reads 0 beyond the beat.
+// would chain through every byte of the beat. keep_ext reads 0 beyond the beat.
 function [2*KEEP_WIDTH-1:0] pair_low(input integer b);   // the bytes j*2^(b+1) + 2^b - 1
     integer lo;
     begin
@@ -72,24 +67,31 @@ function [2*KEEP_WIDTH-1:0] pair_low(input integer b);   // the bytes j*2^(b+1) 
     end
 endfunction
 
-wire [2*KEEP_WIDTH-1:0] keep_ext = {{KEEP_WIDTH{1'b0}}, s_keep & {KEEP_WIDTH{s_valid}}};
-wire [CNT_WIDTH-1:0]  count;
-genvar b;
-generate
-    for (b = 0; b < CNT_WIDTH; b = b + 1) begin : g_count
-        assign count[b] = |(keep_ext & ~(keep_ext >> (1 << b)) & pair_low(b));
-    end
-endgenerate
+reg  [CRC_WIDTH-1:0]  state;    // CRC register after the last beat (no final XOR)
 
-reg  [DATA_WIDTH-1:0] start_wide;   // the register, zero-extended to a beat
+wire [CRC_WIDTH-1:0]  start = s_first ? INIT : state;
+
+// Procedural blocks over whole vectors: simulators evaluate them word by word, where the same
+// logic as continuous assignments is evaluated gate by gate, bit by bit (Icarus). The matrix
+// rows see a beat only while one is valid: between beats `aligned` rests at zero.
+reg  [2*KEEP_WIDTH-1:0] keep_ext;
+reg  [CNT_WIDTH-1:0]  count;
+reg  [DATA_WIDTH-1:0] aligned;
+reg  [CRC_WIDTH-1:0]  residue;
+integer b;
 always @* begin
-    start_wide = {DATA_WIDTH{1'b0}};
-    start_wide[CRC_WIDTH-1:0] = start;
+    keep_ext = {{KEEP_WIDTH{1'b0}}, s_keep & {KEEP_WIDTH{s_valid}}};
+    for (b = 0; b < CNT_WIDTH; b = b + 1)
+        count[b] = |(keep_ext & ~(keep_ext >> (1 << b)) & pair_low(b));
+    residue = start;
+    aligned = {DATA_WIDTH{1'b0}};
+    if (count != {CNT_WIDTH{1'b0}}) begin
+        // the register XORs the first bytes; the beat's bytes go to its top, zeros in front
+        aligned[CRC_WIDTH-1:0] = start;
+        aligned = (s_data ^ aligned) << {KEEP_WIDTH[CNT_WIDTH-1:0] - count, 3'b000};
+        residue = start >> {count, 3'b000};
+    end
 end
-
-wire [CNT_WIDTH-1:0]  pad_bytes = KEEP_WIDTH[CNT_WIDTH-1:0] - count;
-wire [DATA_WIDTH-1:0] aligned = (s_data ^ start_wide) << {pad_bytes, 3'b000};
-wire [CRC_WIDTH-1:0]  residue = start >> {count, 3'b000};
 
 wire [CRC_WIDTH-1:0]  beat_crc;
 genvar j;
@@ -97,7 +99,9 @@ generate
     for (j = 0; j < CRC_WIDTH; j = j + 1) begin : row
         localparam [CRC_WIDTH-1:0] SEL = {{(CRC_WIDTH-1){1'b0}}, 1'b1} << j;  // CRC bit j
         localparam [DATA_WIDTH-1:0] ROW = matrix_row(SEL);  // its constant taps
-        assign beat_crc[j] = ^(aligned & ROW);
+        reg parity;
+        always @* parity = ^(aligned & ROW);
+        assign beat_crc[j] = parity;
     end
 endgenerate
 

@@ -71,7 +71,9 @@ ERROR_FLOWS = {QPType.RC: 3, QPType.UC: 2, QPType.UD: 2}   # sender -> passive r
 # send WRs shared among the error-free flows: $RANDOM_WRS, else 300 (`make test`), or the full
 # program of 2200 under REGRESS (`make regress`, which also runs several seeds)
 NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "300"))
-LOSSY_WRS = 150          # the lossy run's in `make test`: go-back-N over lossy cables is slow
+# the runs between devices in `make test` (the packet path costs twice the bypass, and go-back-N
+# over lossy cables more)
+FABRIC_WRS = 150
 ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among them)
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell
@@ -1134,20 +1136,24 @@ def test_random_traffic(w, run):
                 pytrace=False)
 
 
+def fabric_shape():
+    """The program's size between devices: FABRIC_WRS send WRs in make test."""
+    return {} if REGRESS or "RANDOM_WRS" in os.environ else {"RANDOM_WRS": str(FABRIC_WRS)}
+
+
 @pytest.mark.parametrize("loss", [0.01, 0.1])
 def test_random_traffic_lossy(loss):
     """The program between devices over lossy cables (random_traffic_other_device_lossy),
     compared with its run on one device's own ports, at 256 bits: 1 % in make test (a program
-    of LOSSY_WRS send WRs), 10 % (some five times longer to simulate) under make regress."""
+    of FABRIC_WRS send WRs), 10 % (some five times longer to simulate) under make regress."""
     if loss > 0.01 and not REGRESS:
         pytest.skip("10 % loss runs under make regress")
     seed = seed_from_env()
     print(f"random traffic between devices at {loss:.0%} loss: SEED={seed}")
-    shape = {} if REGRESS or "RANDOM_WRS" in os.environ else {"RANDOM_WRS": str(LOSSY_WRS)}
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_lossy_{loss}",
-                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), **shape,
+                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), **fabric_shape(),
                               "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device_lossy)$"})
         return
@@ -1160,13 +1166,14 @@ def test_random_traffic_lossy(loss):
 @pytest.mark.parametrize("run", RUNS)
 def test_random_traffic_other_device(run):
     """The same program with its peers on the other device of tb_fabric, compared with its run
-    on one device's own ports (both in one simulation of tb_fabric), at 256 bits."""
+    on one device's own ports (both in one simulation of tb_fabric), at 256 bits (a program of
+    FABRIC_WRS send WRs in make test)."""
     seed = seed_from_env()
     print(f"random traffic between devices: SEED={seed}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_fabric_{run}",
-                   extra_env={"SEED": str(seed), "COCOTB_TEST_FILTER":
+                   extra_env={"SEED": str(seed), **fabric_shape(), "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device)$"})
         return
     except AssertionError as failed:

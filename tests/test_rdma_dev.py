@@ -1514,7 +1514,8 @@ async def test_modify_to_undefined_state_refused(dut):
 # The pytest runner: rdma_dev end to end at each supported data width. The cocotb tests run in two
 # groups per width, one simulator process each, so pytest-xdist can spread them: the 1 MiB messages
 # (most of the run time at 64 bits) and everything else. Both groups of a width share one build
-# (simrun builds each top and parameter set once).
+# (simrun builds each top and parameter set once). make test moves 1 MiB once per width, each
+# width with another opcode; make regress every opcode at every width.
 
 WIDTHS = [64, 256, 512]
 MEGABYTE_TESTS = "test_megabyte_messages"
@@ -1522,14 +1523,18 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_rdma_dev.<test 
     "megabyte": rf"^test_rdma_dev\.{MEGABYTE_TESTS}(/|$)",
     "main": rf"^test_rdma_dev\.(?!{MEGABYTE_TESTS}(/|$))",
 }
+MEGABYTE_OPCODE = {64: "SEND", 256: "RDMA_WRITE", 512: "RDMA_READ"}     # make test's
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("w", WIDTHS)
 def test_rdma_dev(w, group):
+    pattern = GROUPS[group]
+    if group == "megabyte" and not REGRESS:
+        pattern = rf"^test_rdma_dev\.{MEGABYTE_TESTS}/opcode={MEGABYTE_OPCODE[w]}$"
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
         parameters={"DATA_WIDTH": w},
-        extra_env={"COCOTB_TEST_FILTER": GROUPS[group]},
+        extra_env={"COCOTB_TEST_FILTER": pattern},
     )
