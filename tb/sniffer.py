@@ -43,7 +43,7 @@ class LinkSniffer(BusMonitor):
     `interface` is the ERF capture interface of the link in pcaps."""
 
     _signals = ["packets", "data", "keep", "pkt_beats", "pkt_cycle", "pkt_user", "pkt_x",
-                "pkt_long", "beats", "last_beat_cycle", "tdata"]
+                "pkt_long", "pkt_keep_ok", "pkt_last_keep", "beats", "last_beat_cycle", "tdata"]
 
     def __init__(self, tap, clock, cycle, mtu=None, interface=0):
         self.cycle = cycle
@@ -54,7 +54,10 @@ class LinkSniffer(BusMonitor):
         super().__init__(tap, None, clock, callback=self.captures.append)
         self.log = logging.getLogger(f"cocotb.sniffer.{tap._name}")
         self.beat_bytes = len(self.bus.tdata) // 8
-        self.max_beats = len(self.bus.keep) // self.beat_bytes
+        self.max_beats = len(self.bus.data)
+        # the simulator objects of the tap's beat words, read straight (tb/signals.py)
+        self._words = [self.bus.data[n]._handle for n in range(self.max_beats)]
+        self._keeps = [self.bus.keep[n]._handle for n in range(self.max_beats)]
         self._beats_before = int(self.bus.beats.value)
 
     @property
@@ -106,16 +109,14 @@ class LinkSniffer(BusMonitor):
             framing = framing or f"longer than the tap keeps ({self.max_beats} beats)"
             nbeats = self.max_beats
         # X or Z in a beat's unkept lanes reads as 0
-        raw = read_int(self.bus.data._handle).to_bytes(self.max_beats * bb, "little")
-        keep = read_int(self.bus.keep._handle)
-        full = (1 << bb) - 1
-        last = keep >> (bb * (nbeats - 1)) & full
-        if keep & ((1 << (bb * (nbeats - 1))) - 1) == (1 << (bb * (nbeats - 1))) - 1 \
-                and last & (last + 1) == 0:
-            data = raw[:bb * (nbeats - 1) + last.bit_length()]
+        raw = b"".join(read_int(self._words[n]).to_bytes(bb, "little") for n in range(nbeats))
+        if self.bus.pkt_keep_ok.value and not self.bus.pkt_long.value:
+            data = raw[:bb * (nbeats - 1) + int(self.bus.pkt_last_keep.value).bit_length()]
         else:
             framing = framing or "tkeep is not contiguous from byte 0"
-            data = bytes(raw[i] for i in range(bb * nbeats) if keep >> i & 1)
+            keep = [read_int(self._keeps[n]) for n in range(nbeats)]
+            data = bytes(raw[n * bb + i] for n in range(nbeats) for i in range(bb)
+                         if keep[n] >> i & 1)
         return self._capture(cycle, data, framing, aborted=bool(self.bus.pkt_user.value))
 
     def _capture(self, cycle, data, framing, aborted):
