@@ -15,7 +15,7 @@ import pytest
 
 from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
-from tb.ib_packet import BTH, DETH, GRH, LRH, RETH, Packet, build, packetize
+from tb.ib_packet import BTH, DETH, GRH, LRH, RETH, ImmDt, Packet, build, packetize
 from tb.rdma_program import QKEY, Rdma, assert_wc
 from tb.rdma_tb import LinkInjector
 from tb.verbs import GRH_BYTES, PortCounter, QPType, RecvWR, WCStatus
@@ -246,6 +246,57 @@ async def test_interleaved_messages_of_many_qps_all_land(dut):
     await rdma.cycles(300)
     acks = [(p.bth.dest_qp, p.bth.psn) for p in rdma.tb.sniffers[PORT].packets()]
     assert acks == [(0x70, 0x102), (0x72, 0x302)], f"ACKs: {acks}"
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_rnr_after_a_sequence_nak_takes_the_message_back(dut):
+    """A three-packet RC WRITE with immediate loses its middle packet: the responder NAKs the
+    middle PSN (which acknowledges the first), takes the middle and last packets when they are
+    resent, and at the last finds no receive WQE: an RNR NAK naming the message's first PSN.
+    The requester in this test missed that RNR NAK and resends from the middle again: the
+    first resent packet, and then each that asks for an ACK, gets a sequence NAK naming the
+    first PSN, since the requester may believe the first packet acknowledged. Sent whole once
+    a receive is posted, the message lands and completes once."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    model.links_lossy()         # the answers to this test's own loss are checked here
+    psn = 0x200
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=psn)
+    inbox = await rdma.region(4096)
+    port = rdma.dev.ports[PORT]
+    data = bytes((5 * i + 1) & 0xFF for i in range(256 * 2 + 40))
+    target = inbox.remote(100)
+    first, middle, last = packetize(
+        "RC", "RDMA_WRITE", data, 256, lrh=LRH(dlid=port.lid, slid=0x9, sl=3),
+        dest_qp=qp.qp_num, psn=psn, reth=RETH(va=target.addr, rkey=target.rkey,
+                                              dma_len=len(data)), immdt=ImmDt(0xC0FFEE))
+    link = LinkInjector(dut, PORT)
+    sniffer = rdma.tb.sniffers[PORT]
+
+    async def answers(*packets):
+        seen = len(sniffer.captures)
+        for packet in packets:
+            await link.send(build(packet))
+        await rdma.cycles(400)
+        return [(p.bth.psn, p.aeth.syndrome) for p in sniffer.packets()[seen:]]
+
+    assert await answers(first, last) == [(psn + 1, 0x60)], "the lost middle packet is NAKed"
+    rnr = await answers(middle, last)
+    assert [(p, s & 0xE0) for p, s in rnr] == [(psn, 0x20)], \
+        f"no receive WQE at the last packet: an RNR NAK for the first PSN, got {rnr}"
+    assert await answers(middle, last) == [(psn, 0x60)] * 2, \
+        "a resend from inside the message is told to go back to its first PSN, and told again " \
+        "where it asks for an ACK"
+    assert await answers(last) == [(psn, 0x60)], "... however often it asks"
+    await qp.post_recv(RecvWR(inbox.sge(0, 16), wr_id=0xE1))
+    model.receive_injected(PORT, [first, middle, last])
+    assert await answers(first, middle, last) == [(psn + 2, 0x1F)]
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert_wc(wc, wr_id=0xE1, status=WCStatus.SUCCESS, byte_len=len(data), src_qp=0x77,
+              slid=0x9, sl=3)
+    assert inbox.read(100, len(data)) == data
     await rdma.finish(links_idle=False)
 
 
