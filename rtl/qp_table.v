@@ -298,6 +298,17 @@ wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd
 reg  [QPN_BITS-1:0] rnr_scan;
 wire rnr_due = q_rnr_wait[rnr_scan] && $signed(now - q_rnr_until[rnr_scan]) >= 0;
 
+// A QP met receiver-not-ready (the bypass's responder or an RNR NAK from the wire): count a
+// retry (7 is infinite) and take its work away until cycle `due`.
+task rnr_back_off(input [QPN_BITS-1:0] qpn, input [47:0] due);
+    begin
+        q_rnr_wait[qpn]  <= 1'b1;
+        q_rnr_until[qpn] <= due;
+        if (q_rnr_retry[qpn] != 3'd7)
+            q_rnr_left[qpn] <= q_rnr_left[qpn] - 3'd1;
+    end
+endtask
+
 integer i;
 always @(posedge clk) begin
     cmd_done        <= 1'b0;
@@ -311,24 +322,16 @@ always @(posedge clk) begin
     // engine updates
     if (a_sq_issue)
         q_sq_ni[a_qpn] <= q_sq_ni[a_qpn] + 16'd1;
-    if (a_rnr_wait) begin
-        q_rnr_wait[a_qpn] <= 1'b1;
-        q_rnr_until[a_qpn] <= a_rnr_until;
-        if (q_rnr_retry[a_qpn] != 3'd7)
-            q_rnr_left[a_qpn] <= q_rnr_left[a_qpn] - 3'd1;
-    end
+    if (a_rnr_wait)
+        rnr_back_off(a_qpn, a_rnr_until);
     if (d_rewind) begin
         q_sq_ni[d_qpn]  <= d_ni_value;
         q_sq_psn[d_qpn] <= d_psn_value;
     end
     if (d_set_err)
         q_state[d_qpn] <= QPS_ERR;
-    if (d_rnr_wait) begin
-        q_rnr_wait[d_qpn] <= 1'b1;
-        q_rnr_until[d_qpn] <= d_rnr_until;
-        if (q_rnr_retry[d_qpn] != 3'd7)
-            q_rnr_left[d_qpn] <= q_rnr_left[d_qpn] - 3'd1;
-    end
+    if (d_rnr_wait)
+        rnr_back_off(d_qpn, d_rnr_until);
     if (e_sq_advance)
         q_sq_ci[e_qpn] <= q_sq_ci[e_qpn] + 16'd1;
     if (e_rnr_clear)
