@@ -544,8 +544,8 @@ always @(posedge clk) begin
             q_ackto[a_q] <= psn_max(q_ackto[a_q], s_ack_psn);
             walk[a_q]    <= 1'b1;
         end else if (a_seq && a_back) begin
-            // the responder lost the oldest message part of the way (rx_engine: cut short,
-            // or an RNR NAK that went missing): it goes again from its first PSN
+            // the responder took the oldest message back part of the way (an RNR NAK at its
+            // last packet, which went missing): it goes again from its first PSN
             q_una[a_q]      <= s_ack_psn;
             q_ackto[a_q]    <= s_ack_psn;
             gap[a_q]        <= 1'b1;

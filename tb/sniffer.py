@@ -55,9 +55,7 @@ class LinkSniffer(BusMonitor):
         self.log = logging.getLogger(f"cocotb.sniffer.{tap._name}")
         self.beat_bytes = len(self.bus.tdata) // 8
         self.max_beats = len(self.bus.data)
-        # the simulator objects of the tap's beat words, read straight (tb/signals.py)
-        self._words = [self.bus.data[n]._handle for n in range(self.max_beats)]
-        self._keeps = [self.bus.keep[n]._handle for n in range(self.max_beats)]
+        self._gpi = {}      # (array, beat) -> the simulator object of a tap word, once used
         self._beats_before = int(self.bus.beats.value)
 
     @property
@@ -98,6 +96,14 @@ class LinkSniffer(BusMonitor):
             seen = count
             self._recv(self._take())
 
+    def _obj(self, array, beat):
+        """The simulator object of word `beat` of the tap's `array`, read straight
+        (tb/signals.py)."""
+        obj = self._gpi.get((array._name, beat))
+        if obj is None:
+            obj = self._gpi[array._name, beat] = array[beat]._handle
+        return obj
+
     def _take(self):
         """The packet the tap holds, framing checked, as a Capture."""
         bb, nbeats = self.beat_bytes, int(self.bus.pkt_beats.value)
@@ -109,12 +115,13 @@ class LinkSniffer(BusMonitor):
             framing = framing or f"longer than the tap keeps ({self.max_beats} beats)"
             nbeats = self.max_beats
         # X or Z in a beat's unkept lanes reads as 0
-        raw = b"".join(read_int(self._words[n]).to_bytes(bb, "little") for n in range(nbeats))
+        raw = b"".join(read_int(self._obj(self.bus.data, n)).to_bytes(bb, "little")
+                       for n in range(nbeats))
         if self.bus.pkt_keep_ok.value and not self.bus.pkt_long.value:
             data = raw[:bb * (nbeats - 1) + int(self.bus.pkt_last_keep.value).bit_length()]
         else:
             framing = framing or "tkeep is not contiguous from byte 0"
-            keep = [read_int(self._keeps[n]) for n in range(nbeats)]
+            keep = [read_int(self._obj(self.bus.keep, n)) for n in range(nbeats)]
             data = bytes(raw[n * bb + i] for n in range(nbeats) for i in range(bb)
                          if keep[n] >> i & 1)
         return self._capture(cycle, data, framing, aborted=bool(self.bus.pkt_user.value))
