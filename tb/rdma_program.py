@@ -53,11 +53,10 @@ def assert_wc(wc, **want):
     assert not wrong, "completion " + ", ".join(wrong) + f"\n  {wc}"
 
 
-async def read_megabyte_plus_7(local_rdma, remote_rdma, qp):
-    """An RC RDMA READ on `qp` (of `local_rdma`'s device) of 1 MiB + 7 bytes from an odd
-    offset of a region on `remote_rdma`'s device to an odd offset of one on its own: it must
-    complete SUCCESS with every byte in place."""
-    length = (1 << 20) + 7
+async def long_read(local_rdma, remote_rdma, qp, length):
+    """An RC RDMA READ on `qp` (of `local_rdma`'s device) of `length` bytes from an odd offset
+    of a region on `remote_rdma`'s device to an odd offset of one on its own: it must complete
+    SUCCESS with every byte in place."""
     local, remote = await local_rdma.region(length + 64), await remote_rdma.region(length + 64)
     await qp.post_send(work_request(WROpcode.RDMA_READ, local.sge(13, length),
                                     remote.remote(51), wr_id=0xAB))

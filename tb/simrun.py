@@ -130,7 +130,9 @@ def run(toplevel, test_module, parameters, name=None, rtl=None, extra_env=None):
             build_dir=build_dir,
             test_dir=test_dir,
             plusargs=plusargs,
-            extra_env=extra_env or {},
+            # every simulation imports the whole testbench: let it keep the compiled (and
+            # assertion-rewritten) modules, even where the shell asks Python not to (1-2 s each)
+            extra_env={"PYTHONDONTWRITEBYTECODE": "", **(extra_env or {})},
             waves=waves_enabled(),
         )
     except SystemExit as failed:  # how the runner reports failed cocotb tests under pytest

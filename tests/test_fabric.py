@@ -24,7 +24,7 @@ from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
     ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
-    grh_bytes, read_megabyte_plus_7, work_request,
+    grh_bytes, long_read, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -406,19 +406,24 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
         assert moved(before, after, far, PortCounter.RCV_ERRORS) == stats["corrupted"]
 
 
+# make test reads 128 KiB + 7 (33 READ responses, still some ten ACK timeouts long on the wire);
+# make regress reads 1 MiB + 7
+LONG_READ = (1 << 20) + 7 if REGRESS else (128 << 10) + 7
+
+
 @cocotb.test()
-async def test_rc_read_of_1mib_plus_7_between_devices(dut):
-    """An RC RDMA READ of 1 MiB + 7 bytes from an odd offset on dev1 into an odd offset on
-    dev0 over cable 1, with 500 cycles of cable latency each way: 257 READ responses, far
-    longer than one ACK timeout (timeout 1: 2048 cycles), which each arriving response
-    restarts. It completes SUCCESS with every byte in place."""
+async def test_rc_read_longer_than_many_ack_timeouts_between_devices(dut):
+    """An RC RDMA READ of 1 MiB + 7 bytes (128 KiB + 7 in make test) from an odd offset on dev1
+    into an odd offset on dev0 over cable 1, with 500 cycles of cable latency each way: 257 (33)
+    READ responses, far longer than one ACK timeout (timeout 1: 2048 cycles), which each
+    arriving response restarts. It completes SUCCESS with every byte in place."""
     fabric = await Fabric.open(dut)
     for d in (0, 1):
         LinkFaults(latency=500).apply(fabric.cable(d, 1))
     pairs = await connected_pairs(fabric, QPType.RC, timeout=1, retry_cnt=1)
     a, _ = pairs[1]
-    await read_megabyte_plus_7(*fabric.r, a)
-    await fabric.finish("test_rc_read_of_1mib_plus_7_between_devices")
+    await long_read(*fabric.r, a, LONG_READ)
+    await fabric.finish("test_rc_read_longer_than_many_ack_timeouts_between_devices")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,11 +455,11 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
 # supported data width, in two groups per width (one simulator process each, so pytest-xdist
-# can spread them): the RC transport's long tests (lossy cables, the 1 MiB READ), which make
+# can spread them): the RC transport's long tests (lossy cables, the long READ), which make
 # test runs at 256 bits and make regress at every width, and everything else.
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
-                   "test_rc_read_of_1mib_plus_7_between_devices")
+                   "test_rc_read_longer_than_many_ack_timeouts_between_devices")
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test name>[/params]"
     "transport": rf"^test_fabric\.({'|'.join(TRANSPORT_TESTS)})(/|$)",
     "main": rf"^test_fabric\.(?!({'|'.join(TRANSPORT_TESTS)})(/|$))",

@@ -18,7 +18,7 @@ from tb import simrun
 from tb.seed import REGRESS
 from tb.rdma_program import (
     ALL_ACCESS, ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
-    WITH_IMM, Rdma, assert_wc, read_megabyte_plus_7, work_request,
+    WITH_IMM, Rdma, assert_wc, long_read, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
@@ -452,7 +452,7 @@ async def test_rc_read_of_1mib_plus_7_over_the_cable(dut):
     completes SUCCESS with every byte in place; nothing around it changes."""
     rdma = await Rdma.open(dut, cabled=True)
     a, _ = await wire_pair(rdma, QPType.RC, timeout=1, retry_cnt=1)
-    await read_megabyte_plus_7(rdma, rdma, a)
+    await long_read(rdma, rdma, a, (1 << 20) + 7)
     await rdma.finish(links_idle=False)
 
 
@@ -525,7 +525,7 @@ async def test_mixed_traffic_sniffed(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: rdma_dev's packet path on a device whose two ports are cabled to each other at
 # each supported data width, in two groups per width (one simulator process each): the 1 MiB
-# READ, which make regress runs at every width (make test reads 1 MiB between devices in
+# READ, which make regress runs at every width (make test reads 128 KiB + 7 between devices in
 # test_fabric), and everything else.
 
 MIB_TEST = "test_rc_read_of_1mib_plus_7_over_the_cable"
