@@ -349,7 +349,9 @@ always @(posedge clk) begin
                 if (q_in_msg && qp_epsn != q_psn)
                     msg_acked[q] <= 1'b1;
                 state <= nak_sent[q] && !(took_back[q] && h_ackreq) ? S_DROP : S_ANSWER;
-            end else if ((!psn_ok && !duplicate) || !seq_ok) begin
+            end else if (!duplicate && (!psn_ok || !seq_ok)) begin
+                // out of sequence. Not a duplicate READ: it is served again even inside a
+                // later message, whose opcode sequence is the expected PSN's concern
                 if (h_type == QPT_UC)
                     in_msg[q] <= 1'b0;          // UC: the rest of that message is lost
                 state <= S_DROP;

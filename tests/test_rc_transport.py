@@ -576,6 +576,36 @@ async def test_a_duplicate_read_is_served_again_from_its_psn(dut):
 
 
 @cocotb.test()
+async def test_a_duplicate_read_is_served_inside_an_unfinished_write(dut):
+    """A READ is answered, then the first two packets of a 3-packet RDMA WRITE arrive and its
+    last is lost. The READ request comes again (its response was lost too): it is served
+    again although the WRITE is unfinished, and the WRITE still completes when its last
+    packet comes. (A requester that lost both resends the READ first, every round: were it
+    refused there, no retry could ever get past it.)"""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0x70)
+    source, target = await rdma.region(4096), await rdma.region(4096)
+    remote = source.remote(0)
+    read = Packet(lrh=peer.lrh, bth=BTH(opcode=0x0C, dest_qp=qp.qp_num, psn=0x70),
+                  reth=RETH(va=remote.addr, rkey=remote.rkey, dma_len=100))
+    await peer.put([read])
+    [first] = await peer.sent(1, "the READ response")
+    assert first.packet == peer.answers(source.read(0, 100), 0x70, msn=1)[0]
+    data = rdma.payload(3 * MTU_BYTES)
+    write = peer.requests(qp, "RDMA_WRITE", data, 0x71,
+                          reth=RETH(va=target.remote(0).addr, rkey=target.remote(0).rkey,
+                                    dma_len=len(data)))
+    await peer.put(write[:2] + [read])
+    [again] = await peer.sent(1, "the READ response again, inside the WRITE")
+    assert again.packet == first.packet
+    await peer.put(write[2:])
+    [ack] = await peer.sent(1, "the WRITE's ACK")
+    assert (ack.packet.bth.psn, ack.packet.aeth) == (0x73, AETH(0x1F, 2))
+    assert target.read(0, len(data)) == data
+    await finish(rdma)
+
+
+@cocotb.test()
 async def test_acks_where_asked_and_psn_wrap_at_the_responder(dut):
     """A 3-packet SEND from PSN 0xFFFFFE (PSNs 0xFFFFFE, 0xFFFFFF, 0) asks for an ACK on its
     middle packet (PSN 15 mod 16) and on its last: each is acknowledged (MSN 0, then 1); a
