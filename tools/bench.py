@@ -22,6 +22,10 @@ count cycles from the first doorbell to the last completion polled: "wire-rate" 
 RDMA WRITEs over 16 QPs (`cycles_per_message`), "wire-stream" 64 KiB RDMA WRITEs back to back
 on one QP (`bytes_per_cycle`, and `of_lossless_zero_latency`: the share of the same stream's
 goodput on a perfect zero-latency cable).
+
+dma_mover alone (tools/bench_dma_mover.py on tb_dma_mover, at every width): 64 KiB COPY,
+READ_STREAM and WRITE_STREAM cycles from accept to done, small LOAD/STORE latency and how many
+read bursts overlap.
 """
 
 import json
@@ -304,6 +308,13 @@ RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
     ("tb_fabric", "bench_wire$"),
 )
 TRANSPORT_RUN = ("tb_fabric", "bench_rc_transport")    # at TARGET_WIDTH only
+# dma_mover alone (tools/bench_dma_mover.py), built as its unit tests build it
+DMA_MOVER_RUN = dict(harness="tb_dma_mover", tests="bench_dma_mover", module="bench_dma_mover",
+                     parameters={"ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32},
+                     rtl=["dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v",
+                          "dma_axi_burst.v", "dma_skid.v"])
+# 64 KiB COPY / stream from accept to done: at most this many cycles per beat, plus a fixed 64
+DMA_CYCLES_PER_BEAT = 1.05
 RATE_TARGET = 32            # cycles per 64-byte message over 16 QPs, 500 cycles of latency
 LATENCY_SHARE = 0.9         # 64 KiB stream at 500 cycles of latency, of the zero-latency goodput
 LOSS_SHARE = 0.7            # ... and at 1 % loss, of the lossless goodput
@@ -314,11 +325,11 @@ WIRE_GOODPUT_SHARE = 0.95   # of the theoretical link goodput, 64 KiB wire RDMA 
 BYPASS_LATENCY_SHARE = 0.5  # 64 B bypass latency at most this share of the 64 B wire latency
 
 
-def run(simrun, harness, tests, width):
-    name = f"bench_{harness}_w{width}"
+def run(simrun, harness, tests, width, module="bench", parameters=None, rtl=None):
+    name = f"{module}_{harness}_w{width}"
     out = simrun.OUT / f"{name}.json"
     out.unlink(missing_ok=True)
-    simrun.run(harness, "bench", {"DATA_WIDTH": width}, name,
+    simrun.run(harness, module, {"DATA_WIDTH": width, **(parameters or {})}, name, rtl=rtl,
                extra_env={"BENCH_OUT": str(out), "COCOTB_TEST_FILTER": tests,
                           "COCOTB_LOG_LEVEL": "WARNING", "GPI_LOG_LEVEL": "ERROR"})
     records = json.loads(out.read_text())
@@ -367,6 +378,19 @@ def print_table(records):
               f"{r['link_goodput']:.2%} of the link ({r['link_goodput'] / r['link_goodput_max']:.1%}"
               f" of the theoretical {r['link_goodput_max']:.2%}); doorbell to CQE {e2e:.2%} of "
               f"the link ({e2e / r['link_goodput_max']:.1%} of the theoretical)")
+
+
+def print_dma_mover(records):
+    print("\ndma_mover alone, 64 KiB from command accept to done (AXI RAM without stalls):")
+    for r in records:
+        if r["path"] == "dma_mover" and r["op"] != "small":
+            print(f"  {r['op']:12} {r['case']:13} at {r['data_width']:>3} bits: {r['cycles']:>5} "
+                  f"cycles for {r['beats']:>5} beats, {r['beat_share']:.1%} of a beat per cycle")
+    for r in records:
+        if r["path"] == "dma_mover" and r["op"] == "small":
+            print(f"  at {r['data_width']:>3} bits: 64-byte LOAD {r['load64_cycles']} cycles, "
+                  f"32-byte STORE {r['store32_cycles']} cycles, at most {r['max_reads_open']} "
+                  f"read bursts in flight")
 
 
 def print_speed(speeds):
@@ -437,6 +461,17 @@ def check_targets(records):
             print(f"  (at {width} bits, not a target: bypass {b['latency_cycles']}, wire "
                   f"{w['latency_cycles']} cycles)")
 
+    for r in records:
+        if r["path"] == "dma_mover" and r["op"] != "small":
+            limit = int(DMA_CYCLES_PER_BEAT * r["beats"]) + 64
+            verdict(r["cycles"] <= limit,
+                    f"dma_mover 64 KiB {r['op']} {r['case']} at {r['data_width']} bits in <= "
+                    f"{DMA_CYCLES_PER_BEAT} cycles per beat + 64 = {limit}: {r['cycles']}")
+        elif r["path"] == "dma_mover":
+            verdict(r["max_reads_open"] >= 2,
+                    f"dma_mover at {r['data_width']} bits overlaps read bursts (>= 2 in flight): "
+                    f"{r['max_reads_open']}")
+
     def transport(path, latency, loss=0.0):
         return next((r for r in records if r["path"] == path and r["link_latency"] == latency
                      and r["loss"] == loss), None)
@@ -468,6 +503,7 @@ def main():
     records = [r for width in WIDTHS for harness, tests in RUNS
                for r in run(simrun, harness, tests, width)]
     records += run(simrun, *TRANSPORT_RUN, TARGET_WIDTH)
+    records += [r for width in WIDTHS for r in run(simrun, width=width, **DMA_MOVER_RUN)]
     speeds = [r for r in records if r["path"] == "speed" and r["data_width"] == TARGET_WIDTH
               and r["bench"] in ("bypass", "wire")]
     first = simrun.simulator()
@@ -481,6 +517,7 @@ def main():
     cycles = [r for r in records if r["path"] != "speed"]
     print_table(cycles)
     print_transport(cycles)
+    print_dma_mover(cycles)
     print_speed(speeds)
     (simrun.OUT / "bench.json").write_text(json.dumps(cycles + speeds, indent=1) + "\n")
     print(f"\nrecords in {simrun.OUT / 'bench.json'}")
