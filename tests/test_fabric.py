@@ -406,8 +406,8 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
         assert moved(before, after, far, PortCounter.RCV_ERRORS) == stats["corrupted"]
 
 
-# make test reads 128 KiB + 7 (33 READ responses, still some ten ACK timeouts long on the wire);
-# make regress reads 1 MiB + 7
+# make test reads 128 KiB + 7 (33 READ responses, still more than two ACK timeouts long on the
+# wire at 256 bits); make regress reads 1 MiB + 7
 LONG_READ = (1 << 20) + 7 if REGRESS else (128 << 10) + 7
 
 
