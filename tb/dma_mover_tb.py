@@ -12,6 +12,11 @@ from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamFrame, AxiStrea
 
 from .seed import SEED, rng_for
 
+# the build: dma_mover's RTL files and the harness parameters besides DATA_WIDTH
+RTL_FILES = ["dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v",
+             "dma_axi_burst.v", "dma_skid.v"]
+PARAMETERS = {"ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32}
+
 MODE_COPY = 0
 MODE_STORE = 1
 MODE_LOAD = 2

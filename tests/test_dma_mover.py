@@ -13,7 +13,8 @@ import pytest
 
 from tb import simrun
 from tb.dma_mover_tb import (
-    DST_BASE, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM, ON_VERILATOR, TB,
+    DST_BASE, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM, ON_VERILATOR,
+    PARAMETERS, RTL_FILES, TB,
 )
 from tb.seed import REGRESS
 
@@ -250,16 +251,12 @@ async def test_write_stream_mismatch(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: dma_mover unit tests at each supported data width.
 
-RTL_FILES = ["dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v",
-             "dma_axi_burst.v", "dma_skid.v"]
-
-
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_dma_mover(w):
     simrun.run(
         toplevel="tb_dma_mover",
         test_module="test_dma_mover",
-        parameters={"DATA_WIDTH": w, "ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32},
+        parameters={"DATA_WIDTH": w, **PARAMETERS},
         name=f"dma_mover_w{w}",
         rtl=RTL_FILES,
     )

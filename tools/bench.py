@@ -41,6 +41,7 @@ from cocotb.triggers import ClockCycles
 if __name__ == "__main__":     # run as a script: the tb package is beside tools/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tb import dma_mover_tb
 from tb.link_faults import LinkFaults
 from tb.rdma_tb import open_device, open_fabric
 from tb.verbs import MTU, Access, QPType, RecvWR, connect, rdma_read, rdma_write, send
@@ -310,9 +311,7 @@ RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
 TRANSPORT_RUN = ("tb_fabric", "bench_rc_transport")    # at TARGET_WIDTH only
 # dma_mover alone (tools/bench_dma_mover.py), built as its unit tests build it
 DMA_MOVER_RUN = dict(harness="tb_dma_mover", tests="bench_dma_mover", module="bench_dma_mover",
-                     parameters={"ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32},
-                     rtl=["dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v",
-                          "dma_axi_burst.v", "dma_skid.v"])
+                     parameters=dma_mover_tb.PARAMETERS, rtl=dma_mover_tb.RTL_FILES)
 # 64 KiB COPY / stream from accept to done: at most this many cycles per beat, plus a fixed 64
 DMA_CYCLES_PER_BEAT = 1.05
 RATE_TARGET = 32            # cycles per 64-byte message over 16 QPs, 500 cycles of latency

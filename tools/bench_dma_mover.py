@@ -5,21 +5,12 @@ to its done; the latency of the small LOAD and STORE the device issues per WQE a
 the most read bursts in flight at once (reads must overlap). Each record goes to the JSON
 file in BENCH_OUT; tools/bench.py runs this at every width and judges the targets."""
 
-import json
-import os
-
 import cocotb
 
+from bench import save
 from tb.dma_mover_tb import DST_BASE, MODE_LOAD, MODE_STORE, TB
 
 LENGTH = 64 << 10
-
-
-def save(records):
-    out = os.environ["BENCH_OUT"]
-    old = json.loads(open(out).read()) if os.path.exists(out) else []
-    with open(out, "w") as f:
-        json.dump(old + records, f)
 
 
 def record(tb, op, case, cycles, **extra):
