@@ -31,6 +31,7 @@ module qp_table #(
     input  wire [1:0]               db_type,
     input  wire [15:0]              db_index,
     input  wire [15:0]              db_value,
+    output reg                      db_refused,     // the last SQ/RQ doorbell was ignored
 
     // QPs with work: a send WQE to issue or flush, outstanding WQEs of a QP in ERR to flush,
     // or a receive WQE to flush
@@ -298,6 +299,18 @@ wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd
 reg  [QPN_BITS-1:0] rnr_scan;
 wire rnr_due = q_rnr_wait[rnr_scan] && $signed(now - q_rnr_until[rnr_scan]) >= 0;
 
+// An SQ or RQ doorbell moves its producer index only forward and by at most the ring's free
+// entries (size - (producer - consumer)), and only on a created QP out of RESET; any other
+// is ignored (rdma_regs counts it in REG_ERRORS), so no WQE is kept for later or runs twice.
+wire [QPN_BITS-1:0] db_qpn  = db_index[QPN_BITS-1:0];
+wire                db_sq   = db_type == 2'd0;
+wire [15:0]         db_pi   = db_sq ? q_sq_pi[db_qpn] : q_rq_pi[db_qpn];
+wire [15:0]         db_ci   = db_sq ? q_sq_ci[db_qpn] : q_rq_ci[db_qpn];
+wire [3:0]          db_log  = db_sq ? q_sq_log[db_qpn] : q_rq_log[db_qpn];
+wire [16:0]         db_free = (17'd1 << db_log) - {1'b0, db_pi - db_ci};
+wire db_ok = q_valid[db_qpn] && q_state[db_qpn] != QPS_RESET &&
+             {1'b0, db_value - db_pi} <= db_free;
+
 // A QP met receiver-not-ready (the bypass's responder or an RNR NAK from the wire): count a
 // retry (7 is infinite) and take its work away until cycle `due`.
 task rnr_back_off(input [QPN_BITS-1:0] qpn, input [47:0] due);
@@ -348,10 +361,11 @@ always @(posedge clk) begin
         q_msn[c_qpn] <= q_msn[c_qpn] + 24'd1;
 
     // doorbells
-    if (db_valid && db_type == 2'd0)
-        q_sq_pi[db_index[QPN_BITS-1:0]] <= db_value;
-    if (db_valid && db_type == 2'd1)
-        q_rq_pi[db_index[QPN_BITS-1:0]] <= db_value;
+    db_refused <= db_valid && !db_type[1] && !db_ok;
+    if (db_valid && db_type == 2'd0 && db_ok)
+        q_sq_pi[db_qpn] <= db_value;
+    if (db_valid && db_type == 2'd1 && db_ok)
+        q_rq_pi[db_qpn] <= db_value;
 
     // commands (after the engine updates: software has the last word)
     if (cmd_valid && (cmd_op == CMD_CREATE_QP || cmd_op == CMD_MODIFY_QP ||
@@ -382,6 +396,15 @@ always @(posedge clk) begin
                 q_rq_pi[ci]     <= 16'd0;
                 q_rq_ci[ci]     <= 16'd0;
                 q_rnr_wait[ci]  <= 1'b0;
+                // what QUERY_QP reports is defined before the first MODIFY sets it
+                q_timeout[ci]   <= 5'd0;
+                q_retry_cnt[ci] <= 3'd0;
+                q_rnr_retry[ci] <= 3'd0;
+                q_min_rnr[ci]   <= 5'd0;
+                q_max_rd[ci]    <= 8'd0;
+                q_max_dest_rd[ci] <= 8'd0;
+                q_sq_psn[ci]    <= 24'd0;
+                q_epsn[ci]      <= 24'd0;
             end
         end else if (!q_valid[ci]) begin
             cmd_result <= CR_BUSY;
@@ -441,6 +464,7 @@ always @(posedge clk) begin
     end
 
     if (rst) begin
+        db_refused      <= 1'b0;
         cmd_done        <= 1'b0;
         cmd_result      <= CR_OK;
         cmd_rdata_valid <= 1'b0;

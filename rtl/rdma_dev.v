@@ -125,6 +125,7 @@ wire         db_valid;
 wire [1:0]   db_type;
 wire [15:0]  db_index;
 wire [15:0]  db_value;
+wire         db_refused;
 wire [NUM_CQ-1:0] cq_event;
 wire [NUM_CQ-1:0] cq_event_clear;
 wire [4:0]   pc_rd_index;
@@ -165,7 +166,7 @@ rdma_regs #(
     .cmd_done(cmd_done), .cmd_result(cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
-    .cq_event(cq_event), .cq_event_clear(cq_event_clear),
+    .db_refused(db_refused), .cq_event(cq_event), .cq_event_clear(cq_event_clear),
     .pc_rd_index(pc_rd_index), .pc_rd_data(pc_rd_data), .pc_wr_en(pc_wr_en), .pc_clear(pc_clear),
     .pc_wr_index(pc_wr_index), .pc_wr_data(pc_wr_data),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes), .cq_overflows(cq_overflows)
@@ -247,7 +248,7 @@ qp_table #(
     .cmd_done(qp_cmd_done), .cmd_result(qp_cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
-    .work(qp_work), .sq_hold(sq_hold), .sq_busy(sq_busy),
+    .db_refused(db_refused), .work(qp_work), .sq_hold(sq_hold), .sq_busy(sq_busy),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .a_qpn(a_qpn), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),

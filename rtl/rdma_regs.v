@@ -59,6 +59,7 @@ module rdma_regs #(
     output reg  [1:0]                  db_type,
     output reg  [15:0]                 db_index,
     output reg  [15:0]                 db_value,
+    input  wire                        db_refused,       // qp_table ignored the last SQ/RQ doorbell
 
     input  wire [NUM_CQ-1:0]           cq_event,
     output reg  [NUM_CQ-1:0]           cq_event_clear,
@@ -106,12 +107,16 @@ reg         cmd_busy;
 reg  [7:0]  cmd_last_result;
 reg  [31:0] reg_errors;
 
-function [31:0] sat_inc32(input [31:0] v);
-    sat_inc32 = (&v) ? v : v + 32'd1;
-endfunction
+reg         wr_error;      // the last write landed on no writable register
+// REG_ERRORS counts those, and the doorbells qp_table ignored, saturating
+wire [1:0]  new_errors = {1'b0, wr_error} + {1'b0, db_refused};
+wire [32:0] errors_sum = {1'b0, reg_errors} + {31'd0, new_errors};
 
 integer b;
 always @(posedge clk) begin
+    wr_error       <= 1'b0;
+    if (wr_error || db_refused)
+        reg_errors <= errors_sum[32] ? 32'hFFFFFFFF : errors_sum[31:0];
     cmd_valid      <= 1'b0;
     db_valid       <= 1'b0;
     pc_wr_en       <= {NUM_PORTS{1'b0}};
@@ -130,7 +135,7 @@ always @(posedge clk) begin
                 db_index <= wa16[15:12] == 4'h1 ? db_qpn : db_cqn;
                 db_value <= s_axil_wdata[15:0];
             end else begin
-                reg_errors <= sat_inc32(reg_errors);
+                wr_error <= 1'b1;
             end
         end else if (wa16[15:8] == 8'h01 || wa16[15:8] == 8'h02 || wa16[15:8] == 8'h03) begin
             // port blocks at 0x100 + 0x40 * (port - 1)
@@ -144,10 +149,10 @@ always @(posedge clk) begin
                     4'h5: port_gid[wr_port*128 + 64 +: 32] <= s_axil_wdata;
                     4'h6: port_gid[wr_port*128 + 32 +: 32] <= s_axil_wdata;
                     4'h7: port_gid[wr_port*128 +: 32] <= s_axil_wdata;
-                    default: reg_errors <= sat_inc32(reg_errors);
+                    default: wr_error <= 1'b1;
                 endcase
             end else begin
-                reg_errors <= sat_inc32(reg_errors);
+                wr_error <= 1'b1;
             end
         end else if (wa16[15:11] == 5'b00001) begin
             // 0x800: port counters
@@ -158,7 +163,7 @@ always @(posedge clk) begin
                 pc_wr_index <= wr_pc_index;
                 pc_wr_data  <= s_axil_wdata;
             end else begin
-                reg_errors <= sat_inc32(reg_errors);
+                wr_error <= 1'b1;
             end
         end else if (wa16[15:6] == 10'h010) begin
             // 0x400: command block, byte-writable
@@ -167,7 +172,7 @@ always @(posedge clk) begin
                     cmd_data[wa16[5:2]*32 + b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
         end else if (wa16 == 16'h0440) begin
             if (cmd_busy) begin
-                reg_errors <= sat_inc32(reg_errors);
+                wr_error <= 1'b1;
             end else begin
                 cmd_busy  <= 1'b1;
                 cmd_valid <= 1'b1;
@@ -179,7 +184,7 @@ always @(posedge clk) begin
         end else if (wa16 == 16'h000C) begin
             bypass_en <= s_axil_wdata[0];
         end else begin
-            reg_errors <= sat_inc32(reg_errors);
+            wr_error <= 1'b1;
         end
     end
 
@@ -212,6 +217,7 @@ always @(posedge clk) begin
         pc_wr_index     <= 5'd0;
         pc_wr_data      <= 32'd0;
         reg_errors      <= 32'd0;
+        wr_error        <= 1'b0;
         port_lid        <= {NUM_PORTS*16{1'b0}};
         port_lmc        <= {NUM_PORTS*3{1'b0}};
         port_mtu        <= {NUM_PORTS{3'd5}};

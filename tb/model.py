@@ -185,6 +185,8 @@ class ModelQP:
     pd: int
     send_cq: int
     recv_cq: int
+    sq_size: int = 0      # ring entries
+    rq_size: int = 0
     state: QPState = QPState.RESET
     attr: QPAttr = QPAttr()
     sq: deque = field(default_factory=deque)  # posted, not yet completed (head: RNR waiting)
@@ -245,7 +247,7 @@ class Model(Observer):
         self._read_host = dev.read
 
     def on_write_reg(self, offset, value):
-        if self._addresses_nothing(offset):
+        if self._addresses_nothing(offset) or self._doorbell_refused(offset, value):
             self.counters.reg_errors += 1
         elif Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
             self._write_port_counter(offset, value)
@@ -274,6 +276,22 @@ class Model(Observer):
                 counters[counter] = counters[counter] & ~((1 << width) - 1) | low
             elif counter.bits == 64 and counter + 1 == word:
                 counters[counter] = counters[counter] & 0xFFFFFFFF | value << 32
+
+    def _doorbell_refused(self, offset, value):
+        """An SQ or RQ doorbell the device ignores (docs/host-interface.md): for no QP or one
+        in RESET, or moving the producer index back or past the ring's free entries. (The
+        driver's own doorbells come before on_post_send: *_posted is still the old index.)"""
+        if not Reg.SQ_DB <= offset < Reg.SQ_DB + _DOORBELL_SPAN:
+            return False
+        qpn, which = divmod(offset - Reg.SQ_DB, 8)
+        if qpn >= self.num_qp:
+            return False            # addresses nothing: counted as such
+        q = self.qps.get(qpn)
+        if q is None or q.state == QPState.RESET:
+            return True
+        posted, done, size = ((q.sq_posted, q.sq_done, q.sq_size) if which < 4 else
+                              (q.rq_posted, q.rq_done, q.rq_size))
+        return (value - posted) & 0xFFFF > size - (posted - done)
 
     def _addresses_nothing(self, offset):
         """A write that lands on no writable register (docs/host-interface.md)."""
@@ -319,7 +337,7 @@ class Model(Observer):
 
     def on_create_qp(self, qp):
         self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
-                                      qp.recv_cq.cqn)
+                                      qp.recv_cq.cqn, qp.sq.size, qp.rq.size)
         # The device only reads the rings: tracking them catches a stray write into one.
         for wq, name in ((qp.sq, "send"), (qp.rq, "receive")):
             self.image.track(wq.base, WQE_BYTES * wq.size, f"QP {qp.qp_num} {name} ring",

@@ -478,6 +478,22 @@ async def test_writes_to_nothing_are_predicted_in_reg_errors():
     assert t.model.counters.reg_errors == 2
 
 
+@asynctest
+async def test_doorbells_a_qp_cannot_take_are_predicted_in_reg_errors():
+    t = await fake_device()
+    cq = await t.dev.create_cq(16)
+    qp = await t.pd.create_qp(QPType.RC, cq, cq)            # RESET
+    await t.dev.write_reg(Reg.SQ_DB + 8 * qp.qp_num, 1)
+    await t.dev.write_reg(Reg.RQ_DB + 8 * 40, 1)            # no QP 40
+    await qp.to_rts(qp.qp_num, 0x10, 1)
+    await t.dev.write_reg(Reg.SQ_DB + 8 * qp.qp_num, qp.sq.size + 1)  # past the free entries
+    await t.dev.write_reg(Reg.SQ_DB + 8 * qp.qp_num, 0xFFFF)           # back from 0
+    assert t.model.counters.reg_errors == 4
+    await t.dev.write_reg(Reg.RQ_DB + 8 * qp.qp_num, 0)     # where it is: taken
+    await qp.post_recv(RecvWR(NO_SGE, wr_id=1))             # the driver's own doorbell
+    assert t.model.counters.reg_errors == 4
+
+
 # --- scoreboard -----------------------------------------------------------------------------
 
 @asynctest

@@ -27,8 +27,8 @@ from tb.seed import REGRESS
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, connect, cq_arm_db, cq_ci_db, encode_modify, port_counter_reg,
-    port_reg, rq_db, sq_db, ud_send,
+    WCOpcode, WCStatus, WROpcode, connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe,
+    port_counter_reg, port_reg, rq_db, sq_db, ud_send,
 )
 
 
@@ -1111,6 +1111,56 @@ async def test_register_hygiene(dut):
                        ("CQ_CI_DB", cq_ci_db(cq.cqn)), ("CQ_ARM_DB", cq_arm_db(cq.cqn)),
                        ("CMD", Reg.CMD)]:
         assert await dev.read_reg(addr) == 0, f"write-only {name} reads nonzero"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_doorbells_that_cannot_run_are_ignored_and_counted(dut):
+    """An SQ or RQ doorbell is ignored and counted in REG_ERRORS when its QP cannot take it: a
+    QPN with no QP, a QP in RESET (a valid WQE waits in its ring, and does not run once the QP
+    reaches RTS), a producer index past the ring's free entries, or one that moves back (which
+    would make the ring look 65,535 WQEs full and run completed WQEs again). The indices stay,
+    nothing runs, and the QP's next WRs run once each."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    a, b = await rdma.connected_pair(QPType.RC)
+    local, remote = await rdma.region(4096), await rdma.region(4096)
+    lonely = await rdma.qp(QPType.RC)           # in RESET, a WRITE ready in its ring slot 0
+    dev.write(lonely.sq.slot(0), encode_send_wqe(
+        work_request(WROpcode.RDMA_WRITE, local.sge(256, 64), remote.remote(256), wr_id=0xBAD)))
+    nobody = free_index(dev.qps, dev.num_qp, first=2)
+    refused = [(sq_db(lonely.qp_num), 1), (rq_db(lonely.qp_num), 1),
+               (sq_db(nobody), 1), (rq_db(nobody), 1),
+               (sq_db(a.qp_num), a.sq.size + 1), (rq_db(b.qp_num), b.rq.size + 1)]
+    for offset, value in refused:
+        await dev.write_reg(offset, value)
+    assert (await rdma.counter_moves()).reg_errors == len(refused)
+    status = await lonely.query()
+    assert (status.sq_pi, status.rq_pi) == (0, 0)
+    assert ((await a.query()).sq_pi, (await b.query()).rq_pi) == (0, 0)
+
+    # two WRITEs run once each; a producer index moved back is then refused on both queues
+    for i in range(2):
+        await b.post_recv(RecvWR(remote.sge(1024 + 64 * i, 64), wr_id=0xB0 + i))
+        await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(64 * i, 64),
+                                       remote.remote(64 * i), wr_id=0xA0 + i))
+    wcs = await rdma.poll_until(a.send_cq, 2)
+    assert [wc.wr_id for wc in wcs] == [0xA0, 0xA1]
+    await dev.write_reg(sq_db(a.qp_num), 1)
+    await dev.write_reg(rq_db(b.qp_num), 1)
+    assert (await rdma.counter_moves()).reg_errors == len(refused) + 2
+    assert ((await a.query()).sq_pi, (await b.query()).rq_pi) == (2, 2)
+
+    # the lonely QP reaches RTS: the WRITE the ignored doorbell pointed at does not run
+    await rdma.connect(lonely, b.qp_num)
+    # ... and the pair goes on from where it was: one more WRITE, once
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(128, 64), remote.remote(128),
+                                   wr_id=0xA2))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA2, status=WCStatus.SUCCESS)
+    await rdma.cycles(1000)
+    assert await lonely.send_cq.poll() == [] and (await lonely.query()).sq_ci == 0
+    assert (await rdma.counter_moves()).lb_msgs == 3
     await rdma.finish()
 
 
