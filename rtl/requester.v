@@ -330,6 +330,14 @@ wire       read_wait = is_rc && ((is_read && win_reads >= max_reads) ||
 wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
                 w_flags[7:3], qp_scq};
 
+// a message took the bypass: LB_MSGS and LB_BYTES
+task count_loopback;
+    begin
+        lb_msgs  <= lb_msgs + 64'd1;
+        lb_bytes <= lb_bytes + {32'd0, w_len};
+    end
+endtask
+
 always @(posedge clk) begin
     qp_sq_issue <= 1'b0;
     qp_rnr_wait <= 1'b0;
@@ -450,6 +458,13 @@ always @(posedge clk) begin
                 // the bypass is immediate: it waits for the QP's packets to be answered
                 iss_hold <= 1'b1;
                 state    <= S_IDLE;
+            end else if (!my_pkey[15]) begin
+                // The port is a limited member of its partition: a packet it sends to itself
+                // is limited to limited, which the port drops on arrival (IBTA 10.9.3), so the
+                // bypass drops the message too: as for an unreachable destination
+                count_loopback;
+                status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+                state  <= S_RECORD;
             end else begin
                 m_msg_kind  <= 2'd0;
                 m_msg_valid <= 1'b1;
@@ -460,10 +475,8 @@ always @(posedge clk) begin
         S_START_WAIT: if (s_rsp_valid) begin
             remote_addr <= s_rsp_addr;
             // a message counts once, on its last try: RNR retries are not new messages
-            if (!retrying) begin
-                lb_msgs  <= lb_msgs + 64'd1;
-                lb_bytes <= lb_bytes + {32'd0, w_len};
-            end
+            if (!retrying)
+                count_loopback;
             if (s_rsp_rnr) begin
                 if (!retrying) begin
                     status <= WC_RNR_RETRY_EXC_ERR;

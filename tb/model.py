@@ -541,6 +541,9 @@ class Model(Observer):
         status (None: receiver not ready, retry later) and why."""
         dest, why = self._destination(q.port, q.type, self._dest_qpn(q, w.wr),
                                       self._qkey(q, w.wr))
+        if not self.pkeys[q.port] & 0x8000:
+            # the port's own packets would be limited to limited: dropped on arrival
+            dest, why = None, f"port {q.port}'s P_Key {self.pkeys[q.port]:#06x} is a limited member"
         if dest is None:
             if q.type == QPType.RC:
                 return WCStatus.RETRY_EXC_ERR, why

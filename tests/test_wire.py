@@ -251,6 +251,42 @@ async def test_bypass_switch_same_results(dut, transport):
 
 @cocotb.test()
 @cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_a_limited_partition_member_drops_its_loopback_on_both_paths(dut, transport):
+    """Port 1's P_Key a limited member (0x7FFF): a message a port sends itself is limited to
+    limited, which the IB partition rule drops on arrival. The same SEND, with a receive
+    posted, runs with the bypass on and then off, and software sees the same on both paths:
+    RC completes RETRY_EXC_ERR (the drop is silent: the requester hears nothing), UC and UD
+    complete SUCCESS, no receive completes and nothing is written. With a full member
+    (0xFFFF) the same SEND is delivered."""
+    rdma = await Rdma.open(dut, cabled=True)
+    seen = {}
+    for pkey, bypass in ((0x7FFF, True), (0x7FFF, False), (0xFFFF, True)):
+        await rdma.dev.set_pkey(1, pkey)
+        await rdma.dev.set_bypass(bypass)
+        src, dst = await rdma.region(4096), await rdma.region(4096)
+        if transport == QPType.UD:
+            a, b = await rdma.ud_qp(), await rdma.ud_qp()
+            wr = ud_send(src.sge(0, 100), await rdma.loopback_ah(), b.qp_num, QKEY, wr_id=1)
+        else:
+            a, b = await rdma.connected_pair(transport, timeout=1, retry_cnt=1)
+            wr = work_request(WROpcode.SEND, src.sge(0, 100), wr_id=1)
+        await b.post_recv(RecvWR(dst.sge(0, 4096), wr_id=2))
+        await a.post_send(wr)
+        [wc] = await rdma.poll_until(a.send_cq, 1)
+        await rdma.cycles(2000)
+        received = await b.recv_cq.poll()
+        seen[pkey, bypass] = (wc.status, [(r.wr_id, r.status) for r in received],
+                              dst.read(GRH_BYTES if transport == QPType.UD else 0, 100)
+                              == src.read(0, 100))
+    dropped = (WCStatus.RETRY_EXC_ERR if transport == QPType.RC else WCStatus.SUCCESS, [], False)
+    assert seen[0x7FFF, True] == seen[0x7FFF, False] == dropped, seen
+    assert seen[0xFFFF, True] == (WCStatus.SUCCESS, [(2, WCStatus.SUCCESS)], True), seen
+    rdma.tb.assert_links_idle()
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
 async def test_every_size_class_through_the_internal_loopback(dut, transport):
     """With the bypass off, SENDs of every size class against the path MTU (0, 1 byte, less
     than, exactly and more than one MTU; UD: up to the port's MTU, its limit) go through the
