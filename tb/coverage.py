@@ -114,9 +114,6 @@ def _why_command(command, result):
 
 
 def _why_aeth(kind):
-    if kind == "NAK PSN sequence error":
-        return ("the link is lossless and in order, so no PSN gap reaches a responder (the "
-                "retransmitting transport, issue 8, adds loss and this NAK)")
     if kind == "NAK invalid RD request":
         return "no Reliable Datagram"
     return None

@@ -169,8 +169,9 @@ SWEEP_LENGTHS = [0, *range(1, 71), 127, 128, 129, 255, 256, 257, 1000, 1023, 102
 SWEEP_CASES = [(length, src, dst) for length, (src, dst)
                in zip(SWEEP_LENGTHS, covering_offsets(len(SWEEP_LENGTHS)))]
 MIB = 1 << 20
-MIB_CASES = {  # 1 MiB + 3 from an odd offset to another for every opcode; WRITE also aligned
-    WROpcode.RDMA_WRITE: ([(MIB, 0, 0)] if REGRESS else []) + [(MIB + 3, 13, 51)],
+MIB_CASES = {  # 1 MiB + 3 from an odd offset to another for every opcode; WRITE also aligned,
+    # and (over UC) one of exactly the path MTU
+    WROpcode.RDMA_WRITE: ([(MIB, 0, 0)] if REGRESS else []) + [(MIB + 3, 13, 51), (4096, 7, 3)],
     WROpcode.RDMA_READ: [(MIB + 3, 51, 13)],
     WROpcode.SEND: [(MIB + 3, 13, 51)],
 }
@@ -187,13 +188,13 @@ def slot_bases(cases):
     return bases, at
 
 
-async def transfer_all(rdma, opcode, cases):
+async def transfer_all(rdma, opcode, cases, transport=QPType.RC):
     """Move every (length, source offset, destination offset) case with `opcode` over one RC
-    QP pair, all posted in one doorbell before any completion is polled. Each message must
-    arrive whole at its destination and every other byte of the destination region must
+    (or UC) QP pair, all posted in one doorbell before any completion is polled. Each message
+    must arrive whole at its destination and every other byte of the destination region must
     keep its value."""
     n = len(cases)
-    a, b = await rdma.connected_pair(QPType.RC, depth=n)
+    a, b = await rdma.connected_pair(transport, depth=n)
     bases, size = slot_bases(cases)
     local = await rdma.region(size)
     remote = await rdma.region(size)
@@ -251,10 +252,12 @@ async def test_length_alignment_sweep(dut, opcode):
 @cocotb.test()
 @cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
 async def test_megabyte_messages(dut, opcode):
-    """One message of 1 MiB + 3 bytes between odd offsets (WRITE also 1 MiB aligned under
-    REGRESS): it lands whole, nothing around it changes."""
+    """One message of 1 MiB + 3 bytes between odd offsets, RC (the WRITE over UC, with one of
+    exactly the path MTU beside it, and 1 MiB aligned under REGRESS): it lands whole,
+    nothing around it changes."""
     rdma = await Rdma.open(dut)
-    await transfer_all(rdma, opcode, MIB_CASES[opcode])
+    transport = QPType.UC if opcode == WROpcode.RDMA_WRITE else QPType.RC
+    await transfer_all(rdma, opcode, MIB_CASES[opcode], transport)
 
 
 @cocotb.test()
@@ -1367,7 +1370,10 @@ async def test_command_refusals(dut):
 class BadRequest(Enum):
     UC_RDMA_READ = "RDMA READ on a UC QP"
     UD_RDMA_WRITE = "RDMA WRITE on a UD QP"
+    UD_RDMA_WRITE_WITH_IMM = "RDMA WRITE with immediate on a UD QP"
     UNKNOWN_OPCODE = "opcode 7, which no transport has"
+    UC_UNKNOWN_OPCODE = "opcode 7 on a UC QP"
+    UD_UNKNOWN_OPCODE = "opcode 7 on a UD QP"
     UD_AH_NEVER_CREATED = "an AH number that names no AH"
     UD_AH_OUT_OF_RANGE = "a live AH's number plus NUM_AH"
     UD_AH_OF_OTHER_PD = "an AH of another PD"
@@ -1388,9 +1394,10 @@ async def test_requester_refuses(dut, request):
     remote = await rdma.region(4096)
     memory = remote.read()
     status, moved = WCStatus.LOC_QP_OP_ERR, (0, 0)
-    if request in (BadRequest.UC_RDMA_READ, BadRequest.UNKNOWN_OPCODE):
-        a, b = await rdma.connected_pair(QPType.UC if request == BadRequest.UC_RDMA_READ
-                                         else QPType.RC)
+    if request in (BadRequest.UC_RDMA_READ, BadRequest.UNKNOWN_OPCODE,
+                   BadRequest.UC_UNKNOWN_OPCODE):
+        a, b = await rdma.connected_pair(QPType.RC if request == BadRequest.UNKNOWN_OPCODE
+                                         else QPType.UC)
         opcode = WROpcode.RDMA_READ if request == BadRequest.UC_RDMA_READ else 7
         wr = work_request(opcode, local.sge(0, 64), remote.remote(0), wr_id=0xA1)
     else:
@@ -1405,7 +1412,9 @@ async def test_requester_refuses(dut, request):
             ah = await rdma.loopback_ah(port=2)
         else:
             ah = await rdma.loopback_ah()
-        opcode = WROpcode.RDMA_WRITE if request == BadRequest.UD_RDMA_WRITE else WROpcode.SEND
+        opcode = {BadRequest.UD_RDMA_WRITE: WROpcode.RDMA_WRITE,
+                  BadRequest.UD_RDMA_WRITE_WITH_IMM: WROpcode.RDMA_WRITE_WITH_IMM,
+                  BadRequest.UD_UNKNOWN_OPCODE: 7}.get(request, WROpcode.SEND)
         length = 64
         if request == BadRequest.UD_LONGER_THAN_MTU:
             port = rdma.dev.ports[1]
@@ -1428,6 +1437,33 @@ async def test_requester_refuses(dut, request):
     await assert_flushes(rdma, a)
     assert remote.read() == memory
     await rdma.assert_loopback_moves(*moved)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_refused_and_flushed_wrs_of_any_size_move_nothing(dut, transport):
+    """A WR the requester refuses and the WR posted behind it, which is flushed, move nothing
+    whatever their size: exactly the path MTU with an lkey that names no MR (LOC_PROT_ERR;
+    UD: 1 MiB, over the port's MTU, LOC_LEN_ERR), then 1 MiB + 1 (WR_FLUSH_ERR)."""
+    rdma = await Rdma.open(dut)
+    bogus = unregistered_key(rdma.dev)
+    if transport == QPType.UD:
+        a, b = await rdma.ud_qp(), await rdma.ud_qp()
+        ah = await rdma.loopback_ah()
+        wrs = [ud_send(SGE(0x1000, n, bogus), ah, b.qp_num, QKEY, wr_id=i)
+               for i, n in enumerate((MIB, MIB + 1))]
+        status = WCStatus.LOC_LEN_ERR
+    else:
+        a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024)
+        wrs = [work_request(WROpcode.RDMA_WRITE, SGE(0x1000, n, bogus), RemoteAddr(0x2000, bogus),
+                            wr_id=i) for i, n in enumerate((1024, MIB + 1))]
+        status = WCStatus.LOC_PROT_ERR
+    await a.post_send(wrs)
+    wcs = await wait_all(a.send_cq, 2)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(0, status), (1, WCStatus.WR_FLUSH_ERR)]
+    await rdma.assert_state(a, QPState.ERR)
+    await rdma.assert_loopback_moves(0, 0)
     await rdma.finish()
 
 
