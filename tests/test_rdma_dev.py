@@ -1371,6 +1371,7 @@ class BadRequest(Enum):
     UC_RDMA_READ = "RDMA READ on a UC QP"
     UD_RDMA_WRITE = "RDMA WRITE on a UD QP"
     UD_RDMA_WRITE_WITH_IMM = "RDMA WRITE with immediate on a UD QP"
+    UD_RDMA_READ = "RDMA READ on a UD QP"
     UNKNOWN_OPCODE = "opcode 7, which no transport has"
     UC_UNKNOWN_OPCODE = "opcode 7 on a UC QP"
     UD_UNKNOWN_OPCODE = "opcode 7 on a UD QP"
@@ -1414,6 +1415,7 @@ async def test_requester_refuses(dut, request):
             ah = await rdma.loopback_ah()
         opcode = {BadRequest.UD_RDMA_WRITE: WROpcode.RDMA_WRITE,
                   BadRequest.UD_RDMA_WRITE_WITH_IMM: WROpcode.RDMA_WRITE_WITH_IMM,
+                  BadRequest.UD_RDMA_READ: WROpcode.RDMA_READ,
                   BadRequest.UD_UNKNOWN_OPCODE: 7}.get(request, WROpcode.SEND)
         length = 64
         if request == BadRequest.UD_LONGER_THAN_MTU:

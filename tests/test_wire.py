@@ -18,10 +18,10 @@ from tb import simrun
 from tb.seed import REGRESS
 from tb.rdma_program import (
     ALL_ACCESS, ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
-    WITH_IMM, Rdma, assert_wc, long_read, work_request,
+    WITH_IMM, Rdma, assert_wc, long_read, unregistered_key, work_request,
 )
 from tb.verbs import (
-    GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
+    GRH_BYTES, MTU, SGE, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
     WROpcode, ud_send,
 )
 
@@ -440,6 +440,7 @@ async def test_port_counters_saturate(dut):
 class Fault(Enum):
     BAD_RKEY = "RDMA WRITE with an rkey of no MR: NAK remote access error"
     RECEIVE_TOO_SMALL = "SEND of 3000 bytes into a 2000-byte receive: NAK invalid request"
+    RECEIVE_BAD_LKEY = "SEND into a receive whose lkey names no MR: NAK remote operational error"
     NO_RECEIVE = "SEND with no receive posted and rnr_retry 2: three RNR NAKs"
     NO_SUCH_QP = "SEND to a QPN that does not exist: no answer, resent twice, then RETRY_EXC_ERR"
 
@@ -462,6 +463,10 @@ async def test_rc_faults_on_the_wire(dut, fault):
         await b.post_recv(RecvWR(dst.sge(0, 2000), wr_id=7))
         wr = work_request(WROpcode.SEND, src.sge(0, 3000), wr_id=1)
         status = WCStatus.REM_INV_REQ_ERR
+    elif fault == Fault.RECEIVE_BAD_LKEY:
+        await b.post_recv(RecvWR(SGE(dst.sge().addr, 4096, unregistered_key(rdma.dev)), wr_id=7))
+        wr = work_request(WROpcode.SEND, src.sge(0, 100), wr_id=1)
+        status = WCStatus.REM_OP_ERR
     elif fault == Fault.NO_RECEIVE:
         wr = work_request(WROpcode.SEND, src.sge(0, 3000), wr_id=1)
         status = WCStatus.RNR_RETRY_EXC_ERR
@@ -474,9 +479,10 @@ async def test_rc_faults_on_the_wire(dut, fault):
     await a.post_send(wr)
     [wc] = await rdma.poll_until(a.send_cq, 1, cycles=100000)
     assert_wc(wc, wr_id=1, status=status)
-    if fault == Fault.RECEIVE_TOO_SMALL:
+    if fault in (Fault.RECEIVE_TOO_SMALL, Fault.RECEIVE_BAD_LKEY):
         [rwc] = await rdma.poll_until(b.recv_cq, 1)
-        assert_wc(rwc, wr_id=7, status=WCStatus.LOC_LEN_ERR, opcode=WCOpcode.RECV)
+        assert_wc(rwc, wr_id=7, opcode=WCOpcode.RECV, status=(
+            WCStatus.LOC_LEN_ERR if fault == Fault.RECEIVE_TOO_SMALL else WCStatus.LOC_PROT_ERR))
     await rdma.finish(links_idle=False)
 
 
