@@ -81,7 +81,12 @@ SIGNAL_RATE = 0.3        # the last WR of a batch is always signaled, others at 
 SILENT_ERROR_RATE = 0.05  # UC/UD errors that complete SUCCESS (before the fatal error)
 RECVS_AFTER_ERROR = 4    # WRs after the fatal one that still post their receive
 
-RC_TIMEOUT = 3           # local ACK timeout 2^3 x 4.096 us: 8192 cycles, 7 resends
+# Local ACK timeout (2^t x 4.096 us = 2^t x 1024 cycles), 7 resends. Over lossy cables 3 (8192
+# cycles), so that losses are recovered quickly. On a lossless link nothing is lost, yet an ACK
+# may queue behind a full cable of packets into a busy receiver (64 packets of up to 4 KiB,
+# more than 8192 cycles at 256 bits), time out, and make a spurious (harmless, but
+# unpredictable) go-back: 6 (65,536 cycles) keeps lossless runs free of it.
+RC_TIMEOUT = {True: 3, False: 6}     # by whether the cables lose packets
 AREA = 48 * 1024
 SRC, SINK, RBUF, RECV = (i * AREA for i in range(4))
 ARENA = 4 * AREA
@@ -556,8 +561,9 @@ class RandomTraffic(Observer):
     """The program on `sides`, [(tb, dev, sb)] of one device or of two cabled ones. `peer`
     says where the peers of device 0's QPs are: port -> (side, port)."""
 
-    def __init__(self, sides, seed, peer):
+    def __init__(self, sides, seed, peer, lossy=False):
         self.sides = sides
+        self.lossy = lossy
         self.tb, self.dev, self.sb = sides[0]
         self.seed = seed
         self.faults = {}            # (device, port): the LinkFaults of a lossy cable
@@ -767,7 +773,8 @@ class RandomTraffic(Observer):
             # the partner's PSNs are this QP's: drawn once per pair and direction
             _, far_side, far_port, _ = qp_plan[partner[i]]
             await qp.to_rts(qps[partner[i]].qp_num, port=port, access=access,
-                            path_mtu=mtus[pair], rnr_retry=rng.randrange(8), timeout=RC_TIMEOUT,
+                            path_mtu=mtus[pair], rnr_retry=rng.randrange(8),
+                            timeout=RC_TIMEOUT[self.lossy],
                             sq_psn=self.psn(i), rq_psn=self.psn(partner[i]),
                             **self.address_vector(self.random_route(), far_side, far_port))
 
@@ -957,7 +964,7 @@ async def run_program(dut, placement, peer, loss=0.0):
     if peer != OTHER_DEVICE:
         sides, port_setups = sides[:1], port_setups[:1]
     tb = sides[0][0]
-    program = RandomTraffic(sides, seed, peer)
+    program = RandomTraffic(sides, seed, peer, lossy=bool(loss))
     try:
         await program.setup(port_setups)
         if loss:
