@@ -3,9 +3,10 @@
 //  - a WQE the requester finished itself (bypass, a local error, a flush) is done at once;
 //  - a UC or UD message is done when its last packet has left the port;
 //  - an RC message is done when every PSN of it is acknowledged: an ACK covers every PSN up to
-//    its own (several messages at once), as does a NAK or a READ response implicitly; a READ is
-//    done when its responses are stored, which the receive engine does in PSN order at the QP's
-//    oldest unacknowledged PSN (una).
+//    its own (several messages at once), as does a NAK or a READ response implicitly; a READ (or
+//    an atomic, whose one response carries the original value) is done when its responses are
+//    stored, which the receive engine does in PSN order at the QP's oldest unacknowledged PSN
+//    (una).
 // Recovery is go-back-N (IBTA 9.7.5): on the local ACK timeout, on a PSN sequence NAK, on a READ
 // response past una or an ACK past an unanswered READ, the QP's issue index goes back to its
 // oldest unfinished WQE and the requester sends again from una (inside a message at a packet
@@ -41,7 +42,8 @@ module completer #(
     input  wire [1:0]               rec_kind,
     input  wire [7:0]               rec_status,
     input  wire [PORT_BITS-1:0]     rec_port,
-    input  wire                     rec_read,
+    input  wire                     rec_read,         // answered by responses (READ, atomic)
+    input  wire                     rec_atomic,       // ... by an atomic ACK
     input  wire [23:0]              rec_first,        // its first PSN
     input  wire [23:0]              rec_end,          // one past its last
     input  wire [ADDR_WIDTH-1:0]    rec_addr,         // where READ responses go
@@ -73,7 +75,8 @@ module completer #(
     output wire                     rsp_active,       // RC messages outstanding
     output wire                     rsp_wait,         // answers being matched: ask again
     output wire [23:0]              rsp_una,
-    output wire                     rsp_read,         // una is a READ response PSN ...
+    output wire                     rsp_read,         // una is a READ (or atomic) response PSN ...
+    output wire                     rsp_atomic,       // ... an atomic's
     output wire [ADDR_WIDTH-1:0]    rsp_addr,         // ... whose payload goes here
     // ... and what arrived: 0 ACK / NAK, 1 READ response at una stored, 2 READ response past
     // una (a gap), 3 READ response past una acknowledging the PSNs before it
@@ -123,6 +126,7 @@ localparam SLOT_BITS = QPN_BITS + SQ_WIN_LOG;
 reg [1:0]            s_kind   [0:SLOTS-1];
 reg [7:0]            s_status [0:SLOTS-1];     // the final status once finished
 reg                  s_read   [0:SLOTS-1];
+reg                  s_atomic [0:SLOTS-1];
 reg [23:0]           s_first  [0:SLOTS-1];
 reg [23:0]           s_end    [0:SLOTS-1];
 reg [ADDR_WIDTH-1:0] s_addr   [0:SLOTS-1];
@@ -204,6 +208,7 @@ assign rsp_wait   = walk[rsp_qpn];
 assign rsp_una    = q_una[rsp_qpn];
 assign rsp_read   = s_kind[rsp_head] == REC_RC && s_read[rsp_head] &&
                     psn_lt(q_una[rsp_qpn], s_end[rsp_head]) && !psn_lt(q_una[rsp_qpn], s_first[rsp_head]);
+assign rsp_atomic = s_atomic[rsp_head];
 assign rsp_addr   = s_addr[rsp_head] +
                     ({{(ADDR_WIDTH-24){1'b0}}, rsp_off} << ({1'b0, s_mtu[rsp_head]} + 4'd7));
 
@@ -455,6 +460,7 @@ always @(posedge clk) begin
         s_kind[rec_slot]   <= rec_kind;
         s_status[rec_slot] <= rec_status;
         s_read[rec_slot]   <= rec_read;
+        s_atomic[rec_slot] <= rec_atomic;
         s_first[rec_slot]  <= rec_first;
         s_end[rec_slot]    <= rec_end;
         s_addr[rec_slot]   <= rec_addr;

@@ -4,7 +4,7 @@
 // Structure, in the order a packet flows:
 //   write    every beat of a frame goes into one of BUFFERS packet buffers (a ring) as it
 //            arrives, while crc_stream (VCRC, over the whole frame) and ib_icrc (ICRC, over
-//            LRH .. ICRC) run over it and the first 80 bytes are captured into a header
+//            LRH .. ICRC) run over it and the first 88 bytes are captured into a header
 //            register. Both CRCs are checked by their residue: a CRC run over a message and its
 //            own CRC (least-significant byte first) ends on a constant.
 //   verdict  the cycle after tlast, every check on the captured header and the frame's length
@@ -66,9 +66,9 @@ module depacketizer #(
     output wire [7:0]               m_hdr_hop_limit,
     output wire [127:0]             m_hdr_sgid,         // first GID byte on the wire in [127:120]
     output wire [127:0]             m_hdr_dgid,
-    output wire [63:0]              m_hdr_raddr,        // RETH, 0 when absent
+    output wire [63:0]              m_hdr_raddr,        // RETH or AtomicETH, 0 when absent
     output wire [31:0]              m_hdr_rkey,
-    output wire [31:0]              m_hdr_dma_len,
+    output wire [31:0]              m_hdr_dma_len,      // RETH only
     output wire [31:0]              m_hdr_qkey,         // DETH, 0 when absent
     output wire [23:0]              m_hdr_src_qpn,
     // ImmDt, 0 when absent: 4 opaque bytes, the first wire byte in bits [7:0] (host memory
@@ -76,6 +76,9 @@ module depacketizer #(
     output wire [31:0]              m_hdr_imm,
     output wire [7:0]               m_hdr_syndrome,     // AETH, 0 when absent
     output wire [23:0]              m_hdr_msn,
+    // AtomicETH Swap/Add Data, or AtomicAckETH Original Remote Data; 0 when absent
+    output wire [63:0]              m_hdr_atomic_a,
+    output wire [63:0]              m_hdr_atomic_b,     // AtomicETH Compare Data, 0 when absent
     output wire [12:0]              m_hdr_plen,         // payload bytes (pad excluded)
     output wire                     m_hdr_internal,     // s_axis_rx_tid of this packet
 
@@ -97,7 +100,7 @@ module depacketizer #(
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam KEEP_BITS = $clog2(KEEP_WIDTH);
-localparam HDR_MAX = 80;                                   // LRH + GRH + BTH + RETH + ImmDt
+localparam HDR_MAX = 88;                                   // LRH + GRH + BTH + AtomicETH
 localparam FRAME_MAX = HDR_MAX + MAX_PAYLOAD + 3 + 4 + 2;  // + pad, ICRC, VCRC
 localparam BANK_BITS = $clog2((FRAME_MAX + KEEP_WIDTH - 1) / KEEP_WIDTH);
 localparam BANK_WORDS = 1 << BANK_BITS;                    // words per buffer: a power of 2
@@ -245,7 +248,7 @@ wire [15:0]  lrh_len = {lrh[39:32], lrh[47:40]};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [319:0] grh = cap[64 +: 320];
 wire         glob = lrh[9:8] == 2'd3;
-wire [159:0] ext = glob ? cap[8*60 +: 160] : cap[8*20 +: 160];   // extension headers
+wire [223:0] ext = glob ? cap[8*60 +: 224] : cap[8*20 +: 224];   // extension headers
 
 wire [3:0]   lver = lrh[3:0];
 wire [3:0]   sl = lrh[15:12];
@@ -271,31 +274,40 @@ wire [23:0]  dest_qpn = be24(bth[40 +: 24]);
 wire         ackreq = bth[71];
 wire [23:0]  psn = be24(bth[72 +: 24]);
 
-// Opcodes: RC 0x00-0x11, UC 0x20-0x2B, UD 0x64 and 0x65.
+// Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD),
+// UC 0x20-0x2B, UD 0x64 and 0x65.
 wire [2:0]   tr = opcode[7:5];
 wire [4:0]   low = opcode[4:0];
-wire op_known = (tr == 3'd0 && low <= 5'h11) || (tr == 3'd1 && low <= 5'h0B)
+wire op_known = (tr == 3'd0 && low <= 5'h14) || (tr == 3'd1 && low <= 5'h0B)
              || opcode == 8'h64 || opcode == 8'h65;
 wire has_deth = tr == 3'd3;
 wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C;
-wire has_aeth = low == 5'h0D || low == 5'h0F || low == 5'h10 || low == 5'h11;
+wire has_atomic_eth = low == 5'h13 || low == 5'h14;
+wire has_aeth = low == 5'h0D || low == 5'h0F || low == 5'h10 || low == 5'h11 || low == 5'h12;
+wire has_atomic_ack = low == 5'h12;
 wire has_imm = low == 5'h03 || low == 5'h05 || low == 5'h09 || low == 5'h0B;
 wire first_middle = low == 5'h00 || low == 5'h01 || low == 5'h06 || low == 5'h07
                  || low == 5'h0D || low == 5'h0E;
 
 wire [31:0]  qkey = has_deth ? be32(ext[0 +: 32]) : 32'd0;
 wire [23:0]  src_qpn = has_deth ? be24(ext[40 +: 24]) : 24'd0;
-wire [63:0]  raddr = has_reth ? be64(ext[0 +: 64]) : 64'd0;
-wire [31:0]  rkey = has_reth ? be32(ext[64 +: 32]) : 32'd0;
+// RETH and AtomicETH start alike (VA, R_Key), right after the BTH (RC only: no DETH).
+wire [63:0]  raddr = has_reth || has_atomic_eth ? be64(ext[0 +: 64]) : 64'd0;
+wire [31:0]  rkey = has_reth || has_atomic_eth ? be32(ext[64 +: 32]) : 32'd0;
 wire [31:0]  dma_len = has_reth ? be32(ext[96 +: 32]) : 32'd0;
 wire [7:0]   syndrome = has_aeth ? ext[7:0] : 8'd0;
 wire [23:0]  msn = has_aeth ? be24(ext[8 +: 24]) : 24'd0;
+// AtomicETH Swap/Add and Compare Data; the AtomicAckETH follows the AETH.
+wire [63:0]  atomic_a = has_atomic_eth ? be64(ext[96 +: 64])
+                      : has_atomic_ack ? be64(ext[32 +: 64]) : 64'd0;
+wire [63:0]  atomic_b = has_atomic_eth ? be64(ext[160 +: 64]) : 64'd0;
 // ImmDt follows a DETH (UD), a RETH (WRITE only with imm), or the BTH directly.
 wire [31:0]  imm_wire = has_deth ? ext[64 +: 32] : has_reth ? ext[128 +: 32] : ext[0 +: 32];
 wire [31:0]  imm = has_imm ? imm_wire : 32'd0;
 
 wire [6:0]   hdr_len = (glob ? 7'd60 : 7'd20) + (has_deth ? 7'd8 : 7'd0)
-                     + (has_reth ? 7'd16 : 7'd0) + (has_aeth ? 7'd4 : 7'd0)
+                     + (has_reth ? 7'd16 : 7'd0) + (has_atomic_eth ? 7'd28 : 7'd0)
+                     + (has_aeth ? 7'd4 : 7'd0) + (has_atomic_ack ? 7'd8 : 7'd0)
                      + (has_imm ? 7'd4 : 7'd0);
 
 // Lengths: body = LRH .. ICRC; the payload is what the headers, the pad and the ICRC leave.
@@ -310,7 +322,9 @@ wire grh_ok = !glob || (ipver == 4'd6 && nxthdr == 8'h1B && paylen == body - 16'
                         && dgid == port_gid);
 wire dlid_ok = ((dlid ^ port_lid) & ~lmc_mask) == 16'd0;
 wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
-wire fits = body >= hdr_icrc_pad && plen <= MAX_PLEN;
+// READ requests, ACKs and atomics carry no payload: bytes past their headers make them malformed
+wire no_payload = tr == 3'd0 && (low == 5'h0C || low >= 5'h11);
+wire fits = body >= hdr_icrc_pad && plen <= MAX_PLEN && !(no_payload && plen != 16'd0);
 wire pad_ok = !(first_middle && padcnt != 2'd0);
 
 wire v_good = !t_bad_link && len_ok && lver == 4'd0 && lrh[9] && pktlen_ok && grh_ok
@@ -318,12 +332,13 @@ wire v_good = !t_bad_link && len_ok && lver == 4'd0 && lrh[9] && pktlen_ok && gr
 
 // A good packet's fields, kept with its buffer until its header is presented.
 localparam HF_W = 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32 + 32
-                + 32 + 24 + 32 + 8 + 24 + 13 + 1;
+                + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1;
 wire [HF_W-1:0] v_fields = {
     opcode, se, dest_qpn, ackreq, psn, slid, dlid, sl, glob,
     glob ? tclass : 8'd0, glob ? flow_label : 20'd0, glob ? hop_limit : 8'd0,
     glob ? sgid : 128'd0, glob ? dgid : 128'd0,
-    raddr, rkey, dma_len, qkey, src_qpn, imm, syndrome, msn, plen[12:0], t_tid};
+    raddr, rkey, dma_len, qkey, src_qpn, imm, syndrome, msn, atomic_a, atomic_b, plen[12:0],
+    t_tid};
 
 reg [HF_W-1:0] hslot [0:BUFFERS-1];
 reg [19:0]     fslot [0:BUFFERS-1];       // {plen, hdr_len} for the fetch side
@@ -367,7 +382,8 @@ assign m_hdr_valid = hv;
 assign {m_hdr_opcode, m_hdr_se, m_hdr_dest_qpn, m_hdr_ackreq, m_hdr_psn, m_hdr_slid, m_hdr_dlid,
         m_hdr_sl, m_hdr_is_global, m_hdr_tclass, m_hdr_flow_label, m_hdr_hop_limit, m_hdr_sgid,
         m_hdr_dgid, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn, m_hdr_imm,
-        m_hdr_syndrome, m_hdr_msn, m_hdr_plen, m_hdr_internal} = hout;
+        m_hdr_syndrome, m_hdr_msn, m_hdr_atomic_a, m_hdr_atomic_b, m_hdr_plen,
+        m_hdr_internal} = hout;
 
 wire pl_pending = pl_open | (hshake & m_hdr_plen != 13'd0);
 

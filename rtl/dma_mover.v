@@ -6,7 +6,14 @@
 //   READ_STREAM  (mode 3): len bytes host src (any alignment) -> m_axis_rd, byte 0 in tdata[7:0]
 //                          of the first beat, tkeep full but on the last beat, tlast on it
 //   WRITE_STREAM (mode 4): len bytes from s_axis_wr (same beat layout) -> host dst (any alignment)
-//   modes 5-7 are not commands: they complete at once with m_done_error set
+//   ATOMIC       (mode 5): the 8 bytes at host dst (len 8), read, modified and written back as
+//                          one command: FetchAdd (s_cmd_data[128] = 0) adds s_cmd_data[63:0];
+//                          CompareSwap (s_cmd_data[128] = 1) writes s_cmd_data[127:64] when
+//                          they equal s_cmd_data[63:0] (else writes nothing). m_done_data has
+//                          the original value. The mover is the device's only AXI master and
+//                          takes no other command until the write is answered, so no other
+//                          device access can come between the read and the write.
+//   modes 6-7 are not commands: they complete at once with m_done_error set
 // A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
 // repeats the data block, LOAD wraps around m_done_data) rather than hanging. A WRITE_STREAM
 // whose stream ends early or late (tlast, last tkeep) against len sets m_done_error and still
@@ -34,11 +41,11 @@ module dma_mover #(
     // command: one at a time; s_cmd_ready is low from acceptance until the done pulse
     input  wire                     s_cmd_valid,
     output wire                     s_cmd_ready,
-    input  wire [2:0]               s_cmd_mode,      // 0 COPY, 1 STORE, 2 LOAD, 3 READ_STREAM, 4 WRITE_STREAM
+    input  wire [2:0]               s_cmd_mode,      // 0 COPY, 1 STORE, 2 LOAD, 3 READ_STREAM, 4 WRITE_STREAM, 5 ATOMIC
     input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD/READ_STREAM: any byte address
     input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE/WRITE_STREAM: any byte address
     input  wire [LEN_WIDTH-1:0]     s_cmd_len,       // bytes; STORE/LOAD at most 64; 0 completes at once with no bus traffic
-    input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]
+    input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]; ATOMIC operands
     output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
     output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
     output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
@@ -95,6 +102,8 @@ module dma_mover #(
     output wire                     m_axi_rready
 );
 
+`include "rdma_defs.vh"
+
 localparam B = DATA_WIDTH / 8;                // bytes per beat
 localparam BL = $clog2(B);                    // byte offset width
 localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
@@ -104,11 +113,13 @@ localparam [LEN_WIDTH:0] B_M1 = {{(LEN_WIDTH+1-BL){1'b0}}, {BL{1'b1}}};  // B - 
 localparam [2:0] MODE_STORE = 3'd1;     // s_cmd_data -> host
 localparam [2:0] MODE_LOAD = 3'd2;      // host -> m_done_data
 localparam [2:0] MODE_RD_STREAM = 3'd3; // host -> m_axis_rd
-localparam [2:0] MODE_WR_STREAM = 3'd4; // s_axis_wr -> host (COPY is mode 0, above 4 is no command)
+localparam [2:0] MODE_WR_STREAM = 3'd4; // s_axis_wr -> host (COPY is mode 0)
+localparam [2:0] MODE_ATOMIC = 3'd5;    // a LOAD, then a STORE of the new value (above 5 is no command)
 
 localparam [1:0] ST_IDLE = 2'd0;   // waiting for a command
 localparam [1:0] ST_SETUP = 2'd1;  // command latched: derive the set-up and start the engines
 localparam [1:0] ST_RUN = 2'd2;    // engines running until the last beat and B are done
+localparam [1:0] ST_ATOMIC = 2'd3; // an ATOMIC's read is done: decide its write
 
 reg [1:0]             state;
 reg                   cmd_ready;
@@ -117,6 +128,8 @@ reg [ADDR_WIDTH-1:0]  cmd_src;
 reg [ADDR_WIDTH-1:0]  cmd_dst;
 reg [LEN_WIDTH-1:0]   cmd_len;
 reg [511:0]           cmd_data;   // STORE source, held for the whole command
+reg                   atomic;     // the LOAD running is an ATOMIC's read
+reg [128:0]           atom_op;    // ... and its operands
 
 assign s_cmd_ready = cmd_ready;
 
@@ -134,7 +147,13 @@ wire dst_zero = is_load || is_rd_stream;
 wire [BL-1:0] src_off = src_zero ? {BL{1'b0}} : cmd_src[BL-1:0];
 wire [BL-1:0] dst_off = dst_zero ? {BL{1'b0}} : cmd_dst[BL-1:0];
 wire [ADDR_WIDTH-1:0] dst_addr = dst_zero ? {ADDR_WIDTH{1'b0}} : cmd_dst;
-wire bad_mode = s_cmd_mode > MODE_WR_STREAM;
+wire bad_mode = s_cmd_mode > MODE_ATOMIC;
+wire is_atomic_cmd = s_cmd_mode == MODE_ATOMIC;
+// the ATOMIC's new value from the original the read returned
+wire [63:0] atom_orig = m_done_data[63:0];
+wire        atom_cas = atom_op[ATOM_IS_CAS];
+wire [63:0] atom_new = atom_cas ? atom_op[ATOM_SWAP +: 64] : atom_orig + atom_op[ATOM_CMP_ADD +: 64];
+wire        atom_write = !atom_cas || atom_orig == atom_op[ATOM_CMP_ADD +: 64];
 
 wire [LEN_WIDTH:0] in_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
 wire [LEN_WIDTH:0] out_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
@@ -274,8 +293,11 @@ always @(posedge clk) begin
     case (state)
         ST_IDLE: begin
             if (cmd_fire) begin
-                cmd_mode    <= s_cmd_mode;
-                cmd_src     <= s_cmd_src_addr;
+                // an ATOMIC starts as a LOAD of its 8 bytes
+                cmd_mode    <= is_atomic_cmd ? MODE_LOAD : s_cmd_mode;
+                cmd_src     <= is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr;
+                atomic      <= is_atomic_cmd;
+                atom_op     <= s_cmd_data[128:0];
                 cmd_dst     <= s_cmd_dst_addr;
                 cmd_len     <= s_cmd_len;
                 cmd_data    <= s_cmd_data;
@@ -293,9 +315,24 @@ always @(posedge clk) begin
         ST_SETUP: begin
             state <= ST_RUN;
         end
+        ST_ATOMIC: begin
+            atomic <= 1'b0;
+            if (atom_write) begin
+                cmd_mode <= MODE_STORE;
+                cmd_data <= {448'd0, atom_new};
+                state    <= ST_SETUP;
+            end else begin
+                m_done_valid <= 1'b1;
+                m_done_error <= 1'b0;
+                cmd_ready    <= 1'b1;
+                state        <= ST_IDLE;
+            end
+        end
         default: begin
             // wr_done covers the last beat and every B; rd_idle that every read burst drained
-            if (wr_done && rd_idle) begin
+            if (wr_done && rd_idle && atomic && !(rd_error || wr_error)) begin
+                state <= ST_ATOMIC;     // m_done_data has the original value next cycle
+            end else if (wr_done && rd_idle) begin
                 m_done_valid <= 1'b1;
                 m_done_error <= rd_error || wr_error;
                 cmd_ready    <= 1'b1;
@@ -313,6 +350,7 @@ always @(posedge clk) begin
     if (rst) begin
         state        <= ST_IDLE;
         cmd_ready    <= 1'b0;
+        atomic       <= 1'b0;
         m_done_valid <= 1'b0;
         m_done_error <= 1'b0;
         m_done_data  <= 512'd0;

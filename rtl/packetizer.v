@@ -35,7 +35,9 @@ module packetizer #(
     // message descriptor, held while desc_valid
     input  wire                     desc_valid,
     output wire                     desc_ready,
-    input  wire [2:0]               desc_kind,       // 0 SEND, 1 WRITE, 2 READ req, 3 READ resp, 4 ACK
+    // 0 SEND, 1 WRITE, 2 READ req, 3 READ resp, 4 ACK, 5 COMPARE_SWAP req, 6 FETCH_ADD req,
+    // 7 ATOMIC_ACKNOWLEDGE (5..7: one RC packet without payload)
+    input  wire [2:0]               desc_kind,
     input  wire [2:0]               desc_transport,  // 2 RC, 3 UC, 4 UD
     input  wire                     desc_imm_valid,
     input  wire [31:0]              desc_imm,
@@ -62,6 +64,8 @@ module packetizer #(
     input  wire [31:0]              desc_dma_len,
     input  wire [7:0]               desc_syndrome,
     input  wire [23:0]              desc_msn,
+    input  wire [63:0]              desc_atomic_a,   // Swap/Add Data (5, 6), Orig. Remote Data (7)
+    input  wire [63:0]              desc_atomic_b,   // Compare Data (5, 6)
     input  wire [3:0]               desc_rate,       // static-rate divisor, 0 or 1 = full rate
 
     // payload chunk requests (the DMA mover's READ_STREAM)
@@ -97,7 +101,7 @@ module packetizer #(
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam KEEP_BITS = $clog2(KEEP_WIDTH);
-localparam HDR_MAX = 80;                                  // LRH + GRH + BTH + RETH + ImmDt
+localparam HDR_MAX = 88;                                  // LRH + GRH + BTH + AtomicETH
 localparam BUF_WORDS = (MAX_PAYLOAD + KEEP_WIDTH - 1) / KEEP_WIDTH;   // payload words a buffer
 localparam MEM_WORDS = BUFFERS * BUF_WORDS;
 localparam ADDR_BITS = $clog2(MEM_WORDS);
@@ -125,7 +129,7 @@ assign done = retire;
 
 wire start = desc_valid & ~active;
 
-wire no_payload = desc_kind == K_READ_REQ || desc_kind == K_ACK;
+wire no_payload = desc_kind == K_READ_REQ || desc_kind >= K_ACK;   // ACK and the atomics too
 wire [31:0] mtu_bytes = 32'd128 << desc_mtu;
 
 // ------------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ reg  [BEAT_BITS-1:0] s_beat;  // the frame beat being built
 reg  [DATA_WIDTH-1:0] s_prev; // the payload word the previous beat read
 
 wire [12:0] s_plen = m_plen[s_buf];
-wire [639:0] s_hdr;
+wire [8*HDR_MAX-1:0] s_hdr;
 wire [6:0]  s_hdr_len;
 wire [10:0] s_pktlen;
 pkt_header s_hdr_gen (
@@ -273,6 +277,7 @@ pkt_header s_hdr_gen (
     .hop_limit(desc_hop_limit), .sgid(desc_sgid), .dgid(desc_dgid), .pkey(desc_pkey),
     .dest_qpn(desc_dest_qpn), .qkey(desc_qkey), .src_qpn(desc_src_qpn), .raddr(desc_raddr),
     .rkey(desc_rkey), .dma_len(desc_dma_len), .syndrome(desc_syndrome), .msn(desc_msn),
+    .atomic_a(desc_atomic_a), .atomic_b(desc_atomic_b),
     .first(m_first[s_buf]), .last(m_last[s_buf]), .psn(m_psn[s_buf]), .plen(s_plen),
     .ackreq_mid(&m_psn[s_buf][ACKREQ_LOG2-1:0]),
     .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen)
@@ -289,8 +294,10 @@ wire        s_final = s_end <= s_beat_start + KEEP_WIDTH[13:0];   // this beat h
 // bytes, the bytes before are the previous word's last ones.
 wire        s_reads = s_beat_start + KEEP_WIDTH[13:0] > {7'd0, s_hdr_len};
 
-localparam HDR_PAD = ((HDR_MAX * 8 + DATA_WIDTH - 1) / DATA_WIDTH) * DATA_WIDTH;
-wire [HDR_PAD-1:0] s_hdr_wide = {{(HDR_PAD-640){1'b0}}, s_hdr};
+// one zero beat above the header, so the last header beat reads zeros past its end (and the
+// replication is never zero-width, which Verilog-2005 forbids)
+localparam HDR_PAD = HDR_MAX * 8 + DATA_WIDTH;
+wire [HDR_PAD-1:0] s_hdr_wide = {{DATA_WIDTH{1'b0}}, s_hdr};
 /* verilator lint_off UNUSEDSIGNAL */
 wire [HDR_PAD-1:0] s_hdr_shifted = s_hdr_wide >> (s_beat_start * 8);   // the beat is its low word
 /* verilator lint_on UNUSEDSIGNAL */

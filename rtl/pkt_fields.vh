@@ -4,7 +4,8 @@
 /* verilator lint_off UNUSEDPARAM */
 
 // A message to transmit (requester -> port_tx, or a response from rx_engine -> port_tx).
-localparam integer TXD_KIND = 0;            // 3: 0 SEND, 1 WRITE, 2 READ request, 3 READ response, 4 ACK
+localparam integer TXD_KIND = 0;            // 3: 0 SEND, 1 WRITE, 2 READ request, 3 READ response, 4 ACK,
+                                            //    5 CompareSwap, 6 FetchAdd, 7 atomic ACK
 localparam integer TXD_TRANSPORT = 3;       // 3: QP type (2 RC, 3 UC, 4 UD)
 localparam integer TXD_IMM_VALID = 6;       // 1
 localparam integer TXD_IMM = 7;             // 32: as the WQE holds it
@@ -34,7 +35,9 @@ localparam integer TXD_RATE = 684;          // 4: static rate divisor
 localparam integer TXD_BASE = 688;          // 64: host address of the payload's first byte
 localparam integer TXD_INTERNAL = 752;      // 1: a loopback message with the bypass off
 localparam integer TXD_START = 753;         // 32: byte offset of the first packet to send (a resend)
-localparam integer TXD_WIDTH = 785;
+localparam integer TXD_ATOMIC_A = 785;      // 64: AtomicETH swap/add data, AtomicAckETH original
+localparam integer TXD_ATOMIC_B = 849;      // 64: AtomicETH compare data
+localparam integer TXD_WIDTH = 913;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8
@@ -61,5 +64,7 @@ localparam integer RXH_SYNDROME = 603;      // 8
 localparam integer RXH_MSN = 611;           // 24
 localparam integer RXH_PLEN = 635;          // 13
 localparam integer RXH_INTERNAL = 648;      // 1
-localparam integer RXH_WIDTH = 649;
+localparam integer RXH_ATOMIC_A = 649;      // 64: AtomicETH swap/add data, AtomicAckETH original
+localparam integer RXH_ATOMIC_B = 713;      // 64: AtomicETH compare data
+localparam integer RXH_WIDTH = 777;
 /* verilator lint_on UNUSEDPARAM */

@@ -5,12 +5,14 @@
 //
 // The opcode follows from the message kind, the transport and the packet's place in the
 // message; it decides the extension headers, and with the payload length they decide PktLen,
-// PayLen and PadCnt.
+// PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload.
 `default_nettype none
 
 module pkt_header (
-    input  wire [2:0]   kind,       // 0 SEND, 1 RDMA WRITE, 2 READ request, 3 READ response, 4 ACK
-    input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD
+    // 0 SEND, 1 RDMA WRITE, 2 READ request, 3 READ response, 4 ACK,
+    // 5 COMPARE_SWAP request, 6 FETCH_ADD request, 7 ATOMIC_ACKNOWLEDGE
+    input  wire [2:0]   kind,
+    input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD (ignored for the atomic kinds: always RC)
     input  wire         imm_valid,
     input  wire [31:0]  imm,
     input  wire         solicited,
@@ -32,6 +34,8 @@ module pkt_header (
     input  wire [31:0]  dma_len,
     input  wire [7:0]   syndrome,
     input  wire [23:0]  msn,
+    input  wire [63:0]  atomic_a,   // AtomicETH Swap/Add Data; AtomicAckETH Original Remote Data
+    input  wire [63:0]  atomic_b,   // AtomicETH Compare Data
 
     input  wire         first,      // the message's first packet
     input  wire         last,       // the message's last packet (both for an only packet)
@@ -39,7 +43,7 @@ module pkt_header (
     input  wire         ackreq_mid, // an RC request asks for an ACK here even if not its last packet
     input  wire [12:0]  plen,       // payload bytes of this packet
 
-    output reg  [639:0] hdr,        // up to 80 bytes: LRH + GRH + BTH + RETH + ImmDt
+    output reg  [703:0] hdr,        // up to 88 bytes: LRH + GRH + BTH + AtomicETH
     output reg  [6:0]   hdr_len,    // header bytes, a multiple of 4
     output reg  [10:0]  pktlen      // LRH PktLen: 4-byte words LRH .. ICRC
 );
@@ -49,6 +53,9 @@ localparam [2:0] K_WRITE = 3'd1;
 localparam [2:0] K_READ_REQ = 3'd2;
 localparam [2:0] K_READ_RESP = 3'd3;
 localparam [2:0] K_ACK = 3'd4;
+localparam [2:0] K_CMP_SWAP = 3'd5;
+localparam [2:0] K_FETCH_ADD = 3'd6;
+localparam [2:0] K_ATOMIC_ACK = 3'd7;
 localparam [2:0] T_RC = 3'd2;
 localparam [2:0] T_UC = 3'd3;
 localparam [2:0] T_UD = 3'd4;
@@ -59,10 +66,16 @@ wire ends = last;                           // last or only
 wire middle = ~first & ~last;
 wire only = first & last;
 wire with_imm = imm_valid & ends & (kind == K_SEND || kind == K_WRITE);
-wire has_deth = transport == T_UD;
+wire atomic_req = kind == K_CMP_SWAP || kind == K_FETCH_ADD;
+// atomics exist on RC only, so their opcode and headers never follow another transport
+wire rc = transport == T_RC || atomic_req || kind == K_ATOMIC_ACK;
+wire has_deth = transport == T_UD && !rc;
 wire has_reth = (kind == K_WRITE && first) || kind == K_READ_REQ;
-wire has_aeth = (kind == K_READ_RESP && !middle) || kind == K_ACK;
-wire ackreq = transport == T_RC && (ends || ackreq_mid) && (kind == K_SEND || kind == K_WRITE);
+wire has_aeth = (kind == K_READ_RESP && !middle) || kind == K_ACK || kind == K_ATOMIC_ACK;
+wire has_atomic_ack = kind == K_ATOMIC_ACK;
+// an atomic request always asks for its (atomic) ACK
+wire ackreq = (transport == T_RC && (ends || ackreq_mid) && (kind == K_SEND || kind == K_WRITE))
+           || atomic_req;
 wire [1:0] padcnt = 2'd0 - plen[1:0];
 
 // Low five bits of the opcode for the packet's role.
@@ -75,10 +88,14 @@ always @* begin
                        last ? (with_imm ? 5'h09 : 5'h08) : 5'h07;
     K_READ_REQ:  low = 5'h0C;
     K_READ_RESP: low = only ? 5'h10 : first ? 5'h0D : last ? 5'h0F : 5'h0E;
-    default:     low = 5'h11;
+    K_ACK:       low = 5'h11;
+    K_CMP_SWAP:  low = 5'h13;
+    K_FETCH_ADD: low = 5'h14;
+    default:     low = 5'h12;     // K_ATOMIC_ACK
     endcase
 end
-wire [7:0] opcode = {transport == T_UD ? 3'b011 : transport == T_UC ? 3'b001 : 3'b000, low};
+wire [2:0] high = rc ? 3'b000 : transport == T_UD ? 3'b011 : transport == T_UC ? 3'b001 : 3'b000;
+wire [7:0] opcode = {high, low};
 
 // Bytes after the GRH through the ICRC (GRH PayLen), and the header length.
 reg [6:0] tr_len;     // BTH and extension headers
@@ -86,14 +103,16 @@ always @* begin
     tr_len = 7'd12;
     if (has_deth) tr_len = tr_len + 7'd8;
     if (has_reth) tr_len = tr_len + 7'd16;
+    if (atomic_req) tr_len = tr_len + 7'd28;
     if (has_aeth) tr_len = tr_len + 7'd4;
+    if (has_atomic_ack) tr_len = tr_len + 7'd8;
     if (with_imm) tr_len = tr_len + 7'd4;
 end
 wire [13:0] paylen = {7'd0, tr_len} + {1'b0, plen} + {12'd0, padcnt} + 14'd4;
 
 integer at;   // byte position of the next header
 always @* begin
-    hdr = 640'd0;
+    hdr = 704'd0;
     hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
     pktlen = {6'd0, hdr_len[6:2]} + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
     // LRH: VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID
@@ -130,10 +149,21 @@ always @* begin
         hdr[8*at+96 +: 32] = be32(dma_len);
         at = at + 16;
     end
+    if (atomic_req) begin       // AtomicETH
+        hdr[8*at +: 64] = be64(raddr);
+        hdr[8*at+64 +: 32] = be32(rkey);
+        hdr[8*at+96 +: 64] = be64(atomic_a);
+        hdr[8*at+160 +: 64] = be64(atomic_b);
+        at = at + 28;
+    end
     if (has_aeth) begin
         hdr[8*at +: 8] = syndrome;
         hdr[8*at+8 +: 24] = be24(msn);
         at = at + 4;
+    end
+    if (has_atomic_ack) begin   // AtomicAckETH
+        hdr[8*at +: 64] = be64(atomic_a);
+        at = at + 8;
     end
     // ImmDt is 4 opaque bytes: the WQE's, in their memory order (imm[7:0] first)
     if (with_imm)

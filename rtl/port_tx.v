@@ -165,6 +165,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
     .desc_src_qpn(d[TXD_SRC_QPN +: 24]), .desc_raddr(d[TXD_RADDR +: 64]),
     .desc_rkey(d[TXD_RKEY +: 32]), .desc_dma_len(d[TXD_DMA_LEN +: 32]),
     .desc_syndrome(d[TXD_SYNDROME +: 8]), .desc_msn(d[TXD_MSN +: 24]),
+    .desc_atomic_a(d[TXD_ATOMIC_A +: 64]), .desc_atomic_b(d[TXD_ATOMIC_B +: 64]),
     .desc_rate(d[TXD_INTERNAL] ? 4'd0 : d[TXD_RATE +: 4]),
     .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len),

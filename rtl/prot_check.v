@@ -62,7 +62,7 @@ assign m_rsp_data  = {m_host[ri] + offset[ADDR_WIDTH-1:0], allowed};
 wire [MR_BITS-1:0] ci = cmd_index[MR_BITS-1:0];
 wire [3:0]  c_access = cmd_data[13*8 +: 4];
 wire [63:0] c_host   = cmd_data[16*8 +: 64];
-wire c_ok = (!c_access[ACC_REMOTE_WRITE] && !c_access[3]) || c_access[ACC_LOCAL_WRITE];
+wire c_ok = (!c_access[ACC_REMOTE_WRITE] && !c_access[ACC_REMOTE_ATOMIC]) || c_access[ACC_LOCAL_WRITE];
 
 wire unused = ^{cmd_data[511:192], cmd_data[111:108], offset[63:ADDR_WIDTH]};
 

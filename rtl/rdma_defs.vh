@@ -10,7 +10,8 @@ localparam [2:0] QPT_RC = 3'd2, QPT_UC = 3'd3, QPT_UD = 3'd4;
 
 // send WQE opcodes (enum ibv_wr_opcode)
 localparam [7:0] WR_RDMA_WRITE = 8'd0, WR_RDMA_WRITE_IMM = 8'd1, WR_SEND = 8'd2,
-                 WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4;
+                 WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4, WR_ATOMIC_CMP_AND_SWP = 8'd5,
+                 WR_ATOMIC_FETCH_AND_ADD = 8'd6;
 
 // send flags (enum ibv_send_flags)
 localparam integer SF_FENCE = 0, SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
@@ -23,10 +24,11 @@ localparam [7:0] WC_SUCCESS = 8'd0, WC_LOC_LEN_ERR = 8'd1, WC_LOC_QP_OP_ERR = 8'
 
 // completion opcodes (enum ibv_wc_opcode)
 localparam [7:0] WCO_SEND = 8'd0, WCO_RDMA_WRITE = 8'd1, WCO_RDMA_READ = 8'd2,
-                 WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
+                 WCO_COMP_SWAP = 8'd3, WCO_FETCH_ADD = 8'd4, WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
 
 // access flags (enum ibv_access_flags), bit positions
-localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 2;
+localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 2,
+                   ACC_REMOTE_ATOMIC = 3;
 
 // command opcodes and results (docs/host-interface.md)
 localparam [7:0] CMD_CREATE_CQ = 8'h01, CMD_DESTROY_CQ = 8'h02, CMD_REG_MR = 8'h03,
@@ -38,7 +40,9 @@ localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_
 
 // DMA mover modes
 localparam [2:0] DMA_COPY = 3'd0, DMA_STORE = 3'd1, DMA_LOAD = 3'd2,
-                 DMA_READ_STREAM = 3'd3, DMA_WRITE_STREAM = 3'd4;
+                 DMA_READ_STREAM = 3'd3, DMA_WRITE_STREAM = 3'd4, DMA_ATOMIC = 3'd5;
+// DMA_ATOMIC's data block: {compare_swap, swap[63:0], compare_add[63:0]} in bits [128:0]
+localparam integer ATOM_CMP_ADD = 0, ATOM_SWAP = 64, ATOM_IS_CAS = 128;
 // A GID arrives in a command block as 16 bytes in network order (byte 0 first in memory, so in
 // bits [7:0]); the device keeps it as a number whose most significant byte is byte 0.
 function [127:0] gid_from_block(input [127:0] block);

@@ -467,7 +467,7 @@ wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire                   rec_valid, rec_read, rec_signaled;
+wire                   rec_valid, rec_read, rec_atomic, rec_signaled;
 wire [15:0]            rec_idx;
 wire [1:0]             rec_kind;
 wire [7:0]             rec_status, rec_wc_op;
@@ -480,7 +480,7 @@ wire                   iss_busy, iss_hold, iss_kick;
 wire                   win_una_valid, win_busy;
 wire [23:0]            win_una;
 wire [7:0]             win_reads;
-wire                   rsp_active, rsp_wait, rsp_read;
+wire                   rsp_active, rsp_wait, rsp_read, rsp_atomic;
 wire [23:0]            rsp_una;
 wire [ADDR_WIDTH-1:0]  rsp_addr_read;
 wire                   ack_valid;
@@ -526,7 +526,8 @@ requester #(
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port),
     .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_status(rec_status),
-    .rec_read(rec_read), .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
+    .rec_read(rec_read), .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end),
+    .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op), .rec_len(rec_len),
     .rec_signaled(rec_signaled), .iss_busy(iss_busy), .iss_hold(iss_hold), .iss_kick(iss_kick),
     .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_una_valid(win_una_valid),
@@ -548,7 +549,7 @@ completer #(
     .clk(clk), .rst(rst), .now(now),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .rec_valid(rec_valid), .rec_qpn(a_qpn), .rec_idx(rec_idx), .rec_kind(rec_kind),
-    .rec_status(rec_status), .rec_port(a_port), .rec_read(rec_read), .rec_first(rec_first),
+    .rec_status(rec_status), .rec_port(a_port), .rec_read(rec_read), .rec_atomic(rec_atomic), .rec_first(rec_first),
     .rec_end(rec_end), .rec_addr(rec_addr), .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
     .rec_retry_cnt(a_retry_cnt), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op),
     .rec_len(rec_len), .rec_signaled(rec_signaled),
@@ -557,7 +558,7 @@ completer #(
     .iss_busy_qp(win_busy), .hold(sq_hold), .busy(sq_busy),
     .tx_done(tx_req_done),
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
-    .rsp_read(rsp_read), .rsp_addr(rsp_addr_read),
+    .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr_read),
     .s_ack_valid(ack_valid), .s_ack_qpn(ack_qpn), .s_ack_kind(ack_kind),
     .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
     .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
@@ -630,11 +631,13 @@ rx_engine #(
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
     .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
     .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[2]),
+    .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),
     .m_axis_wr_tdata(dma_wr_tdata), .m_axis_wr_tkeep(dma_wr_tkeep),
     .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready),
     .m_axis_wr_tlast(dma_wr_tlast),
     .m_tx_valid(tx_rsp_valid), .m_tx_ready(tx_rsp_ready), .m_tx_desc(tx_rsp_desc),
     .req_active(rsp_active), .req_wait(rsp_wait), .req_una(rsp_una), .req_read(rsp_read),
+    .req_atomic(rsp_atomic),
     .req_addr(rsp_addr_read), .m_ack_valid(ack_valid), .m_ack_qpn(ack_qpn), .m_ack_kind(ack_kind),
     .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
     .rcv_drop(rcv_drop), .xmit_discard(rsp_discard)
@@ -726,6 +729,8 @@ generate
             .m_hdr_msn(hdr_data[p*RXH_WIDTH + RXH_MSN +: 24]),
             .m_hdr_plen(hdr_data[p*RXH_WIDTH + RXH_PLEN +: 13]),
             .m_hdr_internal(hdr_data[p*RXH_WIDTH + RXH_INTERNAL]),
+            .m_hdr_atomic_a(hdr_data[p*RXH_WIDTH + RXH_ATOMIC_A +: 64]),
+            .m_hdr_atomic_b(hdr_data[p*RXH_WIDTH + RXH_ATOMIC_B +: 64]),
             .m_axis_pl_tdata(pl_tdata[p*DATA_WIDTH +: DATA_WIDTH]),
             .m_axis_pl_tkeep(pl_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]),
             .m_axis_pl_tvalid(pl_tvalid[p]), .m_axis_pl_tready(pl_tready[p]),

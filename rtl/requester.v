@@ -7,7 +7,10 @@
 // completer, which finishes it (ACKs, retransmission, the send CQE). A WQE issued again after
 // a go-back (the completer moved the issue index back) is sent from the QP's oldest
 // unacknowledged PSN: inside a message at a packet boundary, a READ for the responses still
-// missing. RDMA READs wait while max_rd_atomic of them are outstanding, a FENCE while any is,
+// missing. An atomic (RC) is a one-PSN READ on the wire whose response carries the original
+// value; on the bypass the DMA mover's ATOMIC does the read-modify-write and a STORE puts the
+// original in the local SGE. RDMA READs and atomics wait while max_rd_atomic of them are
+// outstanding, a FENCE while any is,
 // and a bypass message while the QP has packets outstanding. A QP in ERR has every send WQE
 // flushed (WR_FLUSH_ERR) and the responder flushes its receive queue.
 `default_nettype none
@@ -133,6 +136,7 @@ module requester #(
     output reg  [1:0]               rec_kind,
     output wire [7:0]               rec_status,
     output wire                     rec_read,
+    output wire                     rec_atomic,
     output wire [23:0]              rec_first,
     output wire [23:0]              rec_end,
     output wire [ADDR_WIDTH-1:0]    rec_addr,
@@ -181,7 +185,8 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
-                 S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11;
+                 S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
+                 S_ATOMIC_WAIT = 4'd12;
 reg [3:0] state;
 
 // the WQE being served
@@ -197,6 +202,9 @@ reg [31:0]  w_rkey;
 reg [31:0]  w_ah;
 reg [31:0]  w_rqpn;
 reg [31:0]  w_rqkey;
+reg [63:0]  w_swap;         // atomics: 0x30 compare_add (over rqpn, rqkey: UD only) and 0x38 swap
+wire [63:0] w_cmp_add = {w_rqkey, w_rqpn};
+reg [63:0]  orig;           // the original value an atomic on the bypass read
 
 reg [7:0]             status;
 reg [ADDR_WIDTH-1:0]  local_addr;     // host address of the local SGE
@@ -227,25 +235,33 @@ wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;
 wire loopback = ((av_dlid ^ my_lid) & ~lmc_mask) == 16'd0 && (!av_global || av_dgid == my_gid);
 
 // ---- WQE checks ----
-wire op_ok = qp_type == QPT_RC ? w_op <= WR_RDMA_READ :
+wire op_ok = qp_type == QPT_RC ? w_op <= WR_ATOMIC_FETCH_AND_ADD :
              qp_type == QPT_UC ? w_op <= WR_SEND_IMM :
                                  (w_op == WR_SEND || w_op == WR_SEND_IMM);
 wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
 wire [13:0] mtu_bytes = my_mtu >= 3'd1 && my_mtu <= 3'd5 ? 14'd128 << my_mtu : 14'd4096;
 wire is_read = w_op == WR_RDMA_READ;
+wire is_cas  = w_op == WR_ATOMIC_CMP_AND_SWP;
+wire is_atomic = is_cas || w_op == WR_ATOMIC_FETCH_AND_ADD;
+wire rd_like = is_read || is_atomic;       // answered by responses that land in the local SGE
 wire rnr_retry_ok = qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0;
 wire retrying = s_rsp_rnr && rnr_retry_ok;
 
-assign m_prot_data = {is_read ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
+assign m_prot_data = {rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
 
 // ---- DMA: load the WQE, or move the payload ----
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
 wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask} << 6);
 wire        sq_room = qp_sq_ni - qp_sq_ci < (16'd1 << SQ_WIN_LOG);
-reg  dma_is_copy;
-assign m_dma_data = dma_is_copy ?
-    {512'd0, w_len, is_read ? local_addr : remote_addr, is_read ? remote_addr : local_addr, DMA_COPY} :
-    {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
+localparam [1:0] D_WQE = 2'd0, D_COPY = 2'd1, D_ATOMIC = 2'd2, D_ORIG = 2'd3;
+reg  [1:0] dma_op;
+wire [511:0] atomic_ops = {383'd0, is_cas, w_swap, w_cmp_add};
+assign m_dma_data =
+    dma_op == D_COPY   ? {512'd0, w_len, is_read ? local_addr : remote_addr,
+                          is_read ? remote_addr : local_addr, DMA_COPY} :
+    dma_op == D_ATOMIC ? {atomic_ops, 32'd8, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
+    dma_op == D_ORIG   ? {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+                         {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
 
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
@@ -277,7 +293,7 @@ wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
 // packets of the message; an RDMA READ takes one PSN per response packet
 wire [31:0] pkts = w_len == 32'd0 ? 32'd1 : (w_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
 wire [23:0] msg_pkts = pkts[23:0];
-wire [2:0]  tx_kind = is_read ? 3'd2 :
+wire [2:0]  tx_kind = is_read ? 3'd2 : is_cas ? 3'd5 : is_atomic ? 3'd6 :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
 wire        is_rc = qp_type == QPT_RC;
@@ -295,13 +311,15 @@ wire        una_past   = is_rc && win_una_valid && una_ahead >= msg_pkts && !una
 wire [23:0] tx_skip  = tx_psn - first_psn;
 wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
-assign m_tx_desc = {is_read ? 32'd0 : tx_bytes, wire_internal, {(64-ADDR_WIDTH){1'b0}},
+// AtomicETH: swap/add data, compare data
+assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
+                    rd_like ? 32'd0 : tx_bytes, wire_internal, {(64-ADDR_WIDTH){1'b0}},
                     local_addr, av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,
                     is_read ? w_raddr + {32'd0, tx_bytes} : w_raddr,
                     m_msg_src_qpn, m_msg_qkey, tx_psn,
                     dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
-                    av_global, av_sl, m_msg_slid, av_dlid, pmtu, is_read ? 32'd0 : w_len,
+                    av_global, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
 assign m_msg_offset   = 32'd0;
 assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state == S_END_WAIT;
@@ -310,24 +328,26 @@ assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state =
 // ---- the record of the issued WQE, for the completer ----
 assign rec_idx      = qp_sq_ni;
 assign rec_status   = status;
-assign rec_read     = is_read;
+assign rec_read     = rd_like;
+assign rec_atomic   = is_atomic;
 assign rec_first    = first_psn;
 assign rec_end      = end_psn;
 assign rec_addr     = local_addr;
 assign rec_mtu      = pmtu;
 assign rec_wr_id    = w_wr_id;
-assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ :
+assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ : is_cas ? WCO_COMP_SWAP :
+                      is_atomic ? WCO_FETCH_ADD :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
 assign rec_len      = w_len;
 assign rec_signaled = w_flags[SF_SIGNALED];
 assign iss_busy     = state != S_IDLE || rec_valid;
-// RDMA READs in flight: max_rd_atomic of them (0 counts as 1); a FENCE waits for all
+// RDMA READs and atomics in flight: max_rd_atomic of them (0 counts as 1); a FENCE waits for all
 wire [7:0] max_reads = qp_max_rd == 8'd0 ? 8'd1 : qp_max_rd;
-wire       read_wait = is_rc && ((is_read && win_reads >= max_reads) ||
+wire       read_wait = is_rc && ((rd_like && win_reads >= max_reads) ||
                                  (w_flags[SF_FENCE] && win_reads != 8'd0));
 
-// WQE bytes 0x02-0x03 and 0x38-0x3F are reserved
-wire unused = ^{s_dma_rdata[511:448], pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
+// WQE bytes 0x02-0x03 are reserved, and 0x38-0x3F but for atomics
+wire unused = ^{pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
                 w_flags[7:3], qp_scq};
 
 // a message took the bypass: LB_MSGS and LB_BYTES
@@ -361,7 +381,7 @@ always @(posedge clk) begin
             status <= WC_SUCCESS;
             if (qp_sq_pi != qp_sq_ni && sq_room && !win_held && !qp_rnr_waiting &&
                     (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
-                dma_is_copy <= 1'b0;
+                dma_op      <= D_WQE;
                 m_dma_valid <= 1'b1;
                 state <= S_LOAD_WAIT;
             end else if (qp_state == QPS_ERR && win_busy) begin
@@ -393,6 +413,7 @@ always @(posedge clk) begin
             w_ah    <= s_dma_rdata[44*8 +: 32];
             w_rqpn  <= s_dma_rdata[48*8 +: 32];
             w_rqkey <= s_dma_rdata[52*8 +: 32];
+            w_swap  <= s_dma_rdata[56*8 +: 64];
             if (s_dma_error)
                 status <= WC_GENERAL_ERR;
             state <= S_DECODE;
@@ -407,7 +428,7 @@ always @(posedge clk) begin
             end else if (!op_ok || (is_ud && !ah_ok)) begin
                 status <= WC_LOC_QP_OP_ERR;
                 state  <= S_RECORD;
-            end else if (is_ud && w_len > {18'd0, mtu_bytes}) begin
+            end else if ((is_ud && w_len > {18'd0, mtu_bytes}) || (is_atomic && w_len != 32'd8)) begin
                 status <= WC_LOC_LEN_ERR;
                 state  <= S_RECORD;
             end else if (read_wait) begin
@@ -490,14 +511,31 @@ always @(posedge clk) begin
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
                 status <= s_rsp_status;
                 state  <= S_RECORD;
+            end else if (is_atomic) begin
+                dma_op      <= D_ATOMIC;
+                m_dma_valid <= 1'b1;
+                state <= S_ATOMIC_WAIT;
             end else if (w_len != 32'd0) begin
-                dma_is_copy <= 1'b1;
+                dma_op      <= D_COPY;
                 m_dma_valid <= 1'b1;
                 state <= S_COPY_WAIT;
             end else begin
                 m_msg_kind  <= 2'd1;
                 m_msg_valid <= 1'b1;
                 state <= S_END_WAIT;
+            end
+        end
+
+        // the atomic is done at the responder's memory: its original value to the local SGE
+        S_ATOMIC_WAIT: if (s_dma_done) begin
+            orig <= s_dma_rdata[63:0];
+            if (s_dma_error) begin
+                status <= WC_GENERAL_ERR;
+                state  <= S_RECORD;
+            end else begin
+                dma_op      <= D_ORIG;
+                m_dma_valid <= 1'b1;
+                state <= S_COPY_WAIT;
             end
         end
 

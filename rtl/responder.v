@@ -2,7 +2,8 @@
 // it. START validates the message against the destination QP (state, transport, Q_Key, rkey and
 // access rights), consumes a receive WQE where the operation needs one, checks the receive
 // buffer, writes the UD GRH area, and answers with where the payload goes (or, for RDMA READ,
-// where it comes from). END writes the receive completion once the payload is in place.
+// where it comes from; for an atomic, the 8 bytes it works on, which must be 8-byte aligned).
+// END writes the receive completion once the payload is in place.
 // FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
 // arrives in packets: START with the first, CONT for each later packet that needs a check
 // (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
@@ -144,6 +145,7 @@ reg         r_set_err;
 wire is_ud      = r_type == QPT_UD;
 wire is_rc      = r_type == QPT_RC;
 wire is_read    = r_op == WR_RDMA_READ;
+wire is_atomic  = r_op == WR_ATOMIC_CMP_AND_SWP || r_op == WR_ATOMIC_FETCH_AND_ADD;
 wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM;
 wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
 wire needs_rq   = r_op == WR_SEND || r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
@@ -158,11 +160,12 @@ assign qp_qpn = r_dest[QPN_BITS-1:0];
 
 wire reachable = r_dest < NUM_QP && qp_valid && qp_port == r_port && qp_type == r_type &&
                  (qp_state == QPS_RTR || qp_state == QPS_RTS) && (!is_ud || r_qkey == qp_qkey);
-wire qp_allows = is_read ? qp_access[ACC_REMOTE_READ] : qp_access[ACC_REMOTE_WRITE];
+wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : is_atomic ? (4'd1 << ACC_REMOTE_ATOMIC)
+                                                                   : (4'd1 << ACC_REMOTE_WRITE);
+wire qp_allows = |(qp_access & rkey_need);
 wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
 
 // protection requests: the rkey range for RDMA, the receive buffer for SEND
-wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : (4'd1 << ACC_REMOTE_WRITE);
 reg  prot_is_rkey;
 assign m_prot_data = prot_is_rkey ? {rkey_need, qp_pd, r_len, r_raddr, r_rkey}
                                   : {4'd1 << ACC_LOCAL_WRITE, qp_pd, recv_need[31:0], rq_addr + {32'd0, r_off}, rq_lkey};
@@ -236,7 +239,7 @@ always @(posedge clk) begin
                 // the packet would have been dropped: RC times out, UC and UD never know
                 m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
                 state <= S_RESPOND;
-            end else if ((is_write || is_read) && r_len != 32'd0 && !is_cont) begin
+            end else if ((is_write || is_read || is_atomic) && r_len != 32'd0 && !is_cont) begin
                 prot_is_rkey <= 1'b1;
                 m_prot_valid <= 1'b1;
                 state <= S_RKEY_WAIT;
@@ -250,6 +253,11 @@ always @(posedge clk) begin
             if (!s_prot_data[0] || !qp_allows) begin
                 m_rsp_status <= is_rc ? WC_REM_ACCESS_ERR : WC_SUCCESS;
                 r_set_err    <= is_rc;
+                state <= S_RESPOND;
+            end else if (is_atomic && r_raddr[2:0] != 3'd0) begin
+                // a misaligned atomic is an invalid request (as rxe's responder has it)
+                m_rsp_status <= WC_REM_INV_REQ_ERR;
+                r_set_err    <= 1'b1;
                 state <= S_RESPOND;
             end else begin
                 state <= S_RKEY;

@@ -1,16 +1,20 @@
 // The packet receive engine: serves the good packets the ports' depacketizers present, one at a
-// time. Request packets (SEND, RDMA WRITE, RDMA READ request) are checked against the
+// time. Request packets (SEND, RDMA WRITE, RDMA READ request, atomics) are checked against the
 // destination QP (existence, transport, port, state, Q_Key for UD; PSN and packet order for RC
 // and UC) and go to the same responder the bypass uses: START for a message's first packet,
 // CONT for later pieces that need a check, END after the last; payload is stored through the
 // DMA mover (WRITE_STREAM) at the address the responder gave. RC requests are answered through
-// the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ.
-// Response packets (ACK, NAK, READ response) go to the requester's waiting RC message.
+// the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ, an
+// atomic ACK with the original value for an atomic, which the DMA mover's ATOMIC executes.
+// Response packets (ACK, NAK, READ response, atomic ACK) go to the requester's waiting RC
+// message; an atomic ACK's original value is stored in the local SGE.
 //
 // RC PSNs are compared modulo 2^24: a packet behind the expected PSN is a duplicate (a SEND or
 // WRITE is not stored again but acknowledged again when it asks for an ACK; a READ request is
-// served again), one ahead is a sequence error (one NAK per gap, then silence until the
-// expected PSN arrives). ACKs go out where the requester asked for one (AckReq).
+// served again; an atomic is never executed twice: it is answered from the QP's record of its
+// last ATOMIC_RESULTS atomic results, or dropped when its result is no longer kept), one ahead
+// is a sequence error (one NAK per gap, then silence until the expected PSN arrives). ACKs go
+// out where the requester asked for one (AckReq).
 //
 // Each QP has its own message in progress (its offset, a WRITE's address and length, its first
 // PSN), so the packets of many QPs' messages may interleave on a link, as they do behind a
@@ -22,7 +26,8 @@ module rx_engine #(
     parameter NUM_PORTS = 2,       // ports
     parameter NUM_QP = 64,         // queue pairs
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter DATA_WIDTH = 256     // payload beat width in bits
+    parameter DATA_WIDTH = 256,    // payload beat width in bits
+    parameter ATOMIC_RESULTS = 16  // atomic results kept per QP for duplicates (a power of two, >= max_dest_rd_atomic)
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -76,6 +81,8 @@ module rx_engine #(
     input  wire                             m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0]         m_dma_data,
     input  wire                             s_dma_done,
+    input  wire                             s_dma_error,
+    input  wire [511:0]                     s_dma_rdata,
     output wire [DATA_WIDTH-1:0]            m_axis_wr_tdata,
     output wire [DATA_WIDTH/8-1:0]          m_axis_wr_tkeep,
     output wire                             m_axis_wr_tvalid,
@@ -94,6 +101,7 @@ module rx_engine #(
     input  wire                             req_wait,
     input  wire [23:0]                      req_una,
     input  wire                             req_read,
+    input  wire                             req_atomic,       // ... an atomic's (its ACK's)
     input  wire [ADDR_WIDTH-1:0]            req_addr,
     // what arrived for it: 0 an ACK or NAK (syndrome, PSN), 1 the READ response at req_una
     // stored, 2 a READ response past req_una (one went missing), 3 a READ response past
@@ -124,7 +132,8 @@ localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 
 
 localparam [3:0] S_IDLE = 4'd0, S_DECODE = 4'd1, S_MSG_WAIT = 4'd3,
                  S_STORE = 4'd4, S_STORE_WAIT = 4'd5, S_AFTER = 4'd6, S_END_WAIT = 4'd7,
-                 S_ANSWER = 4'd8, S_DROP = 4'd9;
+                 S_ANSWER = 4'd8, S_DROP = 4'd9, S_ATOMIC_WAIT = 4'd10, S_REPLAY = 4'd11;
+localparam RES_BITS = $clog2(ATOMIC_RESULTS);
 reg [3:0] state;
 
 // ---- the packet being served ----
@@ -140,17 +149,22 @@ wire         h_internal = h[RXH_INTERNAL];
 // opcode: transport in [7:5] (RC 0, UC 1, UD 3), operation in [4:0]
 wire [4:0] code    = h_op[4:0];
 wire [2:0] h_type  = h_op[7:5] == 3'd0 ? QPT_RC : h_op[7:5] == 3'd1 ? QPT_UC : QPT_UD;
-wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h11;
+wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h12;
 wire is_ack        = is_resp && code == 5'h11;
+wire is_atomic_ack = is_resp && code == 5'h12;
 wire h_ackreq      = h[RXH_ACKREQ];
 wire fam_write     = code >= 5'h06 && code <= 5'h0B;
 wire fam_read      = code == 5'h0C;
+wire fam_atomic    = code == 5'h13 || code == 5'h14;    // RC only (the depacketizer's rule)
+wire is_cas        = code == 5'h13;
 wire is_first      = code == 5'h00 || code == 5'h04 || code == 5'h05 || code == 5'h06 ||
-                     code == 5'h0A || code == 5'h0B || code == 5'h0C;
+                     code == 5'h0A || code == 5'h0B || code == 5'h0C || fam_atomic;
 wire is_last       = code == 5'h02 || code == 5'h03 || code == 5'h04 || code == 5'h05 ||
-                     code == 5'h08 || code == 5'h09 || code == 5'h0A || code == 5'h0B || code == 5'h0C;
+                     code == 5'h08 || code == 5'h09 || code == 5'h0A || code == 5'h0B || code == 5'h0C ||
+                     fam_atomic;
 wire has_imm       = code == 5'h03 || code == 5'h05 || code == 5'h09 || code == 5'h0B;
 wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
+                     fam_atomic ? (is_cas ? WR_ATOMIC_CMP_AND_SWP : WR_ATOMIC_FETCH_AND_ADD) :
                      fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
                                  (has_imm ? WR_SEND_IMM : WR_SEND);
 
@@ -163,6 +177,13 @@ reg  [31:0]           msg_dma_len [0:NUM_QP-1]; // RETH length of a WRITE
 reg  [ADDR_WIDTH-1:0] msg_addr [0:NUM_QP-1];    // host address of the WRITE's first byte
 reg  [23:0]           msg_psn [0:NUM_QP-1];     // PSN of its first packet
 reg                   implied;          // the READ response's implied acknowledgement is sent
+
+// ---- each QP's last atomic results, a ring: a duplicate atomic is answered from here ----
+reg  [23:0]           res_psn   [0:NUM_QP*ATOMIC_RESULTS-1];
+reg  [63:0]           res_orig  [0:NUM_QP*ATOMIC_RESULTS-1];
+reg  [ATOMIC_RESULTS-1:0] res_valid [0:NUM_QP-1];
+reg  [RES_BITS-1:0]   res_wp    [0:NUM_QP-1];
+reg  [RES_BITS-1:0]   scan;             // the entry S_REPLAY looks at
 
 // ---- checks of a request packet against its QP ----
 assign qp_qpn = h_dest[QPN_BITS-1:0];
@@ -204,6 +225,7 @@ assign m_ack_qpn = qp_qpn;
 // ---- the message to the responder ----
 reg  [1:0]  msg_kind;
 wire [31:0] msg_len = msg_kind == 2'd1 ? (msg_write[q] ? msg_dma_len[q] : q_off) :
+                      fam_atomic ? 32'd8 :
                       (fam_write || fam_read) && is_first ? h_dma_len : {19'd0, h_plen};
 wire [23:0] src_qpn = h_type == QPT_UD ? h[RXH_SRC_QPN +: 24] : qp_dest_qpn[23:0];
 assign m_msg_data = {q_off, h[RXH_DGID +: 128], h[RXH_SGID +: 128], h[RXH_HOP +: 8],
@@ -217,7 +239,18 @@ assign m_msg_hold = state != S_IDLE;
 reg                   storing;          // the store's stream is open
 reg                   stored;           // the packet's payload is taken (stored, or none)
 reg [ADDR_WIDTH-1:0]  store_addr;
-assign m_dma_data = {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
+// the DMA command: the payload stream, an atomic at the responder, or an atomic ACK's
+// original value into the local SGE
+localparam [1:0] X_STREAM = 2'd0, X_ATOMIC = 2'd1, X_ORIG = 2'd2;
+reg  [1:0]  dma_op;
+wire [63:0] h_atomic_a = h[RXH_ATOMIC_A +: 64];
+wire [63:0] h_atomic_b = h[RXH_ATOMIC_B +: 64];
+// DMA_ATOMIC operands: compare (CompareSwap) or add (FetchAdd), swap
+wire [511:0] atomic_ops = {383'd0, is_cas, h_atomic_a, is_cas ? h_atomic_b : h_atomic_a};
+assign m_dma_data =
+    dma_op == X_ATOMIC ? {atomic_ops, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
+    dma_op == X_ORIG   ? {448'd0, h_atomic_a, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+                         {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
 // bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
 // the AXI write data (the strobes mask them anyway)
 wire [KEEP_WIDTH-1:0] wr_keep = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
@@ -237,12 +270,13 @@ assign s_axis_pl_tready = (storing && m_axis_wr_tready) ? ({{(NUM_PORTS-1){1'b0}
                                                         : {NUM_PORTS{1'b0}};
 
 // ---- answers (ACK, NAK, READ responses) ----
-reg  [2:0]  ans_kind;            // 3 READ response, 4 ACK
+reg  [2:0]  ans_kind;            // 3 READ response, 4 ACK, 7 atomic ACK
+reg  [63:0] ans_orig;            // an atomic ACK's original value
 reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {32'd0, h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
+wire [TXD_WIDTH-1:0] ans = {64'd0, ans_orig, 32'd0, h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
                             24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
@@ -274,7 +308,12 @@ end
 assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 1'b1} << pick)
                                                      : {NUM_PORTS{1'b0}};
 
-wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24], j[31:PORT_BITS]};
+wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24], j[31:PORT_BITS],
+                s_dma_rdata[511:64]};
+integer r;
+wire [QPN_BITS+RES_BITS-1:0] res_at   = {q, res_wp[q]};    // the entry a new result takes
+wire [QPN_BITS+RES_BITS-1:0] scan_at  = {q, scan};
+wire                         scan_hit = res_valid[q][scan] && res_psn[scan_at] == h_psn;
 
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
@@ -300,6 +339,7 @@ always @(posedge clk) begin
 
         S_DECODE: begin
             ans_kind <= 3'd4;
+            scan     <= {RES_BITS{1'b0}};
             ans_msn  <= qp_msn;
             ans_psn  <= h_psn;
             m_ack_syndrome <= h[RXH_SYNDROME +: 8];
@@ -325,8 +365,8 @@ always @(posedge clk) begin
                     m_ack_valid <= !resp_ahead[23];
                     m_ack_kind  <= 2'd2;
                     state <= S_DROP;
-                end else if (!req_read) begin
-                    state <= S_DROP;            // no READ waits for it
+                end else if (!req_read || req_atomic != is_atomic_ack) begin
+                    state <= S_DROP;            // no READ (or atomic) waits for it
                 end else begin
                     store_addr <= req_addr;
                     state <= S_STORE;
@@ -334,6 +374,8 @@ always @(posedge clk) begin
             end else if (!qp_ok) begin
                 if (!h_internal) rcv_drop[cur] <= 1'b1;
                 state <= S_DROP;
+            end else if (duplicate && fam_atomic) begin
+                state <= S_REPLAY;              // executed before: its recorded result
             end else if (duplicate && !fam_read) begin
                 // stored before: not again; acknowledged again (the last in-order PSN, the
                 // current MSN) when the requester asks
@@ -360,7 +402,7 @@ always @(posedge clk) begin
                     nak_sent[q]  <= 1'b0;
                     took_back[q] <= 1'b0;
                 end
-                if (is_first && !fam_read) begin
+                if (is_first && !fam_read && !fam_atomic) begin
                     in_msg[q]      <= 1'b0;
                     msg_acked[q]   <= 1'b0;
                     msg_write[q]   <= fam_write;
@@ -412,6 +454,10 @@ always @(posedge clk) begin
                     qp_epsn_value <= h_psn + 24'd1;
                 end
                 state <= S_DROP;
+            end else if (fam_atomic) begin
+                dma_op      <= X_ATOMIC;
+                m_dma_valid <= 1'b1;
+                state <= S_ATOMIC_WAIT;
             end else if (fam_read) begin
                 // a duplicate is served again from its PSN and moves neither PSN nor MSN
                 ans_kind     <= 3'd3;
@@ -427,8 +473,46 @@ always @(posedge clk) begin
             end
         end
 
+        // executed: answered with the original value, which is kept for a duplicate
+        S_ATOMIC_WAIT: if (s_dma_done) begin
+            ans_msn <= qp_msn + 24'd1;
+            qp_msn_inc    <= 1'b1;
+            qp_set_epsn   <= 1'b1;
+            qp_epsn_value <= h_psn + 24'd1;
+            if (s_dma_error) begin
+                ans_syndrome <= 8'h63;          // the host memory failed: remote operational error
+            end else begin
+                ans_kind     <= 3'd7;
+                ans_orig     <= s_dma_rdata[63:0];
+                ans_syndrome <= 8'h1F;
+                res_psn[res_at]  <= h_psn;
+                res_orig[res_at] <= s_dma_rdata[63:0];
+                res_valid[q][res_wp[q]] <= 1'b1;
+                res_wp[q]        <= res_wp[q] + 1'b1;
+            end
+            state <= S_ANSWER;
+        end
+
+        // a duplicate atomic: the QP's recorded results, one a cycle; none: dropped
+        S_REPLAY: begin
+            scan <= scan + 1'b1;
+            if (scan_hit) begin
+                ans_kind     <= 3'd7;
+                ans_orig     <= res_orig[scan_at];
+                ans_syndrome <= 8'h1F;
+                state <= S_ANSWER;
+            end else if (&scan) begin
+                state <= S_DROP;
+            end
+        end
+
         S_STORE: begin
-            if (h_plen != 13'd0) begin
+            if (is_atomic_ack) begin
+                dma_op      <= X_ORIG;
+                m_dma_valid <= 1'b1;
+                state <= S_STORE_WAIT;
+            end else if (h_plen != 13'd0) begin
+                dma_op      <= X_STREAM;
                 m_dma_valid <= 1'b1;
                 storing <= 1'b1;
                 state <= S_STORE_WAIT;
@@ -499,6 +583,8 @@ always @(posedge clk) begin
     endcase
 
     if (qp_restart) begin
+        res_valid[qp_restart_qpn] <= {ATOMIC_RESULTS{1'b0}};
+        res_wp[qp_restart_qpn]    <= {RES_BITS{1'b0}};
         in_msg[qp_restart_qpn]    <= 1'b0;
         nak_sent[qp_restart_qpn]  <= 1'b0;
         took_back[qp_restart_qpn] <= 1'b0;
@@ -515,6 +601,10 @@ always @(posedge clk) begin
         m_ack_valid <= 1'b0;
         nak_sent    <= {NUM_QP{1'b0}};
         took_back   <= {NUM_QP{1'b0}};
+        for (r = 0; r < NUM_QP; r = r + 1) begin
+            res_valid[r] <= {ATOMIC_RESULTS{1'b0}};
+            res_wp[r]    <= {RES_BITS{1'b0}};
+        end
     end
 end
 

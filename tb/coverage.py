@@ -60,6 +60,8 @@ def _why_opcode_transport(opcode, transport):
         return "UD carries SENDs only (the requester refuses the rest, LOC_QP_OP_ERR)"
     if transport == "UC" and opcode == "RDMA_READ":
         return "UC has no RDMA READ (the requester refuses it, LOC_QP_OP_ERR)"
+    if transport == "UC" and opcode.startswith("ATOMIC"):
+        return "atomics are RC only (the requester refuses them, LOC_QP_OP_ERR)"
     return None
 
 
@@ -77,12 +79,6 @@ def _why_size(transport, path, size):
     return None
 
 
-def _why_packet(name):
-    if name.endswith(("COMPARE_SWAP", "FETCH_ADD", "ATOMIC_ACKNOWLEDGE")):
-        return "no atomics yet (issue 9): the requester refuses them, no responder answers"
-    return None
-
-
 IMPOSSIBLE_RULES = {
     "rdma.wr.status": lambda b: _why_status(b),
     "rdma.wr.opcode_transport_path": lambda b: _why_wr_cross(*b),
@@ -90,14 +86,14 @@ IMPOSSIBLE_RULES = {
     "rdma.wr.status_transport": lambda b: _why_status(b[0]) or _why_status_transport(*b),
     "rdma.cmd.command_result": lambda b: _why_command(*b),
     "rdma.link.aeth": lambda b: _why_aeth(b),
-    "rdma.link.opcode": lambda b: _why_packet(b),
 }
 
 
 def _why_status_transport(status, transport):
-    if status == "LOC_LEN_ERR" and transport != "UD":
-        return ("the requester's one length check is UD's MTU limit (docs/semantics.md); a "
-                "connected QP's too-short receive completes the receive LOC_LEN_ERR instead")
+    if status == "LOC_LEN_ERR" and transport == "UC":
+        return ("the requester's length checks are UD's MTU limit and an atomic's 8 bytes (RC) "
+                "(docs/semantics.md); a UC QP's too-short receive completes the receive "
+                "LOC_LEN_ERR instead")
     remote = ("REM_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_OP_ERR", "RETRY_EXC_ERR",
               "RNR_RETRY_EXC_ERR")
     if transport != "RC" and status in remote:

@@ -25,9 +25,11 @@ import struct
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from .ib_packet import AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, ImmDt, Packet, packetize
+from .ib_packet import (
+    AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, AtomicAckETH, AtomicETH, ImmDt, Packet, packetize,
+)
 from .verbs import (
-    COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
+    ATOMIC_OPS, COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg, SGE,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
@@ -36,7 +38,7 @@ RNR_RETRY_FOREVER = 7
 
 _ALLOWED_OPCODES = {
     QPType.RC: set(WROpcode),
-    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ},
+    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ, *ATOMIC_OPS},
     QPType.UD: {WROpcode.SEND, WROpcode.SEND_WITH_IMM},
 }
 _WC_OPCODE = {
@@ -45,7 +47,13 @@ _WC_OPCODE = {
     WROpcode.RDMA_WRITE: WCOpcode.RDMA_WRITE,
     WROpcode.RDMA_WRITE_WITH_IMM: WCOpcode.RDMA_WRITE,
     WROpcode.RDMA_READ: WCOpcode.RDMA_READ,
+    WROpcode.ATOMIC_CMP_AND_SWP: WCOpcode.COMP_SWAP,
+    WROpcode.ATOMIC_FETCH_AND_ADD: WCOpcode.FETCH_ADD,
 }
+# what a WR reads back into its local SGE (which must allow LOCAL_WRITE)
+_READS_BACK = {WROpcode.RDMA_READ, *ATOMIC_OPS}
+ATOMIC_BYTES = 8
+U64 = 2**64 - 1
 _WITH_IMM = {WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE_WITH_IMM}
 _PORT_REGS = ({PortReg.LID, PortReg.LMC, PortReg.MTU, PortReg.PKEY}
               | {PortReg.GID0 + 4 * i for i in range(4)})
@@ -429,7 +437,8 @@ class Model(Observer):
             self._set_err(q)
         elif wr.flags & SendFlags.SIGNALED:
             fields = dict(wr_id=wr.wr_id, status=status, opcode=opcode, qp_num=q.qpn)
-            if opcode in (WCOpcode.SEND, WCOpcode.RDMA_READ):
+            if opcode in (WCOpcode.SEND, WCOpcode.RDMA_READ, WCOpcode.COMP_SWAP,
+                          WCOpcode.FETCH_ADD):
                 fields["byte_len"] = wr.sge.length
             self._expect(q.send_cq, q.qpn, False, fields, what)
 
@@ -497,8 +506,10 @@ class Model(Observer):
             mtu = self.ports[q.port].mtu.size
             if length > mtu:
                 return WCStatus.LOC_LEN_ERR, f"{length} bytes exceed the port MTU {mtu}"
+        if wr.opcode in ATOMIC_OPS and length != ATOMIC_BYTES:
+            return WCStatus.LOC_LEN_ERR, f"an atomic's SGE has {length} bytes, not 8"
         if length:
-            need = Access.LOCAL_WRITE if wr.opcode == WROpcode.RDMA_READ else Access(0)
+            need = Access.LOCAL_WRITE if wr.opcode in _READS_BACK else Access(0)
             mr, why = self._lookup_mr(wr.sge.lkey, q.pd, wr.sge.addr, length, need)
             if mr is None:
                 return WCStatus.LOC_PROT_ERR, f"lkey: {why}"
@@ -550,6 +561,8 @@ class Model(Observer):
             return WCStatus.SUCCESS, f"dropped: {why}"
         if w.wr.opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM):
             return self._deliver_send(q, w, dest)
+        if w.wr.opcode in ATOMIC_OPS:
+            return self._deliver_atomic(q, w, dest)
         return self._deliver_rdma(q, w, dest)
 
     def _no_receive(self, q, dest):
@@ -628,6 +641,40 @@ class Model(Observer):
                               length)
         return WCStatus.SUCCESS, ""
 
+    def _deliver_atomic(self, q, w, dest):
+        wr = w.wr
+        status, why, orig = self._atomic(dest, wr.remote_addr, wr.rkey, wr.opcode,
+                                         wr.compare_add, wr.swap)
+        if status == WCStatus.SUCCESS:
+            self._write_back(wr, orig)
+        return status, why
+
+    def _atomic(self, dest, va, rkey, opcode, compare_add, swap):
+        """The responder's side of an atomic: (sender's status, why, original value). The
+        rkey check comes first, then the alignment (as rxe's responder has them); both fail the
+        QP."""
+        rmr, why = self._lookup_mr(rkey, dest.pd, va, ATOMIC_BYTES, Access.REMOTE_ATOMIC)
+        if rmr is not None and not dest.attr.qp_access_flags & Access.REMOTE_ATOMIC:
+            rmr, why = None, f"QP {dest.qpn} access flags lack REMOTE_ATOMIC"
+        if rmr is None:
+            self._set_err(dest)
+            return WCStatus.REM_ACCESS_ERR, f"rkey: {why}", None
+        if va & 7:
+            self._set_err(dest)
+            return WCStatus.REM_INV_REQ_ERR, f"atomic at {va:#x} is not 8-byte aligned", None
+        at = rmr.host_addr(va)
+        orig = int.from_bytes(self.image.read(at, ATOMIC_BYTES), "little")
+        if opcode == WROpcode.ATOMIC_FETCH_AND_ADD:
+            self.image.write(at, ((orig + compare_add) & U64).to_bytes(8, "little"))
+        elif orig == compare_add & U64:
+            self.image.write(at, (swap & U64).to_bytes(8, "little"))
+        return WCStatus.SUCCESS, "", orig
+
+    def _write_back(self, wr, orig):
+        """An atomic's original value lands in the sender's SGE."""
+        local = self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr)
+        self.image.write(local, orig.to_bytes(8, "little"))
+
     def _grh_area(self, q, wr):
         route = self.ahs[wr.ahn].attr.grh
         if route is None:
@@ -688,6 +735,14 @@ class Model(Observer):
                       tclass=av.grh.traffic_class, flow_label=av.grh.flow_label)
         dest_qp, pkey, length = self._dest_qpn(q, wr), self.pkeys[q.port], wr.sge.length
         reth = RETH(va=wr.remote_addr, rkey=wr.rkey, dma_len=length)
+        if wr.opcode in ATOMIC_OPS:
+            cas = wr.opcode == WROpcode.ATOMIC_CMP_AND_SWP
+            eth = AtomicETH(va=wr.remote_addr, rkey=wr.rkey,
+                            swap_add=(wr.swap if cas else wr.compare_add) & U64,
+                            compare=wr.compare_add & U64 if cas else 0)
+            return [Packet(lrh=lrh, grh=grh, atomic_eth=eth,
+                           bth=BTH(opcode=0x13 if cas else 0x14, dest_qp=dest_qp, psn=psn,
+                                   pkey=pkey, ackreq=True))]
         if wr.opcode == WROpcode.RDMA_READ:
             return [Packet(lrh=lrh, grh=grh, reth=reth,
                            bth=BTH(opcode=0x0C, dest_qp=dest_qp, psn=psn, pkey=pkey))]
@@ -699,15 +754,20 @@ class Model(Observer):
                          immdt=ImmDt(wr.imm) if wr.opcode in _WITH_IMM else None,
                          se=bool(wr.flags & SendFlags.SOLICITED))
 
-    def _answer_packets(self, port, dest, req, syndrome, data=None, mtu=None):
-        """An RC responder's answer to request packet `req`: an ACK / NAK, or (with `data`)
-        the READ responses, addressed back along the request's path."""
+    def _answer_packets(self, port, dest, req, syndrome, data=None, mtu=None, orig=None):
+        """An RC responder's answer to request packet `req`: an ACK / NAK, (with `data`)
+        the READ responses, or (with `orig`) an atomic ACK, addressed back along the request's
+        path."""
         lrh = LRH(dlid=req.lrh.slid, slid=req.lrh.dlid, sl=req.lrh.sl)
         grh = None
         if req.grh is not None:
             grh = GRH(sgid=req.grh.dgid, dgid=req.grh.sgid, hop_limit=req.grh.hop_limit,
                       tclass=req.grh.tclass, flow_label=req.grh.flow_label)
         aeth = AETH(syndrome=syndrome, msn=dest.msn)
+        if orig is not None:
+            return [Packet(lrh=lrh, grh=grh, aeth=aeth, atomic_ack_eth=AtomicAckETH(orig),
+                           bth=BTH(opcode=0x12, dest_qp=dest.attr.dest_qp_num,
+                                   psn=req.bth.psn, pkey=self.pkeys[port]))]
         if data is None:
             return [Packet(lrh=lrh, grh=grh, aeth=aeth,
                            bth=BTH(opcode=0x11, dest_qp=dest.attr.dest_qp_num,
@@ -795,7 +855,10 @@ class Model(Observer):
             return WCStatus.RETRY_EXC_ERR, f"no answer: {why}"
         if answer != ACK:
             return NAK_STATUS[answer], why
-        if wr.opcode == WROpcode.RDMA_READ:
+        if wr.opcode in ATOMIC_OPS:
+            self._write_back(wr, responses[-1].atomic_ack_eth.orig_data)
+            q.sq_psn = (q.sq_psn + 1) & PSN_MASK
+        elif wr.opcode == WROpcode.RDMA_READ:
             data = b"".join(r.payload for r in responses)
             if data:
                 self.image.write(self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr), data)
@@ -830,6 +893,8 @@ class Model(Observer):
         operation = OPCODES[first.bth.opcode].operation
         if operation == "RDMA_READ_REQUEST":
             answer, why, responses, taken = self._arrive_read(port, dest, first, what)
+        elif operation in ("COMPARE_SWAP", "FETCH_ADD"):
+            answer, why, responses, taken = self._arrive_atomic(port, dest, first)
         elif operation == "RDMA_WRITE":
             answer, why, responses, taken = self._arrive_write(port, dest, packets, what)
         else:
@@ -864,12 +929,12 @@ class Model(Observer):
     def _nak(self, port, dest, req, status, why):
         return NAK_CODE[status], why, self._answer_packets(port, dest, req, NAK_CODE[status])
 
-    def _ack(self, port, dest, req, npkts, data=None, mtu=None):
-        """ACK request packet `req` (a message's last, or an RDMA READ request that takes
-        `npkts` PSNs for its responses)."""
+    def _ack(self, port, dest, req, npkts, data=None, mtu=None, orig=None):
+        """ACK request packet `req` (a message's last, an RDMA READ request that takes
+        `npkts` PSNs for its responses, or an atomic)."""
         dest.msn = (dest.msn + 1) & PSN_MASK
         dest.epsn = (req.bth.psn + npkts) & PSN_MASK
-        return ACK, "", self._answer_packets(port, dest, req, ACK, data, mtu)
+        return ACK, "", self._answer_packets(port, dest, req, ACK, data, mtu, orig)
 
     def _no_receive_answer(self, port, dest, req, what):
         why = f"QP {dest.qpn} has no receive posted"
@@ -898,6 +963,17 @@ class Model(Observer):
         mtu = self._path_mtu(dest)
         npkts = max(1, -(-len(data) // mtu))
         return (*self._ack(port, dest, req, npkts, data, mtu), 1)
+
+    def _arrive_atomic(self, port, dest, req):
+        eth = req.atomic_eth
+        cas = req.bth.opcode == 0x13
+        status, why, orig = self._atomic(
+            dest, eth.va, eth.rkey,
+            WROpcode.ATOMIC_CMP_AND_SWP if cas else WROpcode.ATOMIC_FETCH_AND_ADD,
+            eth.compare if cas else eth.swap_add, eth.swap_add)
+        if status != WCStatus.SUCCESS:
+            return (*self._nak(port, dest, req, status, why), 1)
+        return (*self._ack(port, dest, req, 1, orig=orig), 1)
 
     def _arrive_write(self, port, dest, packets, what):
         first, last = packets[0], packets[-1]

@@ -9,10 +9,12 @@ from cocotb.triggers import ClockCycles
 
 from .rdma_tb import open_device, open_fabric
 from .seed import SEED
-from .verbs import Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WCStatus, WROpcode
+from .verbs import (
+    ATOMIC_OPS, Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WCStatus, WROpcode,
+)
 
 
-ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC
 QKEY = 0x1234ABCD
 MARGIN = 64          # bytes of an allocation just outside its MR, on each side
 DLID_PATH_BITS = 2   # port 1 owns LIDs 0x10-0x13 (LMC 2): QPs address it as 0x12 ...
@@ -29,10 +31,14 @@ SEND_WC_OPCODE = {
     WROpcode.SEND: WCOpcode.SEND,
     WROpcode.SEND_WITH_IMM: WCOpcode.SEND,
     WROpcode.RDMA_READ: WCOpcode.RDMA_READ,
+    WROpcode.ATOMIC_CMP_AND_SWP: WCOpcode.COMP_SWAP,
+    WROpcode.ATOMIC_FETCH_AND_ADD: WCOpcode.FETCH_ADD,
 }
-ALLOWED_OPCODES = {
-    QPType.RC: list(WROpcode),
-    QPType.UC: [op for op in WROpcode if op != WROpcode.RDMA_READ],
+# the opcodes that move a buffer of any length, per transport (the atomics, RC only, work on
+# 8 bytes: verbs.ATOMIC_OPS)
+DATA_OPCODES = {
+    QPType.RC: [op for op in WROpcode if op not in ATOMIC_OPS],
+    QPType.UC: [op for op in WROpcode if op not in ATOMIC_OPS and op != WROpcode.RDMA_READ],
     QPType.UD: [WROpcode.SEND, WROpcode.SEND_WITH_IMM],
 }
 

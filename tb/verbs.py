@@ -152,6 +152,11 @@ class WROpcode(IntEnum):
     SEND = 2
     SEND_WITH_IMM = 3
     RDMA_READ = 4
+    ATOMIC_CMP_AND_SWP = 5
+    ATOMIC_FETCH_AND_ADD = 6
+
+
+ATOMIC_OPS = (WROpcode.ATOMIC_CMP_AND_SWP, WROpcode.ATOMIC_FETCH_AND_ADD)
 
 
 class SendFlags(IntFlag):
@@ -189,6 +194,8 @@ class WCOpcode(IntEnum):
     SEND = 0
     RDMA_WRITE = 1
     RDMA_READ = 2
+    COMP_SWAP = 3
+    FETCH_ADD = 4
     RECV = 128  # bit 7 marks every receive opcode, as in rdma-core
     RECV_RDMA_WITH_IMM = 129
 
@@ -340,6 +347,8 @@ class SendWR:
     ah: AH | int | None = None  # an AH, or a raw AH number to provoke errors
     remote_qpn: int = 0
     remote_qkey: int = 0
+    compare_add: int = 0    # atomics: CompareSwap's compare value, FetchAdd's addend
+    swap: int = 0           # CompareSwap's new value
 
     @property
     def ahn(self):
@@ -368,6 +377,18 @@ def rdma_write(sge, remote, wr_id=0, imm=None, flags=SendFlags.SIGNALED):
 
 def rdma_read(sge, remote, wr_id=0, flags=SendFlags.SIGNALED):
     return SendWR(WROpcode.RDMA_READ, sge, wr_id, flags, 0, remote.addr, remote.rkey)
+
+
+def atomic_cmp_and_swp(sge, remote, compare, swap, wr_id=0, flags=SendFlags.SIGNALED):
+    """CompareSwap on the 8 bytes at `remote`; the original value lands in `sge` (8 bytes)."""
+    return SendWR(WROpcode.ATOMIC_CMP_AND_SWP, sge, wr_id, flags, 0, remote.addr, remote.rkey,
+                  compare_add=compare, swap=swap)
+
+
+def atomic_fetch_and_add(sge, remote, add, wr_id=0, flags=SendFlags.SIGNALED):
+    """FetchAdd on the 8 bytes at `remote`; the original value lands in `sge` (8 bytes)."""
+    return SendWR(WROpcode.ATOMIC_FETCH_AND_ADD, sge, wr_id, flags, 0, remote.addr, remote.rkey,
+                  compare_add=add)
 
 
 def ud_send(sge, ah, remote_qpn, remote_qkey, wr_id=0, imm=None, flags=SendFlags.SIGNALED):
@@ -438,6 +459,7 @@ class Guard:
 # Byte layouts (docs/host-interface.md)
 
 _SEND_WQE = struct.Struct("<BBxx4sQQIIQIIII8x")
+_ATOMIC_WQE = struct.Struct("<BBxx4sQQIIQIIQQ")    # 0x30 compare_add, 0x38 swap over UD's fields
 _RECV_WQE = struct.Struct("<8xQQII32x")
 _CQE = struct.Struct("<QI4sIIBBBBHBB")
 _CQ_BLOCK = struct.Struct("<QB")
@@ -451,6 +473,10 @@ CQE_BYTES = 32
 
 
 def encode_send_wqe(wr):
+    if wr.opcode in ATOMIC_OPS:
+        return _ATOMIC_WQE.pack(wr.opcode, wr.flags, wr.imm.to_bytes(4, "big"), wr.wr_id,
+                                wr.sge.addr, wr.sge.length, wr.sge.lkey, wr.remote_addr, wr.rkey,
+                                wr.ahn, wr.compare_add & (2**64 - 1), wr.swap & (2**64 - 1))
     return _SEND_WQE.pack(wr.opcode, wr.flags, wr.imm.to_bytes(4, "big"), wr.wr_id, wr.sge.addr,
                           wr.sge.length, wr.sge.lkey, wr.remote_addr, wr.rkey, wr.ahn,
                           wr.remote_qpn, wr.remote_qkey)
@@ -952,7 +978,8 @@ class QP:
         return status
 
     async def to_rts(self, remote_qp_num=0, dlid=0, port=1, *, qkey=0,
-                     access=Access.REMOTE_WRITE | Access.REMOTE_READ, path_mtu=MTU.MTU4096,
+                     access=Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC,
+                     path_mtu=MTU.MTU4096,
                      rnr_retry=7, sl=0, src_path_bits=0, static_rate=0, grh=None, sq_psn=0,
                      rq_psn=0, **rc_attrs):
         """RESET -> INIT -> RTR -> RTS. RC/UC: aimed at `remote_qp_num` behind `dlid`;

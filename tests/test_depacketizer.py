@@ -28,20 +28,25 @@ from tb.seed import rng_for
 
 MAX_PAYLOAD = 4096
 
-# Opcodes the depacketizer accepts, by transport.
-RC_OPS = list(range(0x00, 0x12))
+# Opcodes the depacketizer accepts, by transport (RC with the atomics, 0x12-0x14).
+RC_OPS = list(range(0x00, 0x15))
+ATOMIC_OPS = [0x12, 0x13, 0x14]
 UC_OPS = list(range(0x20, 0x2C))
 UD_OPS = [0x64, 0x65]
 ACCEPTED = RC_OPS + UC_OPS + UD_OPS
 
 HDR_FIELDS = ("opcode", "se", "dest_qpn", "ackreq", "psn", "slid", "dlid", "sl", "is_global",
               "tclass", "flow_label", "hop_limit", "sgid", "dgid", "raddr", "rkey", "dma_len",
-              "qkey", "src_qpn", "imm", "syndrome", "msn", "plen", "internal")
+              "qkey", "src_qpn", "imm", "syndrome", "msn", "atomic_a", "atomic_b", "plen",
+              "internal")
 
 
 def expected_header(pkt, internal):
     """The m_hdr_* fields the depacketizer must present for `pkt`."""
     g, reth, deth, aeth, imm = pkt.grh, pkt.reth, pkt.deth, pkt.aeth, pkt.immdt
+    atomic, atomic_ack = pkt.atomic_eth, pkt.atomic_ack_eth
+    # VA and R_Key come from a RETH or an AtomicETH
+    remote = reth or atomic
     return {
         "opcode": pkt.bth.opcode, "se": int(pkt.bth.se), "dest_qpn": pkt.bth.dest_qp,
         "ackreq": int(pkt.bth.ackreq), "psn": pkt.bth.psn, "slid": pkt.lrh.slid,
@@ -50,12 +55,14 @@ def expected_header(pkt, internal):
         "hop_limit": g.hop_limit if g else 0,
         "sgid": int.from_bytes(g.sgid, "big") if g else 0,
         "dgid": int.from_bytes(g.dgid, "big") if g else 0,
-        "raddr": reth.va if reth else 0, "rkey": reth.rkey if reth else 0,
+        "raddr": remote.va if remote else 0, "rkey": remote.rkey if remote else 0,
         "dma_len": reth.dma_len if reth else 0,
         "qkey": deth.qkey if deth else 0, "src_qpn": deth.src_qp if deth else 0,
         # the 4 ImmDt bytes in wire order, first in bits [7:0]
         "imm": imm_le(imm.data) if imm else 0,
         "syndrome": aeth.syndrome if aeth else 0, "msn": aeth.msn if aeth else 0,
+        "atomic_a": atomic.swap_add if atomic else atomic_ack.orig_data if atomic_ack else 0,
+        "atomic_b": atomic.compare if atomic else 0,
         "plen": len(pkt.payload), "internal": int(internal),
     }
 
@@ -114,12 +121,18 @@ class Port:
                 ext[name] = ib.AETH(syndrome=rng.randrange(256), msn=rng.randrange(1 << 24))
             elif name == "immdt":
                 ext[name] = ib.ImmDt(rng.randrange(1 << 32))
+            elif name == "atomic_eth":
+                ext[name] = ib.AtomicETH(va=rng.randrange(1 << 64), rkey=rng.randrange(1 << 32),
+                                         swap_add=rng.randrange(1 << 64),
+                                         compare=rng.randrange(1 << 64))
+            elif name == "atomic_ack_eth":
+                ext[name] = ib.AtomicAckETH(orig_data=rng.randrange(1 << 64))
         return ib.Packet(lrh=lrh, grh=g, bth=bth, payload=rng.randbytes(length), **ext)
 
 
 def legal_length(rng, opcode, choices):
-    """A payload length `opcode` may carry: none for READ request and ACK, a multiple of 4 on
-    first and middle packets."""
+    """A payload length `opcode` may carry: none for READ request, ACK and the atomics, a
+    multiple of 4 on first and middle packets."""
     op = ib.OPCODES[opcode]
     if not op.payload:
         return 0
@@ -373,6 +386,47 @@ async def test_every_opcode_and_length(dut):
 
 
 @cocotb.test()
+async def test_atomics(dut):
+    """RC atomics: COMPARE_SWAP and FETCH_ADD requests (AtomicETH: VA on m_hdr_raddr, R_Key on
+    m_hdr_rkey, Swap/Add Data on m_hdr_atomic_a, Compare Data on m_hdr_atomic_b, dma_len 0)
+    and ATOMIC_ACKNOWLEDGE (AETH on m_hdr_syndrome / m_hdr_msn, Original Remote Data on
+    m_hdr_atomic_a), with and without GRH, operands at their extremes and random, are
+    presented and counted as good (rcv_pkt with their PktLen). Each of them cut short by 4
+    bytes (PktLen and PayLen made to fit, CRCs right: only its headers do not fit) is dropped
+    with rcv_error, and the good packet after it comes through."""
+    tb = TB(dut, "test_atomics")
+    rng = tb.rng
+    await tb.reset()
+    top = (1 << 64) - 1
+    # (VA, R_Key, Swap/Add or Original Remote Data, Compare)
+    operands = [(0, 0, 0, 0), (top, (1 << 32) - 1, top, top),
+                (0x0102030405060708, 0x090A0B0C, 0x1112131415161718, 0x2122232425262728)]
+    count = 0
+    for opcode in ATOMIC_OPS:
+        for grh in (False, True):
+            for values in operands + [None, None]:
+                pkt = tb.port.packet(rng, opcode, 0, grh=grh)
+                if values and pkt.atomic_eth:
+                    pkt.atomic_eth = ib.AtomicETH(*values)
+                elif values:
+                    pkt.atomic_ack_eth = ib.AtomicAckETH(orig_data=values[0])
+                await tb.send_good(pkt, internal=rng.randrange(2))
+                count += 1
+    await tb.drain()
+    tb.check("atomics")
+    for opcode in ATOMIC_OPS:
+        for grh in (False, True):
+            body = body_of(ib.build(tb.port.packet(rng, opcode, 0, grh=grh)))
+            await tb.send_bad(ib.seal(fix_lengths(body[:-4])), internal=rng.randrange(2))
+            other = rng.choice(ACCEPTED)
+            await tb.send_good(tb.port.packet(rng, other, legal_length(rng, other, [0, 1, 77])))
+            await tb.drain()
+            tb.check(f"{ib.OPCODES[opcode].name} cut by 4 bytes, grh={grh}")
+    tb.log.info("%d atomic packets presented, %d cut short dropped", count,
+                2 * len(ATOMIC_OPS))
+
+
+@cocotb.test()
 async def test_random_gaps_and_backpressure(dut):
     """Random packets with random RX gaps, header and payload backpressure and internal flags;
     everything in order and intact."""
@@ -455,15 +509,19 @@ def bad_frames(tb):
         b[2:4] = above.to_bytes(2, "big")
     out.append(("DLID just above the port's LMC range", mutate(dlid_above), 0))
     out.append(("BTH TVer 1", mutate(lambda b: b.__setitem__(9, (b[9] & 0xF0) | 1)), 0))
-    for opcode in (0x12, 0x13, 0x14, 0x15, 0x1F, 0x2C, 0x2F, 0x40, 0x60, 0x63, 0x66, 0x80,
-                   0xC4, 0xE4, 0xFF):
+    for opcode in (0x15, 0x16, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
+                   0x72, 0x73, 0x80, 0xC4, 0xE4, 0xFF):
         out.append((f"unknown opcode {opcode:#04x}",
                     mutate(lambda b, o=opcode: b.__setitem__(8, o), n=16), 0))
     for opcode, keep in ((0x0A, 8), (0x0C, 12), (0x11, 0), (0x64, 4), (0x0B, 16), (0x65, 8),
-                         (0x10, 0)):
+                         (0x10, 0), (0x13, 24), (0x14, 20), (0x12, 8), (0x12, 0)):
         out.append((f"opcode {opcode:#04x} headers cut to {keep} bytes",
                     mutate(lambda b, k=keep: b.__delitem__(slice(20 + k, None)), opcode=opcode,
                            n=0), 0))
+    for opcode in (0x0C, 0x11, 0x12, 0x13, 0x14):
+        body = body_of(ib.build(good(opcode, n=0))) + rng.randbytes(4)
+        out.append((f"{ib.OPCODES[opcode].name} with 4 payload bytes (it carries none)",
+                    reseal(fix_lengths(body)), 0))
     out.append(("PadCnt 3 with no payload",
                 mutate(lambda b: b.__setitem__(9, (b[9] & 0xCF) | 0x30), n=0), 0))
     for opcode in (0x00, 0x01, 0x06, 0x07, 0x0D, 0x0E, 0x20, 0x21, 0x26, 0x27):
@@ -601,7 +659,10 @@ async def test_back_to_back_max_throughput(dut):
 # Packets from the real packetizer
 
 KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4}
+        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7}
+# Operations sent as one packet without payload, and their opcodes (RC).
+SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
+          "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
 TRANSPORT = {"RC": 2, "UC": 3, "UD": 4}
 MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 
@@ -624,7 +685,8 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
         "qkey": rng.randrange(1 << 32), "src_qpn": rng.randrange(1 << 24),
         "raddr": rng.randrange(1 << 64), "rkey": rng.randrange(1 << 32),
         "dma_len": rng.randrange(1 << 32), "syndrome": rng.randrange(256),
-        "msn": rng.randrange(1 << 24),
+        "msn": rng.randrange(1 << 24), "atomic_a": rng.randrange(1 << 64),
+        "atomic_b": rng.randrange(1 << 64),
     }
     f = fields
     lrh = ib.LRH(dlid=f["dlid"], slid=f["slid"], sl=f["sl"])
@@ -633,11 +695,16 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
         if grh else None
     reth = ib.RETH(va=f["raddr"], rkey=f["rkey"], dma_len=f["dma_len"])
     aeth = ib.AETH(syndrome=f["syndrome"], msn=f["msn"])
-    if operation in ("RDMA_READ_REQUEST", "ACKNOWLEDGE"):
-        low = 0x0C if operation == "RDMA_READ_REQUEST" else 0x11
-        bth = ib.BTH(opcode=low, dest_qp=f["dest_qpn"], psn=f["psn"], pkey=f["pkey"])
-        ext = {"reth": reth} if low == 0x0C else {"aeth": aeth}
-        pkts = [ib.Packet(lrh=lrh, grh=g, bth=bth, **ext)]
+    if operation in SINGLE:
+        atomic = ib.AtomicETH(va=f["raddr"], rkey=f["rkey"], swap_add=f["atomic_a"],
+                              compare=f["atomic_b"])
+        ext = {"RDMA_READ_REQUEST": {"reth": reth}, "ACKNOWLEDGE": {"aeth": aeth},
+               "ATOMIC_ACKNOWLEDGE": {"aeth": aeth,
+                                      "atomic_ack_eth": ib.AtomicAckETH(f["atomic_a"])},
+               "COMPARE_SWAP": {"atomic_eth": atomic}, "FETCH_ADD": {"atomic_eth": atomic}}
+        bth = ib.BTH(opcode=SINGLE[operation], dest_qp=f["dest_qpn"], psn=f["psn"],
+                     pkey=f["pkey"], ackreq=operation in ("COMPARE_SWAP", "FETCH_ADD"))
+        pkts = [ib.Packet(lrh=lrh, grh=g, bth=bth, **ext[operation])]
     else:
         pkts = ib.packetize(
             transport, operation, payload, mtu, lrh=lrh, dest_qp=f["dest_qpn"], psn=f["psn"],
@@ -666,7 +733,8 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
 async def test_from_packetizer(dut):
     """Messages of every kind and transport built by rtl/packetizer.v (pkt_header.v) are
     received with every field equal to the descriptor's (imm, raddr, rkey, dma_len, qkey,
-    src_qpn, syndrome, msn, psn, dest_qpn, GRH fields) and the payload intact."""
+    src_qpn, syndrome, msn, atomic_a, atomic_b, psn, dest_qpn, GRH fields) and the payload
+    intact."""
     tb = TB(dut, "test_from_packetizer")
     rng = tb.rng
     tb.tx_source.set_pause_generator(pauses(rng, 0.1))
@@ -676,13 +744,14 @@ async def test_from_packetizer(dut):
     dut.loop_sel.value = 1
     combos = [("RC", "SEND"), ("RC", "RDMA_WRITE"), ("UC", "SEND"), ("UC", "RDMA_WRITE"),
               ("UD", "SEND"), ("RC", "RDMA_READ_REQUEST"), ("RC", "RDMA_READ_RESPONSE"),
-              ("RC", "ACKNOWLEDGE")]
+              ("RC", "ACKNOWLEDGE"), ("RC", "COMPARE_SWAP"), ("RC", "FETCH_ADD"),
+              ("RC", "ATOMIC_ACKNOWLEDGE")]
     total = 0
     for tr, op in combos:
         for grh in (False, True):
             for flag in (False, True):
                 mtu = rng.choice(ib.VALID_MTUS)
-                if op in ("RDMA_READ_REQUEST", "ACKNOWLEDGE"):
+                if op in SINGLE:
                     length = 0
                 elif tr == "UD":
                     length = rng.choice([0, 1, 7, mtu - 1, mtu])

@@ -23,13 +23,13 @@ import pytest
 from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
-    ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
+    DATA_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
     grh_bytes, long_read, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
     GRH_BYTES, MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
-    WROpcode, ud_send,
+    WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, ud_send,
 )
 
 CABLES = (1, 2)                             # dev0 port p <-> dev1 port p
@@ -135,7 +135,7 @@ def moved(before, after, key, counter):
 # ---------------------------------------------------------------------------------------------
 # 1. Every connected opcode, both ways, over both cables
 
-CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in ALLOWED_OPCODES[t]]
+CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in DATA_OPCODES[t]]
 
 
 @cocotb.test()
@@ -406,6 +406,53 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
         assert moved(before, after, far, PortCounter.RCV_ERRORS) == stats["corrupted"]
 
 
+@cocotb.test()
+async def test_atomics_execute_exactly_once_when_their_acks_are_lost(dut):
+    """FetchAdds (+1) on one counter and a chain of CompareSwaps (each expecting the value the
+    one before it left) on another, 16 in flight at a time, from dev0 to dev1 over cable 1,
+    while the cable back loses 30 % of the ACKs and atomic ACKs and every packet takes 300
+    cycles each way. The requester resends after its ACK timeout; the responder answers every
+    duplicate from its record of results and never executes it again. So each counter moved
+    once per WR, each WR's local SGE holds the value before its own step (V, V + 1, ...), every
+    WR completes SUCCESS, and ACKs were lost."""
+    fabric = await Fabric.open(dut)
+    r0, r1 = fabric.r
+    for r in fabric.r:
+        r.sb.model.links_lossy()
+    back = LinkFaults(latency=300, seed=(SEED * 2 + 1) & (2**64 - 1), drop=0.3,
+                      kinds={"acks"})
+    back.apply(fabric.cable(1, 1))
+    LinkFaults(latency=300).apply(fabric.cable(0, 1))
+    dut._log.info("cable dev1 port 1: %s", back.describe())
+    qp, _ = (await connected_pairs(fabric, QPType.RC, timeout=3, retry_cnt=7))[1]
+    counters, results = await r1.region(64), await r0.region(64 * 8)
+    fetch_start = int.from_bytes(counters.read(0, 8), "little")
+    swap_start = int.from_bytes(counters.read(8, 8), "little")
+    wrs, want = [], []
+    for i in range(48):
+        k = i // 2
+        if i % 2 == 0:
+            wrs.append(atomic_fetch_and_add(results.sge(8 * i, 8), counters.remote(0), 1, wr_id=i))
+            want.append((fetch_start + k) % 2**64)
+        else:
+            expect = (swap_start + k) % 2**64
+            wrs.append(atomic_cmp_and_swp(results.sge(8 * i, 8), counters.remote(8), expect,
+                                          (expect + 1) % 2**64, wr_id=i))
+            want.append(expect)
+    for at in range(0, len(wrs), 16):
+        await qp.post_send(wrs[at:at + 16])
+        wcs = await r0.poll_until(qp.send_cq, 16, cycles=2_000_000)
+        assert [(wc.wr_id, wc.status, wc.opcode) for wc in wcs] == [
+            (w.wr_id, WCStatus.SUCCESS,
+             WCOpcode.FETCH_ADD if w.opcode == WROpcode.ATOMIC_FETCH_AND_ADD else WCOpcode.COMP_SWAP)
+            for w in wrs[at:at + 16]]
+    assert [int.from_bytes(results.read(8 * i, 8), "little") for i in range(len(wrs))] == want
+    assert int.from_bytes(counters.read(0, 8), "little") == (fetch_start + 24) % 2**64
+    assert int.from_bytes(counters.read(8, 8), "little") == (swap_start + 24) % 2**64
+    assert LinkFaults.stats(fabric.cable(1, 1))["dropped"] > 0, "no ACK was lost"
+    await fabric.finish("test_atomics_execute_exactly_once_when_their_acks_are_lost")
+
+
 # make test reads 128 KiB + 7 (33 READ responses, still more than two ACK timeouts long on the
 # wire at 256 bits); make regress reads 1 MiB + 7
 LONG_READ = (1 << 20) + 7 if REGRESS else (128 << 10) + 7
@@ -459,6 +506,7 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 # test runs at 256 bits and make regress at every width, and everything else.
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
+                   "test_atomics_execute_exactly_once_when_their_acks_are_lost",
                    "test_rc_read_longer_than_many_ack_timeouts_between_devices")
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test name>[/params]"
     "transport": rf"^test_fabric\.({'|'.join(TRANSPORT_TESTS)})(/|$)",

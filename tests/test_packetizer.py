@@ -3,7 +3,9 @@
 The test drives message descriptors, serves each payload chunk request from a Python byte array
 through an AxiStreamSource, collects the TX frames with an AxiStreamSink, parses every packet
 with tb/ib_packet.parse (which checks CRCs, lengths and fields on its own) and compares the
-whole sequence with what tb/ib_packet.packetize() gives for the same message. It also checks
+whole sequence, parsed and byte for byte, with what tb/ib_packet.packetize() (or, for the
+single-packet kinds: READ request, ACK, the atomics, the Packet the test composes) gives for
+the same message. It also checks
 the per-packet events (PktLen), the done PSN, the static-rate gap, the goodput, and that the
 payload stream is never stalled by the link (test_no_mover_stall, with link stalls and
 counters made in the harness, tb/hdl/tb_packetizer.v).
@@ -31,7 +33,11 @@ from tb.seed import rng_for
 ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
 
 KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4}
+        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7}
+# Operations sent as one packet without payload, whatever the descriptor's length says.
+SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
+          "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
+ATOMICS = ("COMPARE_SWAP", "FETCH_ADD", "ATOMIC_ACKNOWLEDGE")
 TRANSPORT = {"RC": 2, "UC": 3, "UD": 4}
 MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 TRANSPORT_BASE = {"RC": 0x00, "UC": 0x20, "UD": 0x60}
@@ -46,8 +52,11 @@ class Message:
     """One descriptor: its fields, its payload and the packets it must produce."""
 
     def __init__(self, rng, operation, transport, length, mtu, *, grh=False, imm=False,
-                 solicited=False, rate=0, psn=None, start=0):
+                 solicited=False, rate=0, psn=None, start=0, desc_transport=None,
+                 atomic=None):
         self.operation, self.transport, self.mtu = operation, transport, mtu
+        # the transport driven on the descriptor, if not `transport` (the atomics ignore it)
+        self.desc_transport = desc_transport or transport
         self.payload = rng.randbytes(length)
         self.lrh = ib.LRH(dlid=rng.randrange(1, 0xC000), slid=rng.randrange(1, 0xC000),
                           sl=rng.randrange(16))
@@ -62,18 +71,31 @@ class Message:
                             dma_len=rng.randrange(1 << 32))
         self.aeth = ib.AETH(syndrome=rng.randrange(256), msn=rng.randrange(1 << 24))
         self.immdt = ib.ImmDt(rng.randrange(1 << 32)) if imm else None
+        # desc_atomic_a, desc_atomic_b
+        self.atomic = atomic or (rng.randrange(1 << 64), rng.randrange(1 << 64))
         self.solicited = solicited
         self.rate = rate
         self.start = start          # a resend from this packet index on
 
     def expected(self):
         op, tr = self.operation, self.transport
-        if op in ("RDMA_READ_REQUEST", "ACKNOWLEDGE"):
-            low = 0x0C if op == "RDMA_READ_REQUEST" else 0x11
+        if op in SINGLE:
+            low = SINGLE[op]
+            a, b = self.atomic
+            ext = {
+                "RDMA_READ_REQUEST": {"reth": self.reth},
+                "ACKNOWLEDGE": {"aeth": self.aeth},
+                "ATOMIC_ACKNOWLEDGE": {"aeth": self.aeth,
+                                       "atomic_ack_eth": ib.AtomicAckETH(orig_data=a)},
+                "COMPARE_SWAP": {"atomic_eth": ib.AtomicETH(va=self.reth.va, rkey=self.reth.rkey,
+                                                            swap_add=a, compare=b)},
+            }
+            ext["FETCH_ADD"] = ext["COMPARE_SWAP"]
+            # atomic requests always ask for their ACK
             bth = ib.BTH(opcode=TRANSPORT_BASE[tr] | low, dest_qp=self.dest_qp, psn=self.psn,
-                         pkey=self.pkey, se=self.solicited)
-            ext = {"reth": self.reth} if low == 0x0C else {"aeth": self.aeth}
-            return [ib.Packet(lrh=self.lrh, grh=self.grh, bth=bth, **ext)]
+                         pkey=self.pkey, se=self.solicited,
+                         ackreq=op in ("COMPARE_SWAP", "FETCH_ADD"))
+            return [ib.Packet(lrh=self.lrh, grh=self.grh, bth=bth, **ext[op])]
         return ib.packetize(
             tr, op, self.payload, self.mtu, lrh=self.lrh, dest_qp=self.dest_qp, psn=self.psn,
             pkey=self.pkey, grh=self.grh, deth=self.deth if tr == "UD" else None,
@@ -84,7 +106,7 @@ class Message:
     def drive(self, dut):
         g = self.grh
         fields = {
-            "kind": KIND[self.operation], "transport": TRANSPORT[self.transport],
+            "kind": KIND[self.operation], "transport": TRANSPORT[self.desc_transport],
             "imm_valid": int(self.immdt is not None),
             "imm": imm_le(self.immdt.data) if self.immdt else 0,
             "solicited": int(self.solicited),
@@ -99,13 +121,16 @@ class Message:
             "qkey": self.deth.qkey, "src_qpn": self.deth.src_qp, "raddr": self.reth.va,
             "rkey": self.reth.rkey, "dma_len": self.reth.dma_len,
             "syndrome": self.aeth.syndrome, "msn": self.aeth.msn, "rate": self.rate,
+            "atomic_a": self.atomic[0], "atomic_b": self.atomic[1],
         }
         for name, value in fields.items():
             getattr(dut, f"desc_{name}").value = value
 
     def describe(self):
-        return (f"{self.transport} {self.operation} len={len(self.payload)} mtu={self.mtu} "
-                f"grh={self.grh is not None} imm={self.immdt is not None} se={self.solicited}")
+        driven = "" if self.desc_transport == self.transport else f" (driven {self.desc_transport})"
+        return (f"{self.transport}{driven} {self.operation} len={len(self.payload)} "
+                f"mtu={self.mtu} grh={self.grh is not None} imm={self.immdt is not None} "
+                f"se={self.solicited}")
 
 
 class TB:
@@ -204,7 +229,7 @@ class TB:
             frame = self.sink.recv_nowait()
             assert not any(frame.tuser or []), "tuser set"
             try:
-                got.append((ib.parse(frame.tdata, msg.mtu), len(frame.tdata)))
+                got.append((ib.parse(frame.tdata, msg.mtu), bytes(frame.tdata)))
             except ib.PacketError as err:
                 exp = ib.build(expected[len(got)]) if len(got) < len(expected) else b""
                 diff = [i for i in range(min(len(exp), len(frame.tdata)))
@@ -214,9 +239,11 @@ class TB:
                     f"expected {len(exp)}; first differing bytes {diff[:8]})") from err
         assert len(got) == len(expected), (
             f"{msg.describe()}: {len(got)} packets, expected {len(expected)}")
-        for i, ((pkt, size), exp) in enumerate(zip(got, expected)):
+        for i, ((pkt, wire), exp) in enumerate(zip(got, expected)):
             assert pkt == exp, f"{msg.describe()}: packet {i}\n got {pkt}\n exp {exp}"
-        assert self.events == [(size - 2) // 4 for _, size in got], (
+            # byte for byte too: parse ignores the reserved fields, the codec sends them as zeros
+            assert wire == ib.build(exp), f"{msg.describe()}: packet {i} bytes differ"
+        assert self.events == [(len(wire) - 2) // 4 for _, wire in got], (
             f"{msg.describe()}: PktLen events {self.events}")
         assert self.dones == [(msg.psn + msg.start + len(expected)) & ib.PSN_MASK], (
             f"{msg.describe()}: done {self.dones}")
@@ -248,6 +275,8 @@ def combos():
     yield "RC", "RDMA_READ_REQUEST"
     yield "RC", "RDMA_READ_RESPONSE"
     yield "RC", "ACKNOWLEDGE"
+    for op in ATOMICS:
+        yield "RC", op
 
 
 @cocotb.test()
@@ -264,7 +293,7 @@ async def test_kinds(dut):
         for grh in (False, True):
             for flag in (False, True):
                 mtu = rng.choice(ib.VALID_MTUS)
-                if op in ("RDMA_READ_REQUEST", "ACKNOWLEDGE"):
+                if op in SINGLE:
                     length = 0
                 elif tr == "UD":
                     length = rng.choice([0, 1, mtu - 1, mtu, rng.randrange(mtu)])
@@ -275,6 +304,36 @@ async def test_kinds(dut):
                 psn = rng.choice([None, (1 << 24) - 1, (1 << 24) - 2])
                 await tb.check(Message(rng, op, tr, length, mtu, grh=grh, imm=imm,
                                        solicited=se, psn=psn))
+
+
+@cocotb.test()
+async def test_atomics(dut):
+    """COMPARE_SWAP and FETCH_ADD requests (BTH + AtomicETH: VA, R_Key, Swap/Add and Compare
+    Data, AckReq set) and ATOMIC_ACKNOWLEDGE (BTH + AETH + AtomicAckETH) byte-exact against
+    tb/ib_packet.py, with and without GRH, with the operands at their extremes and random:
+    one RC packet each whatever the descriptor's transport and length say, no payload chunk
+    requested (tb.check compares the requests), the done PSN one past the packet's."""
+    tb = TB(dut, "test_atomics")
+    rng = tb.rng
+    if not ON_VERILATOR:
+        tb.sink.set_pause_generator(pauses(rng, 0.3))
+    await tb.reset()
+    top = (1 << 64) - 1
+    operands = [(0, 0), (top, top), (0x0123456789ABCDEF, 0xFEDCBA9876543210), None, None]
+    count = 0
+    for op in ATOMICS:
+        for grh in (False, True):
+            for atomic in operands:
+                # the descriptor's transport and length mean nothing to an atomic
+                desc_tr = rng.choice(["RC", "RC", "UC", "UD"])
+                length = rng.choice([0, 0, 1, 4096, rng.randrange(1, 1 << 20)])
+                psn = rng.choice([None, (1 << 24) - 1])
+                msg = Message(rng, op, "RC", length, rng.choice(ib.VALID_MTUS), grh=grh,
+                              psn=psn, desc_transport=desc_tr, atomic=atomic)
+                await tb.check(msg)
+                assert not tb.requests, f"{msg.describe()}: payload requested {tb.requests}"
+                count += 1
+    tb.log.info("%d atomic packets checked", count)
 
 
 @cocotb.test()
@@ -383,7 +442,7 @@ async def test_no_mover_stall(dut):
     for _ in range(14):
         tr, op = rng.choice(list(combos()))
         mtu = rng.choice(ib.VALID_MTUS)
-        if op in ("RDMA_READ_REQUEST", "ACKNOWLEDGE"):
+        if op in SINGLE:
             length = 0
         elif tr == "UD":
             length = rng.randrange(1, mtu + 1)

@@ -22,9 +22,11 @@ The program is built so both orders give the same result:
         SRC   random data, never written: the source of sends and writes, read by the peer;
         SINK  written only by the peer's RDMA WRITEs (and read back by the peer's READs;
               a WRITE after such a READ fences, as a READ asked again is served again);
-        RBUF  written only by this QP's own RDMA READs (and sent on by this QP's WRs, with
-              FENCE: the device has many messages in flight, and only a fence makes a WR
-              wait for the READs before it);
+        RBUF  written only by this QP's own RDMA READs and atomics (the original values)
+              (and sent on by this QP's WRs, with FENCE: the device has many messages in
+              flight, and only a fence makes a WR wait for the READs before it);
+        ATOM  8-byte words changed only by the peer's atomics (RC), which track their
+              values so that a CompareSwap often matches;
         RECV  written only by the peer's SENDs, through this QP's receives;
     a QP's own WRs run in posting order on the device too (a READ behind a WRITE sees it, a
     fenced WR waits for the READs before it), so a chain such as "write to the peer, read
@@ -59,9 +61,9 @@ from tb.link_faults import LinkFaults
 from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
-    GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer, QPState, QPType,
-    QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus, WROpcode,
-    rdma_read, rdma_write, send, ud_send,
+    ATOMIC_OPS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
+    QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus,
+    WROpcode, rdma_read, rdma_write, send, ud_send,
 )
 
 # --- program shape -----------------------------------------------------------------------------
@@ -88,12 +90,16 @@ RECVS_AFTER_ERROR = 4    # WRs after the fatal one that still post their receive
 # unpredictable) go-back: 6 (65,536 cycles) keeps lossless runs free of it.
 RC_TIMEOUT = {True: 3, False: 6}     # by whether the cables lose packets
 AREA = 48 * 1024
-SRC, SINK, RBUF, RECV = (i * AREA for i in range(4))
-ARENA = 4 * AREA
+ATOM_BYTES = 1024
+SRC, SINK, RBUF = (i * AREA for i in range(3))
+ATOM = 3 * AREA
+RECV = ATOM + ATOM_BYTES
+ARENA = RECV + AREA
+ATOM_WORDS = ATOM_BYTES // 8 - 1    # 8-byte aligned in the peer's iova space, wherever it starts
 MAX_LEN = 40 * 1024      # leaves room for random offsets inside an area
 SPECIAL_BYTES = 8192     # the regions that exist only to be named by bad WRs
 
-FULL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+FULL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC
 PORT_MTU = {1: MTU.MTU4096, 2: MTU.MTU2048}  # the UD length limit differs between the ports
 # Messages are drawn the same whichever port a QP is on, so both placements run one program:
 # a UD message fits the smaller port MTU, and connected pairs share a path MTU within it.
@@ -106,7 +112,8 @@ STALL_CYCLES = 400_000
 
 OPCODE_WEIGHTS = {
     QPType.RC: {WROpcode.SEND: 25, WROpcode.SEND_WITH_IMM: 15, WROpcode.RDMA_WRITE: 25,
-                WROpcode.RDMA_WRITE_WITH_IMM: 15, WROpcode.RDMA_READ: 20},
+                WROpcode.RDMA_WRITE_WITH_IMM: 15, WROpcode.RDMA_READ: 20,
+                WROpcode.ATOMIC_CMP_AND_SWP: 6, WROpcode.ATOMIC_FETCH_AND_ADD: 6},
     QPType.UC: {WROpcode.SEND: 30, WROpcode.SEND_WITH_IMM: 20, WROpcode.RDMA_WRITE: 30,
                 WROpcode.RDMA_WRITE_WITH_IMM: 20},
     QPType.UD: {WROpcode.SEND: 60, WROpcode.SEND_WITH_IMM: 40},
@@ -115,14 +122,16 @@ SENDS = {WROpcode.SEND, WROpcode.SEND_WITH_IMM}
 WRITES = {WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM}
 WITH_IMM = {WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE_WITH_IMM}
 NEEDS_RECV = SENDS | {WROpcode.RDMA_WRITE_WITH_IMM}
+READS_BACK = {WROpcode.RDMA_READ, *ATOMIC_OPS}     # write their local SGE (in RBUF)
 
 # Errors that move the sender to ERR (its later WRs flush), per transport.
 LKEY_ERRORS = ["lkey_variant", "lkey_stale", "lkey_unregistered", "lkey_other_pd", "lkey_oob"]
 RKEY_ERRORS = ["rkey_variant", "rkey_stale", "rkey_other_pd", "rkey_oob", "rkey_access"]
 RECV_ERRORS = ["recv_short", "recv_bad_lkey"]
 FATAL_ERRORS = {
-    QPType.RC: LKEY_ERRORS + RKEY_ERRORS + RECV_ERRORS + ["read_no_local_write"],
-    QPType.UC: LKEY_ERRORS + ["uc_read"],
+    QPType.RC: LKEY_ERRORS + RKEY_ERRORS + RECV_ERRORS
+    + ["read_no_local_write", "atomic_misaligned", "atomic_length"],
+    QPType.UC: LKEY_ERRORS + ["uc_read", "uc_atomic"],
     QPType.UD: LKEY_ERRORS + ["ud_too_long", "ah_other_pd", "ah_other_port", "ah_invalid",
                               "ud_rdma"],
 }
@@ -180,6 +189,7 @@ class Flow:
         self.src, self.dst = src, dst
         self.src_mr, self.dst_mr = src_mr, dst_mr
         self.read_sink = False      # a READ of the peer's SINK was drawn: later WRITEs fence
+        self.atom = {}              # ATOM word -> its value once this flow's atomics ran
         self.transport = src.qp_type
         self.port = src.attr.port_num
         self.mtu = PORT_MTU[self.port].size   # what the device refuses beyond, on UD
@@ -191,6 +201,9 @@ class Flow:
         self.opcodes = dict(OPCODE_WEIGHTS[self.transport])
         if not dst.attr.qp_access_flags & Access.REMOTE_READ:
             self.opcodes.pop(WROpcode.RDMA_READ, None)
+        if not dst.attr.qp_access_flags & Access.REMOTE_ATOMIC:
+            for op in ATOMIC_OPS:
+                self.opcodes.pop(op, None)
         # all 64 bits used; the plan index, not the QPN, so every placement has the same wr_ids
         self.wr_tag = self.rng.getrandbits(16) << 48 | index << 32
         self.generated = 0
@@ -337,8 +350,9 @@ class Flow:
         return area + self.rng.randrange(AREA - length + 1)
 
     def _local(self, op, length):
-        """The sender's SGE: READs land in RBUF; the rest mostly send SRC, sometimes RBUF."""
-        area = RBUF if op == WROpcode.RDMA_READ or self.rng.random() < 0.2 else SRC
+        """The sender's SGE: READs and atomics land in RBUF; the rest mostly send SRC,
+        sometimes RBUF."""
+        area = RBUF if op in READS_BACK or self.rng.random() < 0.2 else SRC
         return self.src_mr.sge(self._offset(area, length), length)
 
     def _in_rbuf(self, sge):
@@ -347,10 +361,35 @@ class Flow:
 
     def _remote(self, op, length):
         """WRITEs go to the peer's SINK; READs fetch its SRC, or its SINK to read back what
-        this flow wrote there."""
+        this flow wrote there; atomics work on a word of its ATOM."""
+        if op in ATOMIC_OPS:
+            return self.dst_mr.remote(self._atom_offset(self.rng.randrange(ATOM_WORDS)))
         area = SINK if op in WRITES or self.rng.random() < 0.3 else SRC
         self.read_sink |= op == WROpcode.RDMA_READ and area == SINK
         return self.dst_mr.remote(self._offset(area, length))
+
+    def _atom_offset(self, word):
+        """The offset in the peer's region of ATOM word `word`, 8-byte aligned in its iova."""
+        return ATOM + 8 * word + (-self.dst_mr.addr) % 8
+
+    def _atomic_operands(self, op, remote):
+        """(compare_add, swap) for an atomic on `remote`: a CompareSwap expects the word's
+        value (as this flow's earlier atomics left it) most of the time, so both outcomes
+        occur; a FetchAdd adds a small number, or any 64-bit one (wrapping)."""
+        offset = remote.addr - self.dst_mr.addr
+        if offset not in self.atom:     # untouched so far: its first value, read now
+            self.atom[offset] = int.from_bytes(self.dst_mr.read(offset, 8), "little")
+        value = self.atom[offset]
+        r, small, big, other = (self.rng.random(), self.rng.randint(1, 1000),
+                                self.rng.getrandbits(64), self.rng.getrandbits(64))
+        if op == WROpcode.ATOMIC_FETCH_AND_ADD:
+            add = small if r < 0.7 else big
+            self.atom[offset] = (value + add) % 2**64
+            return add, 0
+        compare = value if r < 0.6 else other
+        if compare == value:
+            self.atom[offset] = big
+        return compare, big
 
     def _flags(self, op):
         flags = SendFlags.SIGNALED if self.rng.random() < SIGNAL_RATE else SendFlags(0)
@@ -385,7 +424,7 @@ class Flow:
         """The WR for `op` with the given parts, the rest drawn at random."""
         wr_id = self._wr_id(seq)
         flags = self._flags(op)
-        if (op != WROpcode.RDMA_READ and self._in_rbuf(sge)) or (op in WRITES and self.read_sink):
+        if (op not in READS_BACK and self._in_rbuf(sge)) or (op in WRITES and self.read_sink):
             # RBUF is written by this QP's own READs, which the device may still have in
             # flight when it fetches this WR's payload; a READ of SINK whose response is
             # lost is served again from memory a later WRITE may have changed: FENCE orders
@@ -403,12 +442,19 @@ class Flow:
             wr = send(sge, wr_id, imm, flags)
         elif op in WRITES:
             wr = rdma_write(sge, remote or self._remote(op, sge.length), wr_id, imm, flags)
+        elif op in ATOMIC_OPS:
+            remote = remote or self._remote(op, sge.length)
+            compare_add, swap = self._atomic_operands(op, remote)
+            wr = SendWR(op, sge, wr_id, flags, 0, remote.addr, remote.rkey,
+                        compare_add=compare_add, swap=swap)
         else:
             wr = rdma_read(sge, remote or self._remote(op, sge.length), wr_id, flags)
         return Message(wr, recv, kind or f"{self.transport.name} {op.name}")
 
     def _ordinary(self, seq):
         op = self._opcode()
+        if op in ATOMIC_OPS:
+            return self._build(seq, op, self._local(op, 8))
         length = self._length(UD_MAX if self.transport == QPType.UD else MAX_LEN)
         if length == 0 and self.rng.random() < 0.5:
             return self._empty(seq, op)
@@ -467,7 +513,8 @@ class Flow:
         label = f"error {kind}"
         if kind.startswith("lkey"):
             op = self._opcode()
-            area = RBUF if op == WROpcode.RDMA_READ else SRC
+            length = 8 if op in ATOMIC_OPS else length
+            area = RBUF if op in READS_BACK else SRC
             addr, key = self._bad_key(kind, self.src_mr, self._offset(area, length), length,
                                       self.res)
             return self._build(seq, op, SGE(addr, length, key),
@@ -482,6 +529,13 @@ class Flow:
         if kind in ("uc_read", "read_refused"):
             op = WROpcode.RDMA_READ
             return self._build(seq, op, self._local(op, length), kind=label)
+        if kind in ("uc_atomic", "atomic_misaligned", "atomic_length"):
+            op = self.rng.choice(ATOMIC_OPS)
+            word = self.rng.randrange(ATOM_WORDS)
+            skew = self.rng.randint(1, 7) if kind == "atomic_misaligned" else 0
+            size = self.rng.choice((0, 1, 4, 7, 9, 16)) if kind == "atomic_length" else 8
+            return self._build(seq, op, self._local(op, size), kind=label,
+                               remote=self.dst_mr.remote(self._atom_offset(word) + skew))
         if kind == "ud_too_long":
             length = self.mtu + self.rng.randint(1, 64)
             op = self._opcode()
@@ -489,7 +543,7 @@ class Flow:
                                recv=self._recv_for(seq, op, length), kind=label)
         if kind == "ud_rdma":
             op = self.rng.choice((WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM,
-                                  WROpcode.RDMA_READ))
+                                  WROpcode.RDMA_READ, *ATOMIC_OPS))
             return self._build(seq, op, self._local(op, length), kind=label)
         ah = {"ah_other_pd": lambda: self.res.other_pd_ahs[self.port],
               "ah_other_port": lambda: self.rng.choice(self.res.ahs[3 - self.port]),
@@ -501,11 +555,14 @@ class Flow:
     def _bad_remote(self, seq, kind, length, label):
         ops = [op for op in self.opcodes if op not in SENDS]
         op = self._opcode(ops)
-        if kind == "rkey_access":  # a region without the right the operation needs
+        length = 8 if op in ATOMIC_OPS else length
+        if kind == "rkey_access":  # a region without the right the operation needs (the
+            # special regions have no REMOTE_ATOMIC)
             mr = self.dst_res.write_only if op == WROpcode.RDMA_READ else self.dst_res.read_only
             addr, key = self._special(mr, length)
+            addr -= addr % 8 if op in ATOMIC_OPS else 0
         else:
-            area = SINK if op in WRITES else SRC
+            area = SINK if op in WRITES else ATOM if op in ATOMIC_OPS else SRC
             addr, key = self._bad_key(kind, self.dst_mr, self._offset(area, length), length,
                                       self.dst_res)
         # A WRITE_WITH_IMM that fails the rkey check consumes no receive: none is posted.
@@ -764,7 +821,7 @@ class RandomTraffic(Observer):
                 qkey = qkeys.setdefault(pair, rng.getrandbits(31))
                 await qp.to_rts(port=port, qkey=qkey, sq_psn=rng.getrandbits(24))
                 continue
-            access = Access.REMOTE_WRITE
+            access = Access.REMOTE_WRITE | Access.REMOTE_ATOMIC
             if i != no_read:
                 access |= Access.REMOTE_READ
             pair = min(i, partner[i])

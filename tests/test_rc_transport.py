@@ -11,8 +11,11 @@ and its effect checked packet by packet:
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
   AckReq every 16 PSNs, PSN wrap;
 - responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
-  executed twice, duplicate READ requests served again from their PSN, ACKs only where asked,
-  PSN wrap.
+  executed twice, duplicate READ requests served again from their PSN, duplicate atomics
+  answered from the record of their result and never executed twice, ACKs only where asked,
+  PSN wrap;
+- atomics as requester: the AtomicETH sent, the original value of the atomic ACK stored, a lost
+  atomic ACK resent for like a lost READ response, atomics counted in max_rd_atomic.
 """
 
 from dataclasses import replace
@@ -21,10 +24,15 @@ import cocotb
 import pytest
 
 from tb import simrun
-from tb.ib_packet import AETH, BTH, LRH, PSN_MASK, RETH, Packet, build, packetize
+from tb.ib_packet import (
+    AETH, BTH, LRH, PSN_MASK, RETH, AtomicAckETH, AtomicETH, Packet, build, packetize,
+)
 from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, work_request
 from tb.rdma_tb import LinkInjector
-from tb.verbs import MTU, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode
+from tb.verbs import (
+    MTU, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp,
+    atomic_fetch_and_add,
+)
 
 PORT = 1
 PEER_LID = 0x9          # not one of port 1's LIDs (0x10-0x13): every message takes the link
@@ -87,6 +95,23 @@ class Peer:
         lrh = LRH(dlid=PEER_LID, slid=self.lrh.dlid, sl=0)
         return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, lrh=lrh,
                          dest_qp=PEER_QPN, psn=psn, aeth=AETH(syndrome=0x1F, msn=msn))
+
+    def atomic(self, qp, target, psn, add=None, compare=0, swap=0):
+        """A FetchAdd of `add` (or, without it, a CompareSwap) on the 8 bytes at RemoteAddr
+        `target` of device QP `qp`, at PSN `psn`."""
+        eth = AtomicETH(va=target.addr, rkey=target.rkey,
+                        swap_add=swap if add is None else add, compare=compare)
+        return Packet(lrh=self.lrh, atomic_eth=eth,
+                      bth=BTH(opcode=0x13 if add is None else 0x14, dest_qp=qp.qp_num, psn=psn,
+                              ackreq=True))
+
+    def atomic_ack(self, qp, psn, orig, msn=1, to_peer=False):
+        """The atomic ACK of PSN `psn` carrying `orig`: to device QP `qp`, or (`to_peer`)
+        the one the device sends the peer."""
+        lrh = LRH(dlid=PEER_LID, slid=self.lrh.dlid, sl=0) if to_peer else self.lrh
+        return Packet(lrh=lrh, bth=BTH(opcode=0x12, dest_qp=PEER_QPN if to_peer else qp.qp_num,
+                                       psn=psn),
+                      aeth=AETH(syndrome=0x1F, msn=msn), atomic_ack_eth=AtomicAckETH(orig))
 
     def requests(self, qp, operation, payload, psn, **headers):
         """The request packets of one message to device QP `qp`, from PSN `psn`."""
@@ -641,6 +666,108 @@ async def test_acks_where_asked_and_psn_wrap_at_the_responder(dut):
 
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the same build as test_rdma_dev (links open to the testbench).
+
+# ---------------------------------------------------------------------------------------------
+# Atomics
+
+def u64(data):
+    return int.from_bytes(data, "little")
+
+
+@cocotb.test()
+async def test_a_duplicate_atomic_is_answered_from_its_record_not_executed_again(dut):
+    """A FetchAdd at PSN 0x70 and a CompareSwap at 0x71 execute and are answered with the
+    original values (MSN 1, 2). The FetchAdd comes again (its ACK was lost): it is answered
+    with the same original value from the responder's record, and the counter is not added to
+    again. After 16 more atomics its record is gone (the responder keeps the last 16): a
+    duplicate of it is dropped, while one of an atomic still kept is answered."""
+    rdma, peer = await open_peer(dut)
+    qp = await responder(rdma, rq_psn=0x70)
+    target = await rdma.region(64)
+    counter, word = target.remote(0), target.remote(8)
+    start, other = u64(target.read(0, 8)), u64(target.read(8, 8))
+    await peer.put([peer.atomic(qp, counter, 0x70, add=5),
+                    peer.atomic(qp, word, 0x71, compare=other, swap=0x1122334455667788)])
+    first, second = await peer.sent(2, "the atomic ACKs")
+    assert first.packet == peer.atomic_ack(qp, 0x70, start, msn=1, to_peer=True)
+    assert second.packet == peer.atomic_ack(qp, 0x71, other, msn=2, to_peer=True)
+    await peer.put([peer.atomic(qp, counter, 0x70, add=5)])
+    [again] = await peer.sent(1, "the duplicate's ACK")
+    assert again.packet.atomic_ack_eth.orig_data == start
+    assert (again.packet.bth.opcode, again.packet.bth.psn) == (0x12, 0x70)
+    assert u64(target.read(0, 8)) == (start + 5) % 2**64, "the duplicate was executed"
+    assert u64(target.read(8, 8)) == 0x1122334455667788
+    await peer.put([peer.atomic(qp, counter, 0x72 + i, add=1) for i in range(16)])
+    acks = await peer.sent(16, "the ACKs of 16 more FetchAdds")
+    assert [c.packet.atomic_ack_eth.orig_data for c in acks] == \
+        [(start + 5 + i) % 2**64 for i in range(16)]
+    await peer.put([peer.atomic(qp, counter, 0x70, add=5)])
+    await peer.quiet(1000, "a duplicate whose record is gone")
+    await peer.put([peer.atomic(qp, counter, 0x72, add=1)])
+    [kept] = await peer.sent(1, "the ACK of a duplicate still kept")
+    assert kept.packet.atomic_ack_eth.orig_data == (start + 5) % 2**64
+    assert u64(target.read(0, 8)) == (start + 5 + 16) % 2**64
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_an_atomic_ack_lost_is_resent_for_and_its_value_stored_once(dut):
+    """The device's FetchAdd goes out as an AtomicETH (add, no compare, AckReq); the peer
+    stays silent, so on the ACK timeout it is sent again (same PSN); the atomic ACK that then
+    comes puts its original value in the local SGE, and the WR completes FETCH_ADD with
+    byte_len 8. A CompareSwap carries its swap and compare values."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x200)
+    target, local = await rdma.region(64), await rdma.region(64)
+    remote = target.remote(16)
+    await qp.post_send(atomic_fetch_and_add(local.sge(0, 8), remote, 0x1234, wr_id=1))
+    [req] = await peer.sent(1, "the FetchAdd")
+    assert req.packet.bth.opcode == 0x14 and req.packet.bth.psn == 0x200 and req.packet.bth.ackreq
+    assert req.packet.atomic_eth == AtomicETH(va=remote.addr, rkey=remote.rkey, swap_add=0x1234,
+                                              compare=0)
+    [resent] = await peer.sent(1, "the FetchAdd again, after the ACK timeout")
+    assert resent.packet == req.packet
+    await peer.put([peer.atomic_ack(qp, 0x200, 0xDEADBEEF00C0FFEE)])
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    assert_wc(wc, wr_id=1, status=WCStatus.SUCCESS, opcode=WCOpcode.FETCH_ADD, byte_len=8)
+    assert u64(local.read(0, 8)) == 0xDEADBEEF00C0FFEE
+    await qp.post_send(atomic_cmp_and_swp(local.sge(8, 8), remote, 7, 9, wr_id=2))
+    [cas] = await peer.sent(1, "the CompareSwap")
+    assert (cas.packet.bth.opcode, cas.packet.bth.psn) == (0x13, 0x201)
+    assert (cas.packet.atomic_eth.swap_add, cas.packet.atomic_eth.compare) == (9, 7)
+    await peer.put([peer.atomic_ack(qp, 0x201, 7, msn=2)])
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    assert_wc(wc, wr_id=2, status=WCStatus.SUCCESS, opcode=WCOpcode.COMP_SWAP, byte_len=8)
+    assert u64(local.read(8, 8)) == 7
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_atomics_count_in_max_rd_atomic(dut):
+    """max_rd_atomic 2: of three FetchAdds posted together two go out; the third waits until
+    the first is answered. A READ response is not taken for an atomic, nor an atomic ACK for a
+    READ: the answer must match what waits at that PSN, or it is dropped."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x300, max_rd_atomic=2, timeout=0)
+    target, local = await rdma.region(64), await rdma.region(64)
+    await qp.post_send([atomic_fetch_and_add(local.sge(8 * i, 8), target.remote(0), 1,
+                                             wr_id=i) for i in range(3)])
+    sent = await peer.sent(2, "two atomics")
+    assert psns(sent) == [0x300, 0x301]
+    await peer.quiet(2000, "a third atomic beyond max_rd_atomic")
+    memory = local.read()
+    await peer.put(peer.read_responses(qp, b"\x55" * 8, 0x300))
+    await peer.quiet(1000, "an answer to a READ response that fits no READ")
+    assert local.read() == memory, "a READ response was stored for an atomic"
+    await peer.put([peer.atomic_ack(qp, 0x300, 41)])
+    [third] = await peer.sent(1, "the third atomic, once one is answered")
+    assert third.packet.bth.psn == 0x302
+    await peer.put([peer.atomic_ack(qp, 0x301, 42, msn=2), peer.atomic_ack(qp, 0x302, 43, msn=3)])
+    wcs = await rdma.poll_until(qp.send_cq, 3)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(i, WCStatus.SUCCESS) for i in range(3)]
+    assert [u64(local.read(8 * i, 8)) for i in range(3)] == [41, 42, 43]
+    await finish(rdma)
+
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_rc_transport(w):

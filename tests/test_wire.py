@@ -17,12 +17,12 @@ import pytest
 from tb import simrun
 from tb.seed import REGRESS
 from tb.rdma_program import (
-    ALL_ACCESS, ALLOWED_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
+    ALL_ACCESS, DATA_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
     WITH_IMM, Rdma, assert_wc, long_read, unregistered_key, work_request,
 )
 from tb.verbs import (
-    GRH_BYTES, MTU, SGE, GlobalRoute, PortCounter, QPType, RecvWR, WCFlags, WCOpcode, WCStatus,
-    WROpcode, ud_send,
+    GRH_BYTES, MTU, SGE, Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
+    WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, ud_send,
 )
 
 PEER = {1: 2, 2: 1}
@@ -56,7 +56,7 @@ def moved(before, after, counter):
 # ---------------------------------------------------------------------------------------------
 # 1. Every opcode and transport across the cable
 
-CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in ALLOWED_OPCODES[t]]
+CONNECTED_OPCODES = [(t, op) for t in (QPType.RC, QPType.UC) for op in DATA_OPCODES[t]]
 
 
 @cocotb.test()
@@ -220,7 +220,7 @@ async def test_bypass_switch_same_results(dut, transport):
         wcs = []
         lengths = (1, 1000, 4096) if ah else (1, 1025, 5000)
         for i, length in enumerate(lengths):
-            for k, opcode in enumerate(ALLOWED_OPCODES[transport]):
+            for k, opcode in enumerate(DATA_OPCODES[transport]):
                 slot = 8192 * (k % 4)
                 if opcode in NEEDS_RECEIVE:
                     await b.post_recv(RecvWR(dst.sge(slot, 8192 + GRH_BYTES if ah else 8192),
@@ -320,6 +320,130 @@ async def test_every_size_class_through_the_internal_loopback(dut, transport):
 
 # ---------------------------------------------------------------------------------------------
 # 4. Path attributes
+
+# ---------------------------------------------------------------------------------------------
+# Atomics: the same results whichever path carries them
+
+U64 = 2**64 - 1
+ATOMIC_PATHS = ("bypass", "internal loopback", "cable")
+
+
+async def atomic_pair(rdma, path, **attrs):
+    """RC QPs a and b for an atomic `path`: loopback on port 1 with the bypass on or off, or
+    port 1 to port 2 across the cable."""
+    await rdma.dev.set_bypass(path == "bypass")
+    if path == "cable":
+        return await wire_pair(rdma, QPType.RC, **attrs)
+    return await rdma.connected_pair(QPType.RC, **attrs)
+
+
+def u64(value):
+    return (value & U64).to_bytes(8, "little")
+
+
+@cocotb.test()
+async def test_atomics_give_the_same_results_on_every_path(dut):
+    """FetchAdd and CompareSwap, posted together (all in flight at once), through the bypass,
+    the internal loopback and the cable: FetchAdd wraps modulo 2^64 and adds 2^64 - 1 as -1,
+    a CompareSwap that matches swaps and one that does not leaves the value; each WR's local
+    SGE gets the original value, completes COMP_SWAP / FETCH_ADD with byte_len 8, and the three
+    paths leave the same bytes (the bypass counts its messages in LB_MSGS / LB_BYTES, 8 bytes
+    each; only the cable moves port counters)."""
+    rdma = await Rdma.open(dut, cabled=True)
+    start = (U64 - 1, 5, 0x1234)
+    steps = [   # (opcode, word, compare or add, swap, original it must return)
+        (WROpcode.ATOMIC_FETCH_AND_ADD, 0, 3, 0, U64 - 1),
+        (WROpcode.ATOMIC_CMP_AND_SWP, 1, 5, 0xAAAA5555AAAA5555, 5),
+        (WROpcode.ATOMIC_CMP_AND_SWP, 1, 5, 7, 0xAAAA5555AAAA5555),
+        (WROpcode.ATOMIC_FETCH_AND_ADD, 2, U64, 0, 0x1234),
+        (WROpcode.ATOMIC_FETCH_AND_ADD, 0, 1, 0, 1),
+    ]
+    final = (2, 0xAAAA5555AAAA5555, 0x1233)
+    for path in ATOMIC_PATHS:
+        a, b = await atomic_pair(rdma, path)
+        target, local = await rdma.region(64), await rdma.region(64)
+        target.write(0, b"".join(map(u64, start)))
+        before = await rdma.counter_moves()
+        wrs = []
+        for i, (opcode, word, value, swap, _) in enumerate(steps):
+            if opcode == WROpcode.ATOMIC_CMP_AND_SWP:
+                wrs.append(atomic_cmp_and_swp(local.sge(8 * i, 8), target.remote(8 * word),
+                                              value, swap, wr_id=i))
+            else:
+                wrs.append(atomic_fetch_and_add(local.sge(8 * i, 8), target.remote(8 * word),
+                                                value, wr_id=i))
+        await a.post_send(wrs)
+        wcs = await rdma.poll_until(a.send_cq, len(steps))
+        for i, (wc, (opcode, *_)) in enumerate(zip(wcs, steps)):
+            assert_wc(wc, wr_id=i, status=WCStatus.SUCCESS, byte_len=8,
+                      opcode=SEND_WC_OPCODE[opcode])
+        assert target.read(0, 24) == b"".join(map(u64, final)), path
+        assert local.read(0, 8 * len(steps)) == b"".join(u64(s[4]) for s in steps), path
+        moved_now = (await rdma.counter_moves()) - before
+        bypassed = len(steps) if path == "bypass" else 0
+        assert (moved_now.lb_msgs, moved_now.lb_bytes) == (bypassed, 8 * bypassed), path
+    await rdma.finish(links_idle=False)
+
+
+ATOMIC_FAULTS = {   # what a faulty atomic completes with, on every path
+    "misaligned": WCStatus.REM_INV_REQ_ERR,
+    "no REMOTE_ATOMIC on the MR": WCStatus.REM_ACCESS_ERR,
+    "no REMOTE_ATOMIC on the QP": WCStatus.REM_ACCESS_ERR,
+    "rkey past the MR": WCStatus.REM_ACCESS_ERR,
+    "4-byte SGE": WCStatus.LOC_LEN_ERR,
+    "local MR not writable": WCStatus.LOC_PROT_ERR,
+}
+
+
+@cocotb.test()
+@cocotb.parametrize(fault=list(ATOMIC_FAULTS))
+async def test_a_faulty_atomic_fails_the_same_on_every_path(dut, fault):
+    """A FetchAdd with one fault, through the bypass, the internal loopback and the cable: the
+    same completion status on each (the responder's faults, as rxe's responder has them, also
+    move the responder's QP to ERR; the requester's own are found before anything is sent),
+    and no byte of the target or the local SGE changes."""
+    rdma = await Rdma.open(dut, cabled=True)
+    responder_fails = ATOMIC_FAULTS[fault] in (WCStatus.REM_INV_REQ_ERR, WCStatus.REM_ACCESS_ERR)
+    for path in ATOMIC_PATHS:
+        qp_access = (Access.REMOTE_WRITE | Access.REMOTE_READ
+                     if fault == "no REMOTE_ATOMIC on the QP" else None)
+        attrs = {} if qp_access is None else {"access": qp_access}
+        a, b = await atomic_pair(rdma, path, **attrs)
+        target = await rdma.region(64, access=Access.LOCAL_WRITE | Access.REMOTE_WRITE
+                                   if fault == "no REMOTE_ATOMIC on the MR" else ALL_ACCESS)
+        local = await rdma.region(64, access=Access.REMOTE_READ
+                                  if fault == "local MR not writable" else ALL_ACCESS)
+        remote = target.remote({"misaligned": 4, "rkey past the MR": 64}.get(fault, 8))
+        sge = local.sge(0, 4 if fault == "4-byte SGE" else 8)
+        memory = (target.read(), local.read())
+        await a.post_send(atomic_fetch_and_add(sge, remote, 1, wr_id=0xA1))
+        [wc] = await rdma.poll_until(a.send_cq, 1)
+        assert_wc(wc, wr_id=0xA1, status=ATOMIC_FAULTS[fault])
+        assert (target.read(), local.read()) == memory, path
+        await rdma.assert_state(a, QPState.ERR)
+        await rdma.assert_state(b, QPState.ERR if responder_fails else QPState.RTS)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_atomics_are_refused_on_uc(dut):
+    """UC has no atomics: a FetchAdd or CompareSwap on a UC QP completes LOC_QP_OP_ERR with the
+    bypass on and off, and nothing is sent or written."""
+    rdma = await Rdma.open(dut, cabled=True)
+    for bypass in (True, False):
+        await rdma.dev.set_bypass(bypass)
+        for op in (atomic_fetch_and_add, atomic_cmp_and_swp):
+            a, _ = await rdma.connected_pair(QPType.UC)
+            target, local = await rdma.region(64), await rdma.region(64)
+            memory = (target.read(), local.read())
+            args = (1,) if op is atomic_fetch_and_add else (1, 2)
+            await a.post_send(op(local.sge(0, 8), target.remote(0), *args, wr_id=7))
+            [wc] = await rdma.poll_until(a.send_cq, 1)
+            assert_wc(wc, wr_id=7, status=WCStatus.LOC_QP_OP_ERR)
+            assert (target.read(), local.read()) == memory
+    await rdma.assert_loopback_moves(0, 0)
+    await rdma.finish()
+
 
 @cocotb.test()
 async def test_path_mtu_sets_packets_not_loopback_cycles(dut):
@@ -529,7 +653,7 @@ async def test_mixed_traffic_sniffed(dut):
                                        path_mtu=MTU.MTU1024)
                     ah = None
                 wrs = []
-                for k, opcode in enumerate(ALLOWED_OPCODES[transport]):
+                for k, opcode in enumerate(DATA_OPCODES[transport]):
                     length = 1 + (977 * (slot + k)) % 3000
                     if opcode in NEEDS_RECEIVE:
                         await b.post_recv(RecvWR(dst.sge(slot * 4096, 4096), wr_id=slot))

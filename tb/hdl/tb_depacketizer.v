@@ -57,6 +57,8 @@ module tb_depacketizer #(
     output wire [31:0]              m_hdr_imm,
     output wire [7:0]               m_hdr_syndrome,
     output wire [23:0]              m_hdr_msn,
+    output wire [63:0]              m_hdr_atomic_a,
+    output wire [63:0]              m_hdr_atomic_b,
     output wire [12:0]              m_hdr_plen,
     output wire                     m_hdr_internal,
 
@@ -103,6 +105,8 @@ module tb_depacketizer #(
     input  wire [31:0]              desc_dma_len,
     input  wire [7:0]               desc_syndrome,
     input  wire [23:0]              desc_msn,
+    input  wire [63:0]              desc_atomic_a,
+    input  wire [63:0]              desc_atomic_b,
     output wire                     tx_req_valid,
     output wire [31:0]              tx_req_offset,
     output wire [12:0]              tx_req_len,
@@ -146,7 +150,8 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .desc_dgid(desc_dgid), .desc_pkey(desc_pkey), .desc_dest_qpn(desc_dest_qpn),
     .desc_psn(desc_psn), .desc_start(32'd0), .desc_qkey(desc_qkey), .desc_src_qpn(desc_src_qpn),
     .desc_raddr(desc_raddr), .desc_rkey(desc_rkey), .desc_dma_len(desc_dma_len),
-    .desc_syndrome(desc_syndrome), .desc_msn(desc_msn), .desc_rate(4'd0),
+    .desc_syndrome(desc_syndrome), .desc_msn(desc_msn), .desc_atomic_a(desc_atomic_a),
+    .desc_atomic_b(desc_atomic_b), .desc_rate(4'd0),
     .pl_req_valid(d_req_valid), .pl_req_ready(1'b1), .pl_req_offset(d_req_offset),
     .pl_req_len(d_req_len),
     .s_axis_pl_tdata(tx_pl_tdata), .s_axis_pl_tkeep(tx_pl_tkeep),
@@ -188,6 +193,7 @@ wire [23:0]             d_src_qpn;
 wire [31:0]             d_imm;
 wire [7:0]              d_syndrome;
 wire [23:0]             d_msn;
+wire [63:0]             d_atomic_a, d_atomic_b;
 wire [12:0]             d_plen;
 wire                    d_internal;
 wire [DATA_WIDTH-1:0]   d_pl_tdata;
@@ -209,7 +215,8 @@ depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFF
     .m_hdr_flow_label(d_flow_label), .m_hdr_hop_limit(d_hop_limit), .m_hdr_sgid(d_sgid),
     .m_hdr_dgid(d_dgid), .m_hdr_raddr(d_raddr), .m_hdr_rkey(d_rkey), .m_hdr_dma_len(d_dma_len),
     .m_hdr_qkey(d_qkey), .m_hdr_src_qpn(d_src_qpn), .m_hdr_imm(d_imm),
-    .m_hdr_syndrome(d_syndrome), .m_hdr_msn(d_msn), .m_hdr_plen(d_plen),
+    .m_hdr_syndrome(d_syndrome), .m_hdr_msn(d_msn), .m_hdr_atomic_a(d_atomic_a),
+    .m_hdr_atomic_b(d_atomic_b), .m_hdr_plen(d_plen),
     .m_hdr_internal(d_internal),
     .m_axis_pl_tdata(d_pl_tdata), .m_axis_pl_tkeep(d_pl_tkeep), .m_axis_pl_tvalid(d_pl_tvalid),
     .m_axis_pl_tready(m_axis_pl_tready), .m_axis_pl_tlast(d_pl_tlast), .pl_drop(pl_drop),
@@ -225,13 +232,13 @@ wire d_rx_beat = rx_tvalid & rx_tready;
 // What the Python side reads
 
 localparam OUT_W = 1 + 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32
-                 + 32 + 32 + 24 + 32 + 8 + 24 + 13 + 1
+                 + 32 + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1
                  + DATA_WIDTH + DATA_WIDTH / 8 + 1 + 1
                  + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
 wire [OUT_W-1:0] outs = {
     d_hdr_valid, d_opcode, d_se, d_dest_qpn, d_ackreq, d_psn, d_slid, d_dlid, d_sl, d_is_global,
     d_tclass, d_flow_label, d_hop_limit, d_sgid, d_dgid, d_raddr, d_rkey, d_dma_len, d_qkey,
-    d_src_qpn, d_imm, d_syndrome, d_msn, d_plen, d_internal,
+    d_src_qpn, d_imm, d_syndrome, d_msn, d_atomic_a, d_atomic_b, d_plen, d_internal,
     d_pl_tdata, d_pl_tkeep, d_pl_tvalid, d_pl_tlast,
     d_rcv_pkt, d_rcv_pktlen, d_rcv_error, d_rcv_internal, d_rx_tready, d_rx_stall, d_rx_beat,
     d_desc_ready, d_req_offset, d_req_len, d_req_valid};
@@ -255,7 +262,8 @@ assign {
     m_hdr_valid, m_hdr_opcode, m_hdr_se, m_hdr_dest_qpn, m_hdr_ackreq, m_hdr_psn, m_hdr_slid,
     m_hdr_dlid, m_hdr_sl, m_hdr_is_global, m_hdr_tclass, m_hdr_flow_label, m_hdr_hop_limit,
     m_hdr_sgid, m_hdr_dgid, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn,
-    m_hdr_imm, m_hdr_syndrome, m_hdr_msn, m_hdr_plen, m_hdr_internal,
+    m_hdr_imm, m_hdr_syndrome, m_hdr_msn, m_hdr_atomic_a, m_hdr_atomic_b, m_hdr_plen,
+    m_hdr_internal,
     m_axis_pl_tdata, m_axis_pl_tkeep, m_axis_pl_tvalid, m_axis_pl_tlast,
     rcv_pkt, rcv_pktlen, rcv_error, rcv_internal, s_axis_rx_tready, rx_stall, rx_beat,
     desc_ready, tx_req_offset, tx_req_len, tx_req_valid} = seen;
