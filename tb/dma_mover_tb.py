@@ -22,7 +22,8 @@ MODE_STORE = 1
 MODE_LOAD = 2
 MODE_RD_STREAM = 3
 MODE_WR_STREAM = 4
-MODE_NONE = 5           # 5, 6 and 7 are not commands
+MODE_ATOMIC = 5
+MODE_NONE = 6           # 6 and 7 are not commands
 
 MEM_SIZE = 4 << 20      # host RAM: the lower half holds sources, the upper half destinations
 DST_BASE = 2 << 20
@@ -221,6 +222,26 @@ class TB:
         want = bytes(self.shadow[src:src + length]).ljust(64, b"\0")
         assert data == want, f"{what}: got {data.hex()} want {want.hex()} (SEED={SEED})"
 
+
+    async def atomic(self, dst, compare_add, swap=None):
+        """ATOMIC on the 8 bytes at `dst` (any alignment): FetchAdd of `compare_add`, or with
+        `swap` a CompareSwap; the original value must come back in m_done_data and exactly the
+        new value land, nothing around it change."""
+        self.refresh(dst - 64, 136)
+        orig = int.from_bytes(self.shadow[dst:dst + 8], "little")
+        if swap is None:
+            new, cas = (orig + compare_add) % 2**64, 0
+        else:
+            new, cas = (swap if orig == compare_add else orig), 1
+        self.shadow[dst:dst + 8] = new.to_bytes(8, "little")
+        ops = (compare_add | (swap or 0) << 64 | cas << 128).to_bytes(64, "little")
+        error, data, cycles = await self.command(MODE_ATOMIC, 0, dst, 8, ops)
+        what = f"ATOMIC dst=0x{dst:x} {'CompareSwap' if cas else 'FetchAdd'}"
+        assert error == 0, f"{what}: m_done_error set (SEED={SEED})"
+        assert data == orig.to_bytes(8, "little").ljust(64, b"\0"), \
+            f"{what}: original {data[:8].hex()}, want {orig:016x} (SEED={SEED})"
+        self.check_region(dst - 256, dst + 264, what)
+        return cycles
 
     # --- the stream modes ---------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ import pytest
 
 from tb import simrun
 from tb.dma_mover_tb import (
-    DST_BASE, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM, ON_VERILATOR,
-    PARAMETERS, RTL_FILES, TB,
+    DST_BASE, MODE_ATOMIC, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM,
+    ON_VERILATOR, PARAMETERS, RTL_FILES, TB,
 )
 from tb.seed import REGRESS
 
@@ -69,14 +69,15 @@ async def run_store_load(tb, lengths_for):
 
 @cocotb.test()
 async def test_zero_length_and_bad_mode(dut):
-    """len 0 finishes at once with no bus or stream traffic; modes 5-7 finish with an error."""
+    """len 0 finishes at once with no bus or stream traffic; modes 6 and 7 finish with an
+    error."""
     tb = TB(dut, "zero_length_and_bad_mode")
     await tb.reset()
-    for mode in (MODE_COPY, MODE_STORE, MODE_LOAD, MODE_RD_STREAM, MODE_WR_STREAM):
+    for mode in (MODE_COPY, MODE_STORE, MODE_LOAD, MODE_RD_STREAM, MODE_WR_STREAM, MODE_ATOMIC):
         error, data, cycles = await tb.command(mode, 0x1234, DST_BASE + 0x567, 0, b"\xff" * 64)
         assert error == 0 and cycles <= 2, f"mode {mode} len 0: error={error} cycles={cycles}"
         assert data == bytes(64)
-    for mode in (5, 6, 7):
+    for mode in (6, 7):
         error, _, cycles = await tb.command(mode, 0x100, DST_BASE + 0x100, 64)
         assert error == 1 and cycles <= 2, f"mode {mode}: error={error} cycles={cycles}"
     for _ in range(10):
@@ -179,6 +180,59 @@ async def test_error_responses(dut):
     await tb.copy(0x30001, DST_BASE + 0x30002, 5000)
     await tb.store(DST_BASE + 0x35005, 17)
     await tb.load(0x36003, 64)
+
+
+@cocotb.test()
+async def test_atomic(dut):
+    """ATOMIC at every byte offset in a beat and across a beat boundary: FetchAdd (wrapping
+    modulo 2^64), CompareSwap that matches (writes) and that does not (writes nothing): the
+    original comes back, the 8 bytes hold the new value, no byte around them changes. A read
+    error reports the error and writes nothing; a write error is reported."""
+    tb = TB(dut, "atomic")
+    await tb.reset()
+    rng = tb.rng
+    beat = tb.beat
+    for off in list(range(0, 16)) + [beat - 4, beat - 1, 3 * beat - 5]:
+        dst = DST_BASE + 0x1000 + off
+        await tb.atomic(dst, rng.getrandbits(64))
+        await tb.atomic(dst, 2**64 - 1)
+        await tb.atomic(dst, rng.getrandbits(64), swap=rng.getrandbits(64))   # no match
+    # a CompareSwap that must match: the value is set right before it
+    dst = DST_BASE + 0x2003
+    tb.refresh(dst - 64, 136)
+    value = int.from_bytes(tb.shadow[dst:dst + 8], "little")
+    ops = (value | 0x1122334455667788 << 64 | 1 << 128).to_bytes(64, "little")
+    error, data, _ = await tb.command(MODE_ATOMIC, 0, dst, 8, ops)
+    assert error == 0 and data[:8] == value.to_bytes(8, "little")
+    tb.shadow[dst:dst + 8] = (0x1122334455667788).to_bytes(8, "little")
+    tb.check_region(dst - 256, dst + 264, "CompareSwap that matches")
+
+    logging.getLogger(f"cocotb.{dut._name}.m_axi").setLevel(logging.ERROR)
+    read_ram, write_ram = tb.ram.read_if._read, tb.ram.write_if._write
+    bad = DST_BASE + 0x3000
+
+    async def failing_read(address, length):
+        if bad <= address < bad + 0x1000:
+            raise IOError("injected read error")
+        return await read_ram(address, length)
+
+    async def failing_write(address, data):
+        if bad + 0x800 <= address < bad + 0x1000:
+            raise IOError("injected write error")
+        await write_ram(address, data)
+
+    tb.ram.read_if._read = failing_read
+    error, _, _ = await tb.command(MODE_ATOMIC, 0, bad + 8, 8, (5).to_bytes(64, "little"))
+    assert error == 1, "ATOMIC read SLVERR not reported"
+    tb.check_all("an ATOMIC whose read failed writes nothing")
+    tb.ram.read_if._read = read_ram
+    tb.ram.write_if._write = failing_write
+    error, _, _ = await tb.command(MODE_ATOMIC, 0, bad + 0x808, 8, (5).to_bytes(64, "little"))
+    assert error == 1, "ATOMIC write SLVERR not reported"
+    tb.ram.write_if._write = write_ram
+    tb.shadow[bad + 0x808:bad + 0x810] = tb.ram.read(bad + 0x808, 8)
+    tb.check_all("after the failing ATOMIC")
+    await tb.atomic(DST_BASE + 0x4005, 1)
 
 
 def stream_cases(tb):

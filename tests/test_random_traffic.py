@@ -377,11 +377,13 @@ class Flow:
         value (as this flow's earlier atomics left it) most of the time, so both outcomes
         occur; a FetchAdd adds a small number, or any 64-bit one (wrapping)."""
         offset = remote.addr - self.dst_mr.addr
+        r, small, big, other = (self.rng.random(), self.rng.randint(1, 1000),
+                                self.rng.getrandbits(64), self.rng.getrandbits(64))
+        if not ATOM <= offset < ATOM + ATOM_BYTES:  # a bad WR's remote: nothing to track
+            return (small, 0) if op == WROpcode.ATOMIC_FETCH_AND_ADD else (other, big)
         if offset not in self.atom:     # untouched so far: its first value, read now
             self.atom[offset] = int.from_bytes(self.dst_mr.read(offset, 8), "little")
         value = self.atom[offset]
-        r, small, big, other = (self.rng.random(), self.rng.randint(1, 1000),
-                                self.rng.getrandbits(64), self.rng.getrandbits(64))
         if op == WROpcode.ATOMIC_FETCH_AND_ADD:
             add = small if r < 0.7 else big
             self.atom[offset] = (value + add) % 2**64

@@ -21,7 +21,7 @@ from tb.rdma_program import (
     WITH_IMM, Rdma, assert_wc, long_read, unregistered_key, work_request,
 )
 from tb.verbs import (
-    GRH_BYTES, MTU, SGE, Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
+    GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
     WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, ud_send,
 )
 
@@ -320,6 +320,101 @@ async def test_every_size_class_through_the_internal_loopback(dut, transport):
 
 # ---------------------------------------------------------------------------------------------
 # 4. Path attributes
+
+# ---------------------------------------------------------------------------------------------
+# One rule book: every responder rule gives the same on both paths
+
+async def rule_case(rdma, rule):
+    """(sender QP, receiver QP or None, the WR, the receive to post or None, the region whose
+    bytes must not change unless the WR succeeds) for a WR that `rule` judges."""
+    src, dst = await rdma.region(256), await rdma.region(256)
+    rc = dict(timeout=1, retry_cnt=1, rnr_retry=0)       # a lost RC message fails soon
+    transport = QPType.UD if rule == "UD Q_Key not the QP's" else (
+        QPType.UC if rule.startswith("UC") else QPType.RC)
+    if transport == QPType.UD:
+        a, b = await rdma.ud_qp(), await rdma.ud_qp(qkey=QKEY ^ 1)
+        wr = ud_send(src.sge(0, 100), await rdma.loopback_ah(), b.qp_num, QKEY, wr_id=1)
+        return a, b, wr, RecvWR(dst.sge(0, 256), wr_id=2), dst
+    if rule in ("no such QP", "destination in INIT", "destination of another transport"):
+        a = await rdma.qp(transport)
+        b = await rdma.qp(QPType.UC if rule == "destination of another transport" else transport)
+        if rule == "destination of another transport":
+            await rdma.connect(b, a.qp_num)
+        elif rule == "destination in INIT":
+            await b.modify(QPState.INIT, port_num=1, qp_access_flags=ALL_ACCESS)
+        await rdma.connect(a, b.qp_num + 7 if rule == "no such QP" else b.qp_num, **rc)
+        recv = None if rule == "no such QP" else RecvWR(dst.sge(0, 256), wr_id=2)  # b in RESET
+        return a, b, work_request(WROpcode.SEND, src.sge(0, 100), wr_id=1), recv, dst
+    access = (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC
+              if rule == "QP access without REMOTE_READ" else ALL_ACCESS)
+    a, b = await rdma.connected_pair(transport, access=access,
+                                     **(rc if transport == QPType.RC else {}))
+    remote = dst.remote(0)
+    if rule.endswith("rkey names no MR"):
+        remote = RemoteAddr(remote.addr, unregistered_key(rdma.dev))
+    elif rule == "rkey of another PD":
+        other = await rdma.region(256, pd=rdma.dev.alloc_pd())
+        remote = other.remote(0)
+    elif rule == "rkey past the MR":
+        remote = dst.remote(200)
+    elif rule == "MR without REMOTE_WRITE":
+        remote = (await rdma.region(256, access=Access.LOCAL_WRITE | Access.REMOTE_READ)).remote(0)
+    if rule == "QP access without REMOTE_READ":
+        return a, b, work_request(WROpcode.RDMA_READ, dst.sge(0, 100), src.remote(0), wr_id=1), \
+            None, dst
+    if rule in ("no receive posted", "receive too short", "receive lkey names no MR"):
+        recv = {"no receive posted": None,
+                "receive too short": RecvWR(dst.sge(0, 99), wr_id=2),
+                "receive lkey names no MR": RecvWR(SGE(dst.sge(0).addr, 256,
+                                                       unregistered_key(rdma.dev)), wr_id=2)}[rule]
+        return a, b, work_request(WROpcode.SEND, src.sge(0, 100), wr_id=1), recv, dst
+    return a, b, work_request(WROpcode.RDMA_WRITE, src.sge(0, 100), remote, wr_id=1), None, dst
+
+
+RESPONDER_RULES = {     # the sender's status: the responder's verdict, or the silence of a drop
+    "no such QP": WCStatus.RETRY_EXC_ERR,
+    "destination in INIT": WCStatus.RETRY_EXC_ERR,
+    "destination of another transport": WCStatus.RETRY_EXC_ERR,
+    "UD Q_Key not the QP's": WCStatus.SUCCESS,
+    "rkey names no MR": WCStatus.REM_ACCESS_ERR,
+    "rkey of another PD": WCStatus.REM_ACCESS_ERR,
+    "rkey past the MR": WCStatus.REM_ACCESS_ERR,
+    "MR without REMOTE_WRITE": WCStatus.REM_ACCESS_ERR,
+    "QP access without REMOTE_READ": WCStatus.REM_ACCESS_ERR,
+    "UC rkey names no MR": WCStatus.SUCCESS,
+    "no receive posted": WCStatus.RNR_RETRY_EXC_ERR,
+    "receive too short": WCStatus.REM_INV_REQ_ERR,
+    "receive lkey names no MR": WCStatus.REM_OP_ERR,
+}
+
+
+@cocotb.test()
+@cocotb.parametrize(rule=list(RESPONDER_RULES))
+async def test_each_responder_rule_judges_the_same_on_both_paths(dut, rule):
+    """One WR that a responder rule judges (destination QP, Q_Key, rkey, PD, range, access,
+    receive WQE), run with the bypass on and then off: the sender's completion, the receive
+    completions, the receiver's QP state and the target's bytes are the same on both paths,
+    and the status is the rule's."""
+    rdma = await Rdma.open(dut, cabled=True)
+    seen = {}
+    for bypass in (True, False):
+        await rdma.dev.set_bypass(bypass)
+        a, b, wr, recv, target = await rule_case(rdma, rule)
+        before = target.read()
+        if recv is not None:
+            await b.post_recv(recv)
+        await a.post_send(wr)
+        [wc] = await rdma.poll_until(a.send_cq, 1, cycles=100000)
+        await rdma.cycles(2000)
+        received = [(r.wr_id, r.status, r.byte_len if r.status == WCStatus.SUCCESS else None)
+                    for r in await b.recv_cq.poll()]
+        state = (await b.query()).state
+        seen[bypass] = (wc.status, received, state, target.read() == before)
+    assert seen[True] == seen[False], seen
+    assert seen[True][0] == RESPONDER_RULES[rule], seen
+    rdma.tb.assert_links_idle()
+    await rdma.finish()
+
 
 # ---------------------------------------------------------------------------------------------
 # Atomics: the same results whichever path carries them

@@ -16,12 +16,18 @@ the best the packet format allows (`link_goodput_max`: payload over payload plus
 the first packet's RETH, pad, ICRC and VCRC). Which benchmarks run is chosen by
 COCOTB_TEST_FILTER (`main` below); each appends its records to the JSON file in BENCH_OUT.
 
+Atomics: an 8-byte FetchAdd's latency on each path (op FETCH_ADD, as the messages above), and
+its message rate: "bypass-atomic-rate" is 64 FetchAdds posted at once on one loopback QP
+through the bypass, "wire-atomic-rate" 64 over 16 QPs across the cable (below); both count
+cycles from the first doorbell to the last completion polled (`cycles_per_message`).
+
 The RC transport benchmarks (tb_fabric, dev0 to dev1 over cable 1, whose two directions are
 given `link_latency` cycles and, for one row, 1 % random loss) post many messages at once and
 count cycles from the first doorbell to the last completion polled: "wire-rate" is 64-byte
-RDMA WRITEs over 16 QPs (`cycles_per_message`), "wire-stream" 64 KiB RDMA WRITEs back to back
-on one QP (`bytes_per_cycle`, and `of_lossless_zero_latency`: the share of the same stream's
-goodput on a perfect zero-latency cable).
+RDMA WRITEs over 16 QPs (`cycles_per_message`), "wire-atomic-rate" the same with FetchAdds,
+"wire-stream" 64 KiB RDMA WRITEs back to back on one QP (`bytes_per_cycle`, and
+`of_lossless_zero_latency`: the share of the same stream's goodput on a perfect zero-latency
+cable).
 
 dma_mover alone (tools/bench_dma_mover.py on tb_dma_mover, at every width): 64 KiB COPY,
 READ_STREAM and WRITE_STREAM cycles from accept to done, small LOAD/STORE latency and how many
@@ -44,12 +50,16 @@ if __name__ == "__main__":     # run as a script: the tb package is beside tools
 from tb import dma_mover_tb
 from tb.link_faults import LinkFaults
 from tb.rdma_tb import open_device, open_fabric
-from tb.verbs import MTU, Access, QPType, RecvWR, connect, rdma_read, rdma_write, send
+from tb.verbs import (
+    MTU, Access, QPType, RecvWR, atomic_fetch_and_add, connect, rdma_read, rdma_write, send,
+)
 
 SIZES = (64, 4096, 65536, 1 << 20)
 PACKET_SIZES = (64, 4096, 65536)    # the packet paths are slower to simulate: no 1 MiB
-OPS = ("RDMA_WRITE", "SEND", "RDMA_READ")
-ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+OPS = ("RDMA_WRITE", "SEND", "RDMA_READ", "FETCH_ADD")
+ATOMIC_SIZES = (8,)
+ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC
+ATOMIC_BURST = 64                   # FetchAdds of a message-rate row
 WIRE_MTU = MTU.MTU4096
 # bytes a packet carries besides its payload: LRH, BTH, ICRC, VCRC; RETH on a WRITE's first
 LRH, BTH, RETH, ICRC, VCRC = 8, 12, 16, 4, 2
@@ -109,7 +119,14 @@ def message(op, length, local_src, local_dst, remote_src, remote_dst, b):
                                                                       wr_id=length)
     if op == "RDMA_WRITE":
         return None, rdma_write(local_src.sge(0, length), remote_dst.remote(0), wr_id=length)
+    if op == "FETCH_ADD":
+        return None, atomic_fetch_and_add(local_dst.sge(0, 8), remote_dst.remote(0), 1,
+                                          wr_id=length)
     return None, rdma_read(local_dst.sge(0, length), remote_src.remote(0), wr_id=length)
+
+
+def sizes_of(op, sizes):
+    return ATOMIC_SIZES if op == "FETCH_ADD" else sizes
 
 
 def record(path, op, length, data_width, latency, **extra):
@@ -133,7 +150,7 @@ async def loopback(dut, path, sizes, bypass):
 
     records = []
     for op in OPS:
-        for length in sizes:
+        for length in sizes_of(op, sizes):
             recv, wr = message(op, length, src, dst, src, dst, b)
             if recv:
                 await b.post_recv(recv)
@@ -141,6 +158,13 @@ async def loopback(dut, path, sizes, bypass):
             if recv:
                 await rcq.poll()
             records.append(record(path, op, length, tb.data_width, latency))
+    if bypass:
+        wrs = [atomic_fetch_and_add(dst.sge(8 * k, 8), src.remote(0), 1, wr_id=k)
+               for k in range(ATOMIC_BURST)]
+        cycles = await burst([tb], [scq], [(a, wrs[k:k + 16]) for k in range(0, ATOMIC_BURST, 16)])
+        records.append(dict(path="bypass-atomic-rate", op="FETCH_ADD", bytes=8,
+                            data_width=tb.data_width, qps=1, messages=ATOMIC_BURST,
+                            cycles=cycles, cycles_per_message=round(cycles / ATOMIC_BURST, 1)))
     await sb.check()
     tb.assert_links_idle()
     save(records + [speed.record()])
@@ -188,7 +212,7 @@ async def bench_wire(dut):
 
     records = []
     for op in OPS:
-        for length in PACKET_SIZES:
+        for length in sizes_of(op, PACKET_SIZES):
             recv, wr = message(op, length, src0, dst0, src1, dst1, b)
             if recv:
                 await b.post_recv(recv)
@@ -278,6 +302,13 @@ async def bench_rc_transport(dut):
         records.append(dict(path="wire-rate", op="RDMA_WRITE", bytes=64, data_width=width,
                             qps=RATE_QPS, messages=n, link_latency=latency, loss=0.0,
                             cycles=cycles, cycles_per_message=round(cycles / n, 1)))
+        posts = [(a, [atomic_fetch_and_add(src.sge(8 * (RATE_PER_QP * i + k), 8),
+                                           dst.remote(8 * i), 1, wr_id=k)
+                      for k in range(RATE_PER_QP)]) for i, a in enumerate(pairs)]
+        cycles = await burst(tbs, [a.send_cq for a in pairs], posts)
+        records.append(dict(path="wire-atomic-rate", op="FETCH_ADD", bytes=8, data_width=width,
+                            qps=RATE_QPS, messages=n, link_latency=latency, loss=0.0,
+                            cycles=cycles, cycles_per_message=round(cycles / n, 1)))
     stream = pairs[0]
     base = None
     for latency, loss in ((0, 0.0), (500, 0.0), (500, 0.01)):
@@ -344,8 +375,9 @@ def find(records, path, op, length, width):
 def print_transport(records):
     print("\nRC transport over cable 1 of tb_fabric (first doorbell to last completion):")
     for r in records:
-        if r["path"] == "wire-rate":
-            print(f"  64 B RDMA WRITE x {r['messages']} over {r['qps']} QPs at {r['data_width']} "
+        if r["path"] in ("wire-rate", "wire-atomic-rate"):
+            what = "64 B RDMA WRITE" if r["path"] == "wire-rate" else "8 B FetchAdd"
+            print(f"  {what} x {r['messages']} over {r['qps']} QPs at {r['data_width']} "
                   f"bits, link latency {r['link_latency']}: {r['cycles_per_message']} cycles "
                   f"per message")
         elif r["path"] == "wire-stream":
@@ -365,6 +397,10 @@ def print_table(records):
         print(f"{r['path']:15} {r['op']:11} {r['bytes']:>8} {r['data_width']:>5} "
               f"{r['latency_cycles']:>9} {r['bytes_per_cycle']:>8.2f} {share:>8.1%}")
     print("\nlatency: doorbell write to send CQE written, in cycles")
+    for r in records:
+        if r["path"] == "bypass-atomic-rate":
+            print(f"8 B FetchAdd x {r['messages']} on one QP through the bypass at "
+                  f"{r['data_width']} bits: {r['cycles_per_message']} cycles per message")
     print("\nwire RDMA WRITE on the link (dev0 port 1's TX, first to last beat of the message):")
     for r in records:
         if r["path"] != "wire" or "link_cycles" not in r:
