@@ -159,9 +159,13 @@ async def loopback(dut, path, sizes, bypass):
                 await rcq.poll()
             records.append(record(path, op, length, tb.data_width, latency))
     if bypass:
+        cq = await dev.create_cq(ATOMIC_BURST)
+        c = await pd.create_qp(QPType.RC, cq, cq, max_send_wr=ATOMIC_BURST)
+        d = await pd.create_qp(QPType.RC, cq, cq)
+        await connect(c, d, port_a=1)
         wrs = [atomic_fetch_and_add(dst.sge(8 * k, 8), src.remote(0), 1, wr_id=k)
                for k in range(ATOMIC_BURST)]
-        cycles = await burst([tb], [scq], [(a, wrs[k:k + 16]) for k in range(0, ATOMIC_BURST, 16)])
+        cycles = await burst([tb], [cq], [(c, wrs)])
         records.append(dict(path="bypass-atomic-rate", op="FETCH_ADD", bytes=8,
                             data_width=tb.data_width, qps=1, messages=ATOMIC_BURST,
                             cycles=cycles, cycles_per_message=round(cycles / ATOMIC_BURST, 1)))
