@@ -6,6 +6,8 @@
 #   make lint      verilator --lint-only -Wall on the RTL
 #   make waves     open the last waveform in GTKWave
 #   make bench     clock-cycle benchmarks and simulation speed, table + sim/out/bench.json
+#   make rdma-core-tests  rdma-core's own test suite (Debian python3-pyverbs) against the device,
+#                  bypass on and off: a table + sim/out/rdma-core-tests.json
 #   make durations record every test's duration in .test_durations (SHARD and ordering use it)
 #   make clean     remove build and output folders
 # Set-up is automatic: a .venv from requirements.txt, and Icarus (and tshark, to check our
@@ -24,7 +26,7 @@ SHARD_ARGS := $(if $(SHARD),--splits $(word 2,$(subst /, ,$(SHARD))) --group $(w
 REGRESS_SEEDS ?= 4
 PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
 
-.PHONY: all sim test regress coverage durations lint waves bench clean deps simulator
+.PHONY: all sim test regress coverage durations lint waves bench rdma-core-tests clean deps simulator
 
 all: test
 
@@ -81,6 +83,10 @@ waves:
 
 bench: deps
 	$(PY) tools/bench.py
+
+rdma-core-tests: deps
+	@test -d /usr/share/doc/rdma-core/tests || sh sim/apt-install.sh python3-pyverbs
+	$(PY) tools/rdma_core_tests.py
 
 clean:
 	rm -rf sim/build sim/out .pytest_cache

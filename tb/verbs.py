@@ -778,12 +778,19 @@ class PD:
         self.dev = dev
         self.pdn = pdn
 
-    async def reg_mr(self, addr, length, access, iova=None):
+    async def reg_mr(self, addr, length, access, iova=None, key=None):
         """Register host memory [addr, addr + length); work requests name it by `iova`
-        (default: the host address)."""
+        (default: the host address). `key`: register under this key (its MR index must be
+        free), e.g. the key of a region deregistered to be registered again (ibv_rereg_mr
+        keeps a region's keys)."""
         dev = self.dev
-        index = dev._free_index(dev.mrs, 0, dev.num_mr, "MR")
-        variant = dev._next_key_variant(index)
+        if key is None:
+            index = dev._free_index(dev.mrs, 0, dev.num_mr, "MR")
+            variant = dev._next_key_variant(index)
+        else:
+            index, variant = key >> 8, key & 0xFF
+            if index in dev.mrs:
+                raise VerbsError(f"MR index {index} of key {key:#x} is in use")
         iova = addr if iova is None else iova
         await dev.command(Cmd.REG_MR, index,
                           _MR_BLOCK.pack(iova, length, variant, access, self.pdn, addr))

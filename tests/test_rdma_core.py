@@ -1,0 +1,46 @@
+"""rdma-core's own test suite against the device, short form (make test): a subset of the
+suite's tests, unmodified, through this project's pyverbs layer (rdma_core/pyverbs), with the
+bypass switch on. `make rdma-core-tests` runs the chosen modules whole, bypass on and off.
+
+The subset covers what every other suite test stands on: opening the device and querying it
+and its ports, PDs, CQ creation refused as a provider refuses it, RC atomics through the
+bridge (post, poll, the device's completion status), and a skip for a missing feature.
+"""
+
+import pytest
+
+from rdma_core import suite
+
+# test id -> the outcome rdma-core's suite must report, and for a skip its reason
+SUBSET = {
+    "test_device.DeviceTest.test_query_device": ("passed", ""),
+    "test_device.DeviceTest.test_query_port": ("passed", ""),
+    "test_device.DeviceTest.test_query_port_bad_flow": ("passed", ""),
+    "test_device.DeviceTest.test_query_gid": ("passed", ""),
+    "test_device.DeviceTest.test_query_gid_table_bad_flow": ("passed", ""),
+    "test_pd.PDTest.test_alloc_pd": ("passed", ""),
+    "test_pd.PDTest.test_dealloc_pd": ("passed", ""),
+    "test_pd.PDTest.test_multiple_pd_creation": ("passed", ""),
+    "test_pd.PDTest.test_destroy_pd_twice": ("passed", ""),
+    "test_cq.CQAPITest.test_create_cq_bad_flow": ("passed", ""),
+    "test_atomic.AtomicTest.test_atomic_fetch_and_add": ("passed", ""),
+    "test_atomic.AtomicTest.test_atomic_invalid_rkey": ("passed", ""),
+    "test_mr.MWTest.test_mw_type1": ("skipped", "Create MW is not supported"),
+}
+
+
+def test_rdma_core_subset():
+    if not suite.install_package():
+        pytest.skip(f"{suite.DEBIAN_SUITE} is missing ({suite.DEBIAN_PACKAGE} could not be "
+                    f"installed)")
+    modules = list(dict.fromkeys(test_id.split(".")[0] for test_id in SUBSET))
+    record = suite.run_pass(True, modules, list(SUBSET), name="rdma-core-subset")
+    got = {t["id"]: (t["outcome"], t["reason"] if t["outcome"] == "skipped" else "")
+           for t in record["tests"]}
+    wrong = [f"  {test_id}: expected {SUBSET[test_id]}, got {got.get(test_id, 'not run')}"
+             + "".join(f"\n{t['detail']}" for t in record["tests"]
+                       if t["id"] == test_id and t["detail"])
+             for test_id in SUBSET if got.get(test_id) != SUBSET[test_id]]
+    assert not wrong, "rdma-core's suite:\n" + "\n".join(wrong)
+    assert record["loopback_messages"] > 0, "the atomics did not take the loopback bypass"
+    assert not record["left_on_device"], f"left on the device: {record['left_on_device']}"
