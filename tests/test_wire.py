@@ -521,18 +521,25 @@ async def test_a_faulty_atomic_fails_the_same_on_every_path(dut, fault):
 
 
 @cocotb.test()
-async def test_atomics_are_refused_on_uc(dut):
-    """UC has no atomics: a FetchAdd or CompareSwap on a UC QP completes LOC_QP_OP_ERR with the
-    bypass on and off, and nothing is sent or written."""
+@cocotb.parametrize(transport=[QPType.UC, QPType.UD])
+async def test_atomics_are_refused_on_uc_and_ud(dut, transport):
+    """Atomics are RC only: a FetchAdd or CompareSwap on a UC or UD QP completes
+    LOC_QP_OP_ERR with the bypass on and off, and nothing is sent or written."""
     rdma = await Rdma.open(dut, cabled=True)
     for bypass in (True, False):
         await rdma.dev.set_bypass(bypass)
         for op in (atomic_fetch_and_add, atomic_cmp_and_swp):
-            a, _ = await rdma.connected_pair(QPType.UC)
             target, local = await rdma.region(64), await rdma.region(64)
             memory = (target.read(), local.read())
             args = (1,) if op is atomic_fetch_and_add else (1, 2)
-            await a.post_send(op(local.sge(0, 8), target.remote(0), *args, wr_id=7))
+            wr = op(local.sge(0, 8), target.remote(0), *args, wr_id=7)
+            if transport == QPType.UD:
+                a, b = await rdma.ud_qp(), await rdma.ud_qp()
+                wr = replace(wr, ah=await rdma.loopback_ah(), remote_qpn=b.qp_num,
+                             remote_qkey=QKEY)
+            else:
+                a, _ = await rdma.connected_pair(transport)
+            await a.post_send(wr)
             [wc] = await rdma.poll_until(a.send_cq, 1)
             assert_wc(wc, wr_id=7, status=WCStatus.LOC_QP_OP_ERR)
             assert (target.read(), local.read()) == memory
