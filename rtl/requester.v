@@ -322,7 +322,8 @@ assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
 assign m_msg_offset   = 32'd0;
-assign m_msg_hold     = state == S_START_WAIT || state == S_COPY_WAIT || state == S_END_WAIT;
+assign m_msg_hold     = state == S_START_WAIT || state == S_ATOMIC_WAIT || state == S_COPY_WAIT ||
+                        state == S_END_WAIT;
 
 
 // ---- the record of the issued WQE, for the completer ----
