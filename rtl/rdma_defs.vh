@@ -43,6 +43,10 @@ localparam [2:0] DMA_COPY = 3'd0, DMA_STORE = 3'd1, DMA_LOAD = 3'd2,
                  DMA_READ_STREAM = 3'd3, DMA_WRITE_STREAM = 3'd4, DMA_ATOMIC = 3'd5;
 // DMA_ATOMIC's data block: {compare_swap, swap[63:0], compare_add[63:0]} in bits [128:0]
 localparam integer ATOM_CMP_ADD = 0, ATOM_SWAP = 64, ATOM_IS_CAS = 128;
+// ... built once for both paths: CompareSwap's compare and swap, or FetchAdd's addend
+function [511:0] atomic_block(input cas, input [63:0] swap, input [63:0] compare_add);
+    atomic_block = {383'd0, cas, swap, compare_add};
+endfunction
 // A GID arrives in a command block as 16 bytes in network order (byte 0 first in memory, so in
 // bits [7:0]); the device keeps it as a number whose most significant byte is byte 0.
 function [127:0] gid_from_block(input [127:0] block);

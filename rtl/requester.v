@@ -255,11 +255,11 @@ wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni
 wire        sq_room = qp_sq_ni - qp_sq_ci < (16'd1 << SQ_WIN_LOG);
 localparam [1:0] D_WQE = 2'd0, D_COPY = 2'd1, D_ATOMIC = 2'd2, D_ORIG = 2'd3;
 reg  [1:0] dma_op;
-wire [511:0] atomic_ops = {383'd0, is_cas, w_swap, w_cmp_add};
 assign m_dma_data =
     dma_op == D_COPY   ? {512'd0, w_len, is_read ? local_addr : remote_addr,
                           is_read ? remote_addr : local_addr, DMA_COPY} :
-    dma_op == D_ATOMIC ? {atomic_ops, 32'd8, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
+    dma_op == D_ATOMIC ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
+                          {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
     dma_op == D_ORIG   ? {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
                          {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
 

@@ -245,8 +245,8 @@ localparam [1:0] X_STREAM = 2'd0, X_ATOMIC = 2'd1, X_ORIG = 2'd2;
 reg  [1:0]  dma_op;
 wire [63:0] h_atomic_a = h[RXH_ATOMIC_A +: 64];
 wire [63:0] h_atomic_b = h[RXH_ATOMIC_B +: 64];
-// DMA_ATOMIC operands: compare (CompareSwap) or add (FetchAdd), swap
-wire [511:0] atomic_ops = {383'd0, is_cas, h_atomic_a, is_cas ? h_atomic_b : h_atomic_a};
+// AtomicETH: Swap/Add Data (the swap, or the addend), Compare Data
+wire [511:0] atomic_ops = atomic_block(is_cas, h_atomic_a, is_cas ? h_atomic_b : h_atomic_a);
 assign m_dma_data =
     dma_op == X_ATOMIC ? {atomic_ops, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
     dma_op == X_ORIG   ? {448'd0, h_atomic_a, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :

@@ -360,24 +360,24 @@ class QP(DeviceObject, PyverbsCM):
         "RTS": {RC: TRANSITIONS[(RTR, RTS)][RC][0], UC: e.IBV_QP_SQ_PSN, UD: e.IBV_QP_SQ_PSN},
     }
 
+    def _step(self, qp_attr, state, name, text):
+        """One step of the to_init / to_rtr / to_rts path, with the attributes it needs."""
+        qp_attr.qp_state = state
+        self._modify(qp_attr, self._STEP_MASKS[name][self.qp_type] | e.IBV_QP_STATE,
+                     f"Failed to modify QP state to {text}")
+
     def to_init(self, qp_attr):
-        qp_attr.qp_state = INIT
-        self._modify(qp_attr, self._STEP_MASKS["INIT"][self.qp_type] | e.IBV_QP_STATE,
-                     "Failed to modify QP state to init")
+        self._step(qp_attr, INIT, "INIT", "init")
 
     def to_rtr(self, qp_attr):
         if self.qp_state != INIT:
             self.to_init(qp_attr)
-        qp_attr.qp_state = RTR
-        self._modify(qp_attr, self._STEP_MASKS["RTR"][self.qp_type] | e.IBV_QP_STATE,
-                     "Failed to modify QP state to RTR")
+        self._step(qp_attr, RTR, "RTR", "RTR")
 
     def to_rts(self, qp_attr):
         if self.qp_state != RTR:
             self.to_rtr(qp_attr)
-        qp_attr.qp_state = RTS
-        self._modify(qp_attr, self._STEP_MASKS["RTS"][self.qp_type] | e.IBV_QP_STATE,
-                     "Failed to modify QP state to RTS")
+        self._step(qp_attr, RTS, "RTS", "RTS")
 
     def modify(self, qp_attr, comp_mask):
         self._modify(qp_attr, comp_mask, "Failed to modify QP")
