@@ -439,12 +439,13 @@ async def test_no_mover_stall(dut):
     await tb.reset()
     start = int(dut.cycle.value)
     messages = [Message(rng, "RDMA_WRITE", "RC", 6 * 4096 + 100, 4096, grh=True)]
+    # messages with payload: packets without any request no chunk, and with short ones the
+    # link would be held too seldom to test anything
+    with_payload = [(tr, op) for tr, op in combos() if op not in SINGLE]
     for _ in range(14):
-        tr, op = rng.choice(list(combos()))
+        tr, op = rng.choice(with_payload)
         mtu = rng.choice(ib.VALID_MTUS)
-        if op in SINGLE:
-            length = 0
-        elif tr == "UD":
+        if tr == "UD":
             length = rng.randrange(1, mtu + 1)
         else:
             length = rng.randrange(1, 8 * mtu)
