@@ -3,9 +3,16 @@
 //   COPY         (mode 0): len bytes host src -> host dst, any alignment of either, any length
 //   STORE        (mode 1): len (1..64) bytes of s_cmd_data -> host dst
 //   LOAD         (mode 2): len (1..64) bytes host src -> m_done_data
-//   READ_STREAM  (mode 3): len bytes host src (any alignment) -> m_axis_rd, byte 0 in tdata[7:0]
-//                          of the first beat, tkeep full but on the last beat, tlast on it
-//   WRITE_STREAM (mode 4): len bytes from s_axis_wr (same beat layout) -> host dst (any alignment)
+//   READ_STREAM  (mode 3): len bytes host src (any alignment) -> m_axis_rd. The stream's first
+//                          byte is in lane dst[log2(B)-1:0] of the first beat (B = DATA_WIDTH/8;
+//                          the upper dst bits are ignored; 0: byte 0 in tdata[7:0]), tkeep has
+//                          exactly the lanes of the bytes (from that lane up on the first beat,
+//                          full in between, up to the last byte on the last beat), tlast is on
+//                          the last beat, and lanes outside tkeep carry zero on every beat
+//   WRITE_STREAM (mode 4): len bytes from s_axis_wr -> host dst (any alignment). The stream's
+//                          first byte is in lane src[log2(B)-1:0] of its first beat (the upper
+//                          src bits are ignored; 0: byte 0 in tdata[7:0]), same beat layout as
+//                          READ_STREAM's (the lane offset is how dma_sgl joins list pieces)
 //   ATOMIC       (mode 5): the 8 bytes at host dst (len 8), read, modified and written back as
 //                          one command: FetchAdd (s_cmd_data[128] = 0) adds s_cmd_data[63:0];
 //                          CompareSwap (s_cmd_data[128] = 1) writes s_cmd_data[127:64] when
@@ -16,9 +23,9 @@
 //   modes 6-7 are not commands: they complete at once with m_done_error set
 // A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
 // repeats the data block, LOAD wraps around m_done_data) rather than hanging. A WRITE_STREAM
-// whose stream ends early or late (tlast, last tkeep) against len sets m_done_error and still
-// finishes, writing nothing outside [dst, dst+len) (see dma_rd_engine). A command with len 0
-// moves nothing on any bus or stream.
+// whose stream does not have that layout (tlast early or late, a tkeep other than the
+// layout's on any beat) sets m_done_error and still finishes, writing nothing outside
+// [dst, dst+len) (see dma_rd_engine). A command with len 0 moves nothing on any bus or stream.
 //
 // All modes go through the same pipeline, so the packet path shares one read path, one
 // realigner and one write path with the host-to-host moves:
@@ -26,7 +33,9 @@
 //   dma_wr_engine (AW/W/B, the LOAD result, or the read stream)
 // Reads are beat-aligned; the realigner shifts source bytes to their destination lanes and the
 // write side strobes only the bytes of [dst, dst+len). Read and write bursts run concurrently,
-// so a long COPY streams one beat per cycle once the pipeline is full.
+// so a long COPY streams one beat per cycle once the pipeline is full. A stream's lane offset
+// is just the low address bits of its side: the realigner and the strobes treat it like a
+// host address, so all it adds is the write stream's first-beat tkeep check.
 `default_nettype none
 
 module dma_mover #(
@@ -42,15 +51,15 @@ module dma_mover #(
     input  wire                     s_cmd_valid,
     output wire                     s_cmd_ready,
     input  wire [2:0]               s_cmd_mode,      // 0 COPY, 1 STORE, 2 LOAD, 3 READ_STREAM, 4 WRITE_STREAM, 5 ATOMIC
-    input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD/READ_STREAM: any byte address
-    input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE/WRITE_STREAM: any byte address
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_src_addr,  // COPY/LOAD/READ_STREAM: any byte address; WRITE_STREAM: low bits = first lane
+    input  wire [ADDR_WIDTH-1:0]    s_cmd_dst_addr,  // COPY/STORE/WRITE_STREAM: any byte address; READ_STREAM: low bits = first lane
     input  wire [LEN_WIDTH-1:0]     s_cmd_len,       // bytes; STORE/LOAD at most 64; 0 completes at once with no bus traffic
     input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]; ATOMIC operands
     output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
     output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
     output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
 
-    // READ_STREAM output; lanes past len in the last beat are zero
+    // READ_STREAM output; lanes outside tkeep are zero
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
     output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
     output wire                     m_axis_rd_tvalid,
@@ -136,17 +145,18 @@ assign s_cmd_ready = cmd_ready;
 wire cmd_fire = s_cmd_valid && cmd_ready;
 wire start = state == ST_SETUP;
 
-// Per-command set-up, from the latched command (STORE and WRITE_STREAM read their source from
-// offset 0, LOAD and READ_STREAM deliver their result from offset 0).
+// Per-command set-up, from the latched command (STORE reads its block from offset 0, LOAD
+// delivers its result from offset 0). The stream modes take their lane offset from the low
+// bits of the stream's side: to the realigner and the strobes it is just an address offset
+// (the upper bits are dropped; no AR for WRITE_STREAM, no AW for READ_STREAM).
 wire is_store = cmd_mode == MODE_STORE;
 wire is_load = cmd_mode == MODE_LOAD;
 wire is_rd_stream = cmd_mode == MODE_RD_STREAM;
 wire is_wr_stream = cmd_mode == MODE_WR_STREAM;
-wire src_zero = is_store || is_wr_stream;
-wire dst_zero = is_load || is_rd_stream;
-wire [BL-1:0] src_off = src_zero ? {BL{1'b0}} : cmd_src[BL-1:0];
-wire [BL-1:0] dst_off = dst_zero ? {BL{1'b0}} : cmd_dst[BL-1:0];
-wire [ADDR_WIDTH-1:0] dst_addr = dst_zero ? {ADDR_WIDTH{1'b0}} : cmd_dst;
+wire dst_local = is_load || is_rd_stream;   // destination is m_done_data or the read stream
+wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : cmd_src[BL-1:0];
+wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : cmd_dst[BL-1:0];
+wire [ADDR_WIDTH-1:0] dst_addr = dst_local ? {{(ADDR_WIDTH-BL){1'b0}}, dst_off} : cmd_dst;
 wire bad_mode = s_cmd_mode > MODE_ATOMIC;
 wire is_atomic_cmd = s_cmd_mode == MODE_ATOMIC;
 // the ATOMIC's new value from the original the read returned
@@ -162,7 +172,7 @@ wire rl_skip = src_off > dst_off;
 // the realigner makes in_beats - skip beats by itself; one more when the destination needs it
 wire rl_flush = (out_beats + {{LEN_WIDTH{1'b0}}, rl_skip}) > in_beats;
 wire [BL-1:0] last_off = dst_off + cmd_len[BL-1:0] - 1'b1;
-wire [BL-1:0] src_last_off = cmd_len[BL-1:0] - 1'b1;   // WRITE_STREAM: last byte's lane
+wire [BL-1:0] src_last_off = src_off + cmd_len[BL-1:0] - 1'b1;   // WRITE_STREAM: last byte's lane
 
 // pipeline links
 wire [DATA_WIDTH-1:0] src_data;
@@ -185,6 +195,7 @@ dma_rd_engine #(
     .start(start),
     .cfg_store(is_store),
     .cfg_stream(is_wr_stream),
+    .cfg_first_off(src_off),
     .cfg_last_off(src_last_off),
     .cfg_addr(cmd_src[ADDR_WIDTH-1:BL]),
     .cfg_beats(in_beats[LEN_WIDTH-1:0]),
@@ -246,7 +257,7 @@ dma_wr_engine #(
     .clk(clk),
     .rst(rst),
     .start(start),
-    .cfg_load(dst_zero),
+    .cfg_load(dst_local),
     .cfg_stream(is_rd_stream),
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),

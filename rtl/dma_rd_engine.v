@@ -3,8 +3,9 @@
 // s_axis write stream (WRITE_STREAM) as the same kind of beat stream, so that everything after
 // this point is common to all modes.
 //
-// WRITE_STREAM takes exactly cfg_beats beats. The stream must end (tlast) on the last of them
-// with the last beat's tkeep equal to cfg_last_off's mask and full tkeep before; anything else
+// WRITE_STREAM takes exactly cfg_beats beats. The stream must end (tlast) on the last of them,
+// the first beat's tkeep must be the lanes from cfg_first_off up, the last beat's the lanes up
+// to cfg_last_off (both on a single beat), and the beats between full; anything else
 // sets rd_error but still finishes: after an early tlast the missing beats are made up as zeros
 // (the write side strobes only [dst, dst+len) anyway), and when tlast is late the rest of the
 // stream up to its tlast is taken and dropped, so the producer is never left hanging either.
@@ -24,7 +25,8 @@ module dma_rd_engine #(
     input  wire                     start,       // one pulse per command with bytes to move
     input  wire                     cfg_store,   // source is store_data, not host memory
     input  wire                     cfg_stream,  // source is the s_axis write stream, not host memory
-    input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // stream: byte offset of the last byte in its beat
+    input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_first_off, // stream: lane of the first byte in its beat
+    input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // stream: lane of the last byte in its beat
     input  wire [ADDR_WIDTH-1:$clog2(DATA_WIDTH/8)] cfg_addr, // source beat address (COPY/LOAD)
     input  wire [LEN_WIDTH-1:0]     cfg_beats,   // source beats, at least 1
     input  wire [511:0]             store_data,  // STORE source, held by the top for the command
@@ -46,7 +48,7 @@ module dma_rd_engine #(
     input  wire                     m_axi_rvalid,
     output wire                     m_axi_rready,
 
-    // WRITE_STREAM source: byte 0 in tdata[7:0] of the first beat
+    // WRITE_STREAM source: the first byte in lane cfg_first_off of the first beat
     input  wire [DATA_WIDTH-1:0]    s_axis_tdata,
     input  wire [DATA_WIDTH/8-1:0]  s_axis_tkeep,
     input  wire                     s_axis_tvalid,
@@ -73,7 +75,9 @@ reg                  store;
 reg                  stream;
 reg                  ended;      // stream: tlast came early, the remaining beats are zeros
 reg                  drain;      // stream: all beats taken but no tlast yet, dropping until it
-reg [DATA_WIDTH/8-1:0] last_keep; // stream: the tkeep the last beat must have
+reg                  first;      // stream: the next beat is the first
+reg [DATA_WIDTH/8-1:0] first_keep; // stream: the first beat's tkeep: lanes from the first byte up
+reg [DATA_WIDTH/8-1:0] last_keep; // stream: the last beat's tkeep: lanes up to the last byte
 reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the slice
 reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
 
@@ -89,7 +93,8 @@ wire src_fire = src_valid && slice_ready;
 wire ar_fire = m_axi_arvalid && m_axi_arready;
 wire r_fire = m_axi_rvalid && m_axi_rready;
 wire axis_fire = src_fire && from_axis;
-wire [DATA_WIDTH/8-1:0] want_keep = last ? last_keep : {(DATA_WIDTH/8){1'b1}};
+wire [DATA_WIDTH/8-1:0] want_keep = (first ? first_keep : {(DATA_WIDTH/8){1'b1}})
+                                  & (last ? last_keep : {(DATA_WIDTH/8){1'b1}});
 
 assign m_axi_rready = run && !store && !stream && slice_ready;
 assign s_axis_tready = drain || (run && from_axis && slice_ready);
@@ -163,14 +168,17 @@ dma_skid #(
 
 always @(posedge clk) begin
     if (start) begin
-        store     <= cfg_store;
-        stream    <= cfg_stream;
-        ended     <= 1'b0;
-        last_keep <= {(DATA_WIDTH/8){1'b1}} >> ~cfg_last_off;
-        left      <= cfg_beats;
-        rd_error  <= 1'b0;
+        store      <= cfg_store;
+        stream     <= cfg_stream;
+        ended      <= 1'b0;
+        first      <= 1'b1;
+        first_keep <= {(DATA_WIDTH/8){1'b1}} << cfg_first_off;
+        last_keep  <= {(DATA_WIDTH/8){1'b1}} >> ~cfg_last_off;
+        left       <= cfg_beats;
+        rd_error   <= 1'b0;
     end else if (src_fire) begin
-        left <= left - 1'b1;
+        left  <= left - 1'b1;
+        first <= 1'b0;
     end
 
     if (axis_fire) begin

@@ -32,12 +32,13 @@ localparam integer TXD_DMA_LEN = 620;       // 32
 localparam integer TXD_SYNDROME = 652;      // 8
 localparam integer TXD_MSN = 660;           // 24
 localparam integer TXD_RATE = 684;          // 4: static rate divisor
-localparam integer TXD_BASE = 688;          // 64: host address of the payload's first byte
-localparam integer TXD_INTERNAL = 752;      // 1: a loopback message with the bypass off
-localparam integer TXD_START = 753;         // 32: byte offset of the first packet to send (a resend)
-localparam integer TXD_ATOMIC_A = 785;      // 64: AtomicETH swap/add data, AtomicAckETH original
-localparam integer TXD_ATOMIC_B = 849;      // 64: AtomicETH compare data
-localparam integer TXD_WIDTH = 913;
+localparam integer TXD_SGL = 688;           // 256: where the payload comes from: a DMA scatter/gather list
+                                            //      (rdma_defs.vh), the message's byte 0 at its offset 0
+localparam integer TXD_INTERNAL = 944;      // 1: a loopback message with the bypass off
+localparam integer TXD_START = 945;         // 32: byte offset of the first packet to send (a resend)
+localparam integer TXD_ATOMIC_A = 977;      // 64: AtomicETH swap/add data, AtomicAckETH original
+localparam integer TXD_ATOMIC_B = 1041;     // 64: AtomicETH compare data
+localparam integer TXD_WIDTH = 1105;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8

@@ -111,16 +111,17 @@ always @(posedge clk) begin
     end
 end
 
-// ---- payload chunks: one READ_STREAM each ----
+// ---- payload chunks: one READ_STREAM each, bytes [offset, offset+len) of the descriptor's
+//      scatter/gather list (the DMA engine gathers the list's pieces into one stream) ----
 wire        pl_req_valid;
 wire [31:0] pl_req_offset;
 wire [12:0] pl_req_len;
 reg         chunk_busy;      // a chunk's command is in the mover
-reg  [ADDR_WIDTH-1:0] chunk_src;
+reg  [31:0] chunk_off;
 reg  [31:0] chunk_len;
 wire        pl_req_ready = !chunk_busy && !m_dma_valid;
-wire [63:0] chunk_addr = d[TXD_BASE +: 64] + {32'd0, pl_req_offset};
-assign m_dma_data = {512'd0, chunk_len, {ADDR_WIDTH{1'b0}}, chunk_src, DMA_READ_STREAM};
+assign m_dma_data = {256'd0, d[TXD_SGL +: 256], chunk_len, {ADDR_WIDTH{1'b0}},
+                     chunk_off[ADDR_WIDTH-1:0], DMA_READ_STREAM};
 
 always @(posedge clk) begin
     if (m_dma_valid && m_dma_ready)
@@ -128,7 +129,7 @@ always @(posedge clk) begin
     if (pl_req_valid && pl_req_ready) begin
         m_dma_valid <= 1'b1;
         chunk_busy <= 1'b1;
-        chunk_src <= chunk_addr[ADDR_WIDTH-1:0];
+        chunk_off <= pl_req_offset;
         chunk_len <= {19'd0, pl_req_len};
     end
     if (s_dma_done)
@@ -194,7 +195,7 @@ assign tx_tready = internal ? m_axis_loop_tready : m_axis_tx_tready;
 assign xmit_pkt    = pkt_sent && !internal;
 assign xmit_pktlen = pkt_sent_len;
 
-wire unused = ^{pk_ready, pk_done_psn, chunk_addr[63:ADDR_WIDTH]};
+wire unused = ^{pk_ready, pk_done_psn};
 
 endmodule
 

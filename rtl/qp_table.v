@@ -61,6 +61,7 @@ module qp_table #(
     output wire [127:0]             a_dgid,
     output wire [ADDR_WIDTH-1:0]    a_sq_base,
     output wire [3:0]               a_sq_log,
+    output wire [2:0]               a_sq_sge,       // SGEs a send WQE may have: 0..4 (0 counts as 1)
     output wire [15:0]              a_sq_pi,
     output wire [15:0]              a_sq_ci,
     output wire [15:0]              a_sq_ni,        // next WQE to issue
@@ -92,6 +93,7 @@ module qp_table #(
     output wire [4:0]               b_min_rnr_timer, // RNR timer code its RNR NAKs carry
     output wire [ADDR_WIDTH-1:0]    b_rq_base,
     output wire [3:0]               b_rq_log,
+    output wire [2:0]               b_rq_sge,       // SGEs a receive WQE may have: 0..4 (0 counts as 1)
     output wire [15:0]              b_rq_pi,
     output wire [15:0]              b_rq_ci,
     input  wire                     b_rq_advance,   // a receive WQE was consumed
@@ -147,6 +149,8 @@ reg [CQN_BITS-1:0]    q_scq       [0:NUM_QP-1];
 reg [CQN_BITS-1:0]    q_rcq       [0:NUM_QP-1];
 reg [3:0]             q_sq_log    [0:NUM_QP-1];
 reg [3:0]             q_rq_log    [0:NUM_QP-1];
+reg [2:0]             q_sq_sge    [0:NUM_QP-1];
+reg [2:0]             q_rq_sge    [0:NUM_QP-1];
 reg [ADDR_WIDTH-1:0]  q_sq_base   [0:NUM_QP-1];
 reg [ADDR_WIDTH-1:0]  q_rq_base   [0:NUM_QP-1];
 reg [PORT_BITS-1:0]   q_port      [0:NUM_QP-1];
@@ -198,6 +202,7 @@ assign a_flow_label    = q_flow[a_qpn];
 assign a_dgid          = q_dgid[a_qpn];
 assign a_sq_base       = q_sq_base[a_qpn];
 assign a_sq_log        = q_sq_log[a_qpn];
+assign a_sq_sge        = q_sq_sge[a_qpn];
 assign a_sq_pi         = q_sq_pi[a_qpn];
 assign a_sq_ci         = q_sq_ci[a_qpn];
 assign a_sq_ni         = q_sq_ni[a_qpn];
@@ -222,6 +227,7 @@ assign b_qkey          = q_qkey[b_qpn];
 assign b_min_rnr_timer = q_min_rnr[b_qpn];
 assign b_rq_base       = q_rq_base[b_qpn];
 assign b_rq_log        = q_rq_log[b_qpn];
+assign b_rq_sge        = q_rq_sge[b_qpn];
 assign b_rq_pi         = q_rq_pi[b_qpn];
 assign b_rq_ci         = q_rq_ci[b_qpn];
 
@@ -264,11 +270,14 @@ wire [15:0] cr_scq    = cmd_data[4*8 +: 16];
 wire [15:0] cr_rcq    = cmd_data[6*8 +: 16];
 wire [7:0]  cr_sq_log = cmd_data[8*8 +: 8];
 wire [7:0]  cr_rq_log = cmd_data[9*8 +: 8];
+wire [7:0]  cr_sq_sge = cmd_data[10*8 +: 8];
+wire [7:0]  cr_rq_sge = cmd_data[11*8 +: 8];
 wire [63:0] cr_sq_base = cmd_data[16*8 +: 64];
 wire [63:0] cr_rq_base = cmd_data[24*8 +: 64];
 wire create_ok = (cr_type == {5'd0, QPT_RC} || cr_type == {5'd0, QPT_UC} || cr_type == {5'd0, QPT_UD}) &&
                  cr_scq < NUM_CQ && cr_rcq < NUM_CQ &&
                  cr_sq_log >= 8'd1 && cr_sq_log <= 8'd15 && cr_rq_log >= 8'd1 && cr_rq_log <= 8'd15 &&
+                 cr_sq_sge <= SGE_MAX && cr_rq_sge <= SGE_MAX &&
                  cr_sq_base[63:ADDR_WIDTH] == 0 && cr_rq_base[63:ADDR_WIDTH] == 0 &&
                  cr_sq_base[5:0] == 6'd0 && cr_rq_base[5:0] == 6'd0;
 
@@ -289,7 +298,7 @@ assign restart_qpn = ci;
 
 wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
                     cmd_data[23:19], cmd_data[103:99], cmd_data[111:107], cmd_data[119:117],
-                    cmd_data[127:125], cmd_data[95:80],
+                    cmd_data[127:125], cr_sq_sge[7:3], cr_rq_sge[7:3],
                     cr_sq_log[7:4], cr_rq_log[7:4], cr_scq[15:CQN_BITS], cr_rcq[15:CQN_BITS],
                     m_port[7:PORT_BITS], db_index[15:QPN_BITS]};
 
@@ -388,6 +397,8 @@ always @(posedge clk) begin
                 q_rcq[ci]       <= cr_rcq[CQN_BITS-1:0];
                 q_sq_log[ci]    <= cr_sq_log[3:0];
                 q_rq_log[ci]    <= cr_rq_log[3:0];
+                q_sq_sge[ci]    <= cr_sq_sge[2:0];
+                q_rq_sge[ci]    <= cr_rq_sge[2:0];
                 q_sq_base[ci]   <= cr_sq_base[ADDR_WIDTH-1:0];
                 q_rq_base[ci]   <= cr_rq_base[ADDR_WIDTH-1:0];
                 q_sq_pi[ci]     <= 16'd0;
@@ -413,7 +424,7 @@ always @(posedge clk) begin
         end else if (cmd_op == CMD_QUERY_QP) begin
             cmd_rdata_valid <= 1'b1;
             // the query block (docs/host-interface.md), byte 0 in bits 7:0
-            cmd_rdata <= {304'd0, q_max_dest_rd[ci], q_max_rd[ci], 8'd0, q_epsn[ci],
+            cmd_rdata <= {288'd0, 5'd0, q_rq_sge[ci], 5'd0, q_sq_sge[ci], q_max_dest_rd[ci], q_max_rd[ci], 8'd0, q_epsn[ci],
                           8'd0, q_sq_psn[ci], 3'd0, q_min_rnr[ci], 5'd0, q_rnr_retry[ci],
                           5'd0, q_retry_cnt[ci], 3'd0, q_timeout[ci],
                           q_rq_pi[ci], q_sq_pi[ci], q_rq_ci[ci], q_sq_ci[ci], 29'd0, q_state[ci]};

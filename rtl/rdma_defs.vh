@@ -47,6 +47,16 @@ localparam integer ATOM_CMP_ADD = 0, ATOM_SWAP = 64, ATOM_IS_CAS = 128;
 function [511:0] atomic_block(input cas, input [63:0] swap, input [63:0] compare_add);
     atomic_block = {383'd0, cas, swap, compare_add};
 endfunction
+// Scatter/gather: a WQE has up to SGE_MAX elements (docs/host-interface.md). The DMA engine
+// (dma_sgl) takes a COPY's, READ_STREAM's or WRITE_STREAM's source list in its data bits
+// [255:0] and destination list in [511:256]: SGE_MAX entries of {len[31:0], host address[31:0]}
+// each, entry 0 lowest; a side whose list has no bytes is the plain address instead, and a side
+// with a list has its address field as the byte offset into the list.
+localparam [7:0] SGE_MAX = 8'd4;
+// ... a list of one piece
+function [255:0] sgl_one(input [31:0] len, input [31:0] addr);
+    sgl_one = {192'd0, len, addr};
+endfunction
 // A GID arrives in a command block as 16 bytes in network order (byte 0 first in memory, so in
 // bits [7:0]); the device keeps it as a number whose most significant byte is byte 0.
 function [127:0] gid_from_block(input [127:0] block);

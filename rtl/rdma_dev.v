@@ -192,6 +192,7 @@ wire [19:0]           a_flow;
 wire [127:0]          a_dgid;
 wire [ADDR_WIDTH-1:0] a_sq_base;
 wire [3:0]            a_sq_log;
+wire [2:0]            a_sq_sge;
 wire [15:0]           a_sq_pi, a_sq_ci, a_sq_ni;
 wire [7:0]            a_max_rd;
 wire [2:0]            a_rnr_left, a_rnr_retry, a_retry_cnt;
@@ -214,6 +215,7 @@ wire [31:0]           b_qkey;
 wire [4:0]            b_min_rnr;
 wire [ADDR_WIDTH-1:0] b_rq_base;
 wire [3:0]            b_rq_log;
+wire [2:0]            b_rq_sge;
 wire [15:0]           b_rq_pi, b_rq_ci;
 wire                  b_rq_advance, b_set_err;
 wire [QPN_BITS-1:0]   c_qpn;
@@ -254,7 +256,7 @@ qp_table #(
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
     .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
     .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
-    .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
+    .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_sge(a_sq_sge), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
     .a_sq_ni(a_sq_ni), .a_max_rd(a_max_rd),
     .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry), .a_retry_cnt(a_retry_cnt),
     .a_rnr_waiting(a_rnr_waiting),
@@ -265,7 +267,7 @@ qp_table #(
     .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
     .b_rcq(b_rcq), .b_port(b_port), .b_access(b_access), .b_qkey(b_qkey),
     .b_min_rnr_timer(b_min_rnr),
-    .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
+    .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_sge(b_rq_sge), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
     .b_rq_advance(b_rq_advance), .b_set_err(b_set_err),
     .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
     .c_dest_qpn(c_dest_qpn), .c_qkey(c_qkey), .c_mtu(c_mtu), .c_epsn(c_epsn), .c_msn(c_msn),
@@ -372,7 +374,7 @@ assign dma_rd_tready = |(dma_rd_mine & dma_rd_port_ready);
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
 wire                    dma_wr_tvalid, dma_wr_tready, dma_wr_tlast;
-dma_mover #(
+dma_sgl #(
     .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH), .LEN_WIDTH(32)
 ) mover (
     .clk(clk), .rst(rst),
@@ -434,6 +436,7 @@ wire                    rsp_valid, rsp_place, rsp_rnr;
 wire [4:0]              rsp_rnr_timer;
 wire [7:0]              rsp_status;
 wire [ADDR_WIDTH-1:0]   rsp_addr;
+wire [255:0]            rsp_sgl;
 
 wire [1:0]            req_msg_kind;
 wire [7:0]            req_msg_op;
@@ -501,7 +504,7 @@ requester #(
     .qp_scq(a_scq), .qp_port(a_port), .qp_qkey(a_qkey), .qp_dest_qpn(a_dest_qpn),
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
     .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),
-    .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
+    .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_sge(a_sq_sge), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
     .qp_sq_ni(a_sq_ni), .qp_max_rd(a_max_rd),
     .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_rnr_waiting(a_rnr_waiting),
     .qp_sq_issue(a_sq_issue),
@@ -522,7 +525,7 @@ requester #(
     .m_msg_sgid(req_msg_sgid), .m_msg_dgid(req_msg_dgid), .m_msg_offset(req_msg_offset),
     .m_msg_hold(msg_c_hold[0]),
     .s_rsp_valid(msg_c_answer[0]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
-    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr), .s_rsp_sgl(rsp_sgl),
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port),
     .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_status(rec_status),
@@ -588,12 +591,12 @@ responder #(
     .s_msg_sgid(msg[335+PORT_BITS +: 128]), .s_msg_dgid(msg[463+PORT_BITS +: 128]),
     .s_msg_offset(msg[591+PORT_BITS +: 32]),
     .m_rsp_valid(rsp_valid), .m_rsp_status(rsp_status), .m_rsp_place(rsp_place),
-    .m_rsp_rnr(rsp_rnr), .m_rsp_rnr_timer(rsp_rnr_timer), .m_rsp_addr(rsp_addr),
+    .m_rsp_rnr(rsp_rnr), .m_rsp_rnr_timer(rsp_rnr_timer), .m_rsp_addr(rsp_addr), .m_rsp_sgl(rsp_sgl),
     .port_lmc(port_lmc),
     .qp_qpn(b_qpn), .qp_valid(b_valid), .qp_type(b_type), .qp_state(b_state), .qp_pd(b_pd),
     .qp_rcq(b_rcq), .qp_port(b_port), .qp_access(b_access), .qp_qkey(b_qkey),
     .qp_min_rnr_timer(b_min_rnr),
-    .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
+    .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_sge(b_rq_sge), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
     .qp_rq_advance(b_rq_advance), .qp_set_err(b_set_err),
     .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
     .m_prot_data(prot_c_data[PROT_REQ_WIDTH +: PROT_REQ_WIDTH]),
@@ -628,7 +631,7 @@ rx_engine #(
     .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
     .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
     .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
-    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr),
+    .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr), .s_rsp_sgl(rsp_sgl),
     .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
     .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[2]),
     .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),

@@ -60,6 +60,7 @@ module requester #(
     input  wire [127:0]             qp_dgid,
     input  wire [ADDR_WIDTH-1:0]    qp_sq_base,
     input  wire [3:0]               qp_sq_log,
+    input  wire [2:0]               qp_sq_sge,        // SGEs its WQEs may have (0 counts as 1)
     input  wire [15:0]              qp_sq_pi,
     input  wire [15:0]              qp_sq_ci,
     input  wire [15:0]              qp_sq_ni,
@@ -123,6 +124,7 @@ module requester #(
     input  wire                     s_rsp_rnr,
     input  wire [4:0]               s_rsp_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]    s_rsp_addr,
+    input  wire [255:0]             s_rsp_sgl,        // a SEND's receive buffer (s_rsp_addr: offset in it)
 
     // message to the port's packetizer (m_tx_port)
     output reg                      m_tx_valid,
@@ -139,7 +141,7 @@ module requester #(
     output wire                     rec_atomic,
     output wire [23:0]              rec_first,
     output wire [23:0]              rec_end,
-    output wire [ADDR_WIDTH-1:0]    rec_addr,
+    output wire [ADDR_WIDTH-1:0]    rec_addr,         // where a READ's or an atomic's answer lands
     output wire [2:0]               rec_mtu,
     output wire [63:0]              rec_wr_id,
     output wire [7:0]               rec_wc_op,
@@ -186,7 +188,7 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
-                 S_ATOMIC_WAIT = 4'd12;
+                 S_ATOMIC_WAIT = 4'd12, S_LOAD2_WAIT = 4'd13, S_LKEY = 4'd14;
 reg [3:0] state;
 
 // the WQE being served
@@ -194,9 +196,10 @@ reg [7:0]   w_op;
 reg [7:0]   w_flags;
 reg [31:0]  w_imm;
 reg [63:0]  w_wr_id;
-reg [63:0]  w_addr;
-reg [31:0]  w_len;
-reg [31:0]  w_lkey;
+reg [7:0]   w_nsge;         // 0x02: SGEs in the WQE (0 and 1: SGE 0 alone)
+reg [63:0]  sge_addr [0:3];  // SGE 0 at 0x10, SGEs 1-3 at 0x40, 0x50, 0x60 of a 128-byte WQE
+reg [31:0]  sge_len  [0:3];
+reg [31:0]  sge_lkey [0:3];
 reg [63:0]  w_raddr;
 reg [31:0]  w_rkey;
 reg [31:0]  w_ah;
@@ -207,8 +210,25 @@ wire [63:0] w_cmp_add = {w_rqkey, w_rqpn};
 reg [63:0]  orig;           // the original value an atomic on the bypass read
 
 reg [7:0]             status;
-reg [ADDR_WIDTH-1:0]  local_addr;     // host address of the local SGE
+reg [ADDR_WIDTH-1:0]  sge_host [0:3]; // host address of each SGE, from the protection checker
+reg [1:0]             si;             // the SGE being checked
 reg [ADDR_WIDTH-1:0]  remote_addr;    // host address of the remote end, from the responder
+reg [255:0]           remote_sgl;     // ... or a SEND's receive buffer, remote_addr the offset
+
+// ---- scatter/gather: the message is the SGEs' bytes in order ----
+wire [2:0]  sge_cap  = qp_sq_sge == 3'd0 ? 3'd1 : qp_sq_sge;
+wire [7:0]  nsge     = w_nsge == 8'd0 ? 8'd1 : w_nsge;
+wire [31:0] len0 = sge_len[0];
+wire [31:0] len1 = nsge > 8'd1 ? sge_len[1] : 32'd0;
+wire [31:0] len2 = nsge > 8'd2 ? sge_len[2] : 32'd0;
+wire [31:0] len3 = nsge > 8'd3 ? sge_len[3] : 32'd0;
+wire [33:0] len_sum = {2'd0, len0} + {2'd0, len1} + {2'd0, len2} + {2'd0, len3};
+wire [31:0] w_len = len_sum[31:0];
+// the local SGEs as the DMA engine's list (host addresses, in WQE order)
+wire [255:0] local_sgl = {len3, sge_host[3][31:0], len2, sge_host[2][31:0],
+                          len1, sge_host[1][31:0], len0, sge_host[0][31:0]};
+// READs and atomics have one SGE (max_sge_rd 1): their answer lands there
+wire [ADDR_WIDTH-1:0] local_addr = sge_host[0];
 
 assign sched_take = state == S_IDLE && sched_valid;
 
@@ -244,23 +264,31 @@ wire is_read = w_op == WR_RDMA_READ;
 wire is_cas  = w_op == WR_ATOMIC_CMP_AND_SWP;
 wire is_atomic = is_cas || w_op == WR_ATOMIC_FETCH_AND_ADD;
 wire rd_like = is_read || is_atomic;       // answered by responses that land in the local SGE
+wire last_sge = {6'd0, si} + 8'd1 >= nsge;
+wire sge_bad = nsge > {5'd0, sge_cap} || (rd_like && nsge > 8'd1);
 wire rnr_retry_ok = qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0;
 wire retrying = s_rsp_rnr && rnr_retry_ok;
 
-assign m_prot_data = {rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, w_len, w_addr, w_lkey};
+assign m_prot_data = {rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, sge_len[si], sge_addr[si],
+                      sge_lkey[si]};
 
 // ---- DMA: load the WQE, or move the payload ----
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
-wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask} << 6);
+// 64-byte WQEs, or 128-byte ones when the QP's WQEs may have more than one SGE
+wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask}
+                                              << (sge_cap > 3'd1 ? 7 : 6));
+wire [ADDR_WIDTH-1:0] sq_slot_tail = sq_slot + 64;   // SGEs 1-3 of a 128-byte WQE
 wire        sq_room = qp_sq_ni - qp_sq_ci < (16'd1 << SQ_WIN_LOG);
-localparam [1:0] D_WQE = 2'd0, D_COPY = 2'd1, D_ATOMIC = 2'd2, D_ORIG = 2'd3;
-reg  [1:0] dma_op;
+localparam [2:0] D_WQE = 3'd0, D_COPY = 3'd1, D_ATOMIC = 3'd2, D_ORIG = 3'd3, D_WQE2 = 3'd4;
+reg  [2:0] dma_op;
+// the payload: local SGEs -> the remote end (SEND, WRITE), or the remote end -> the local SGE
 assign m_dma_data =
-    dma_op == D_COPY   ? {512'd0, w_len, is_read ? local_addr : remote_addr,
-                          is_read ? remote_addr : local_addr, DMA_COPY} :
+    dma_op == D_COPY   ? (is_read ? {local_sgl, 256'd0, w_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY}
+                                  : {remote_sgl, local_sgl, w_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY}) :
     dma_op == D_ATOMIC ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
                           {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
     dma_op == D_ORIG   ? {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+    dma_op == D_WQE2   ? {512'd0, 32'd48, {ADDR_WIDTH{1'b0}}, sq_slot_tail, DMA_LOAD} :
                          {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
 
 // ---- message to the responder ----
@@ -313,8 +341,8 @@ wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
 // AtomicETH: swap/add data, compare data
 assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
-                    rd_like ? 32'd0 : tx_bytes, wire_internal, {(64-ADDR_WIDTH){1'b0}},
-                    local_addr, av_rate, 24'd0, 8'd0,
+                    rd_like ? 32'd0 : tx_bytes, wire_internal, local_sgl,
+                    av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,
                     is_read ? w_raddr + {32'd0, tx_bytes} : w_raddr,
                     m_msg_src_qpn, m_msg_qkey, tx_psn,
@@ -347,9 +375,9 @@ wire [7:0] max_reads = qp_max_rd == 8'd0 ? 8'd1 : qp_max_rd;
 wire       read_wait = is_rc && ((rd_like && win_reads >= max_reads) ||
                                  (w_flags[SF_FENCE] && win_reads != 8'd0));
 
-// WQE bytes 0x02-0x03 are reserved, and 0x38-0x3F but for atomics
-wire unused = ^{pkts[31:24], s_dma_rdata[31:16], s_prot_data[0], lmc_mask[15:7],
-                w_flags[7:3], qp_scq};
+// WQE byte 0x03 is reserved, and 0x38-0x3F but for atomics
+wire unused = ^{pkts[31:24], s_dma_rdata[31:24], s_prot_data[0], lmc_mask[15:7],
+                w_flags[7:3], qp_scq, len_sum[33:32]};
 
 // a message took the bypass: LB_MSGS and LB_BYTES
 task count_loopback;
@@ -359,6 +387,7 @@ task count_loopback;
     end
 endtask
 
+integer n;
 always @(posedge clk) begin
     qp_sq_issue <= 1'b0;
     qp_rnr_wait <= 1'b0;
@@ -404,17 +433,37 @@ always @(posedge clk) begin
         S_LOAD_WAIT: if (s_dma_done) begin
             w_op    <= s_dma_rdata[0*8 +: 8];
             w_flags <= s_dma_rdata[1*8 +: 8];
+            w_nsge  <= s_dma_rdata[2*8 +: 8];
             w_imm   <= s_dma_rdata[4*8 +: 32];
             w_wr_id <= s_dma_rdata[8*8 +: 64];
-            w_addr  <= s_dma_rdata[16*8 +: 64];
-            w_len   <= s_dma_rdata[24*8 +: 32];
-            w_lkey  <= s_dma_rdata[28*8 +: 32];
+            sge_addr[0] <= s_dma_rdata[16*8 +: 64];
+            sge_len[0]  <= s_dma_rdata[24*8 +: 32];
+            sge_lkey[0] <= s_dma_rdata[28*8 +: 32];
             w_raddr <= s_dma_rdata[32*8 +: 64];
             w_rkey  <= s_dma_rdata[40*8 +: 32];
             w_ah    <= s_dma_rdata[44*8 +: 32];
             w_rqpn  <= s_dma_rdata[48*8 +: 32];
             w_rqkey <= s_dma_rdata[52*8 +: 32];
             w_swap  <= s_dma_rdata[56*8 +: 64];
+            if (s_dma_error) begin
+                status <= WC_GENERAL_ERR;
+                state  <= S_DECODE;
+            end else if (s_dma_rdata[2*8 +: 8] > 8'd1 && s_dma_rdata[2*8 +: 8] <= {5'd0, sge_cap}) begin
+                // SGEs 1-3 in the WQE's second half
+                dma_op      <= D_WQE2;
+                m_dma_valid <= 1'b1;
+                state <= S_LOAD2_WAIT;
+            end else begin
+                state <= S_DECODE;
+            end
+        end
+
+        S_LOAD2_WAIT: if (s_dma_done) begin
+            for (n = 1; n < 4; n = n + 1) begin
+                sge_addr[n] <= s_dma_rdata[(n-1)*128 +: 64];
+                sge_len[n]  <= s_dma_rdata[(n-1)*128 + 64 +: 32];
+                sge_lkey[n] <= s_dma_rdata[(n-1)*128 + 96 +: 32];
+            end
             if (s_dma_error)
                 status <= WC_GENERAL_ERR;
             state <= S_DECODE;
@@ -426,31 +475,45 @@ always @(posedge clk) begin
                 state  <= S_RECORD;
             end else if (status != WC_SUCCESS) begin
                 state  <= S_RECORD;
-            end else if (!op_ok || (is_ud && !ah_ok)) begin
+            end else if (!op_ok || (is_ud && !ah_ok) || sge_bad) begin
                 status <= WC_LOC_QP_OP_ERR;
                 state  <= S_RECORD;
-            end else if ((is_ud && w_len > {18'd0, mtu_bytes}) || (is_atomic && w_len != 32'd8)) begin
+            end else if (len_sum > 34'h80000000 || (is_ud && w_len > {18'd0, mtu_bytes}) ||
+                         (is_atomic && w_len != 32'd8)) begin
                 status <= WC_LOC_LEN_ERR;
                 state  <= S_RECORD;
             end else if (read_wait) begin
                 // taken again when an outstanding WQE finishes
                 iss_hold <= 1'b1;
                 state    <= S_IDLE;
-            end else if (w_len != 32'd0) begin
+            end else begin
+                si    <= 2'd0;
+                state <= S_LKEY;
+            end
+        end
+
+        // each SGE with bytes: its lkey, PD, bounds and rights; an SGE of no bytes is not checked
+        S_LKEY: begin
+            if (sge_len[si] != 32'd0) begin
                 m_prot_valid <= 1'b1;
                 state <= S_LKEY_WAIT;
-            end else begin
+            end else if (last_sge) begin
                 state <= S_ROUTE;
+            end else begin
+                si <= si + 2'd1;
             end
         end
 
         S_LKEY_WAIT: if (s_prot_valid) begin
-            local_addr <= s_prot_data[ADDR_WIDTH:1];
+            sge_host[si] <= s_prot_data[ADDR_WIDTH:1];
             if (!s_prot_data[0]) begin
                 status <= WC_LOC_PROT_ERR;
                 state  <= S_RECORD;
+            end else if (last_sge) begin
+                state <= S_ROUTE;
             end else begin
-                state  <= S_ROUTE;
+                si    <= si + 2'd1;
+                state <= S_LKEY;
             end
         end
 
@@ -496,6 +559,7 @@ always @(posedge clk) begin
 
         S_START_WAIT: if (s_rsp_valid) begin
             remote_addr <= s_rsp_addr;
+            remote_sgl  <= s_rsp_sgl;
             // a message counts once, on its last try: RNR retries are not new messages
             if (!retrying)
                 count_loopback;

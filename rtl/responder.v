@@ -52,7 +52,9 @@ module responder #(
     output reg                      m_rsp_place,
     output reg                      m_rsp_rnr,
     output wire [4:0]               m_rsp_rnr_timer,  // with m_rsp_rnr: the QP's min_rnr_timer code
-    output reg  [ADDR_WIDTH-1:0]    m_rsp_addr,
+    output reg  [ADDR_WIDTH-1:0]    m_rsp_addr,       // host address; with m_rsp_sgl: offset in it
+    output reg  [255:0]             m_rsp_sgl,        // a SEND's receive buffer for this piece
+                                                      // (a DMA list, rdma_defs.vh), else no bytes
 
     input  wire [NUM_PORTS*3-1:0]   port_lmc,
 
@@ -69,6 +71,7 @@ module responder #(
     input  wire [4:0]               qp_min_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]    qp_rq_base,
     input  wire [3:0]               qp_rq_log,
+    input  wire [2:0]               qp_rq_sge,        // SGEs its receive WQEs may have (0 counts as 1)
     input  wire [15:0]              qp_rq_pi,
     input  wire [15:0]              qp_rq_ci,
     output reg                      qp_rq_advance,
@@ -104,7 +107,8 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_CHECK = 4'd1, S_RKEY = 4'd2, S_RKEY_WAIT = 4'd3,
                  S_RQ = 4'd4, S_RQ_WAIT = 4'd5, S_LKEY = 4'd6, S_LKEY_WAIT = 4'd7,
-                 S_GRH_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_RESPOND = 4'd11;
+                 S_GRH_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_RESPOND = 4'd11,
+                 S_RQ2_WAIT = 4'd12, S_WALK = 4'd13, S_GRH = 4'd14;
 reg [3:0] state;
 
 // the message being served
@@ -134,9 +138,26 @@ reg [127:0] r_dgid;
 // the receive WQE it consumed, and the QP it belongs to
 reg [QPN_BITS-1:0] rq_qpn;
 reg [63:0]  rq_wr_id;
-reg [63:0]  rq_addr;
-reg [31:0]  rq_len;
-reg [31:0]  rq_lkey;
+reg [7:0]   rq_nsge;           // 0x02: SGEs in the WQE (0 and 1: SGE 0 alone)
+reg [63:0]  rq_addr [0:3];     // SGE 0 at 0x10, SGEs 1-3 at 0x40, 0x50, 0x60 of a 128-byte WQE
+reg [31:0]  rq_len  [0:3];
+reg [31:0]  rq_lkey [0:3];
+
+// ---- scatter: the receive buffer is the SGEs' bytes in order ----
+wire [2:0]  rq_cap  = qp_rq_sge == 3'd0 ? 3'd1 : qp_rq_sge;
+wire [7:0]  rq_n    = rq_nsge == 8'd0 ? 8'd1 : rq_nsge;
+wire        rq_bad  = rq_n > {5'd0, rq_cap};
+wire [33:0] rlen0 = {2'd0, rq_len[0]};
+wire [33:0] rlen1 = rq_n > 8'd1 ? {2'd0, rq_len[1]} : 34'd0;
+wire [33:0] rlen2 = rq_n > 8'd2 ? {2'd0, rq_len[2]} : 34'd0;
+wire [33:0] rlen3 = rq_n > 8'd3 ? {2'd0, rq_len[3]} : 34'd0;
+wire [33:0] rq_total = rlen0 + rlen1 + rlen2 + rlen3;
+// the walk over the SGEs: SGE wk starts at byte wk_start of the buffer; the piece is
+// [piece_lo, piece_hi), and the part of it in SGE wk is [ov_lo, ov_hi)
+reg  [1:0]  wk;
+reg  [33:0] wk_start;
+wire [33:0] wk_len  = wk == 2'd0 ? rlen0 : wk == 2'd1 ? rlen1 : wk == 2'd2 ? rlen2 : rlen3;
+wire [33:0] wk_end  = wk_start + wk_len;
 
 // the completion to write, and what to answer after it
 reg [7:0]   cqe_status;
@@ -153,6 +174,15 @@ wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM;
 wire is_cont    = r_kind == 2'd3;
 // bytes a SEND puts in the receive buffer: UD adds the 40-byte GRH area
 wire [32:0] recv_need = {1'b0, r_len} + (is_ud ? 33'd40 : 33'd0);
+wire [33:0] piece_lo = {2'd0, r_off};
+wire [33:0] piece_hi = piece_lo + {1'b0, recv_need};
+wire [33:0] ov_lo = wk_start > piece_lo ? wk_start : piece_lo;
+wire [33:0] ov_hi = wk_end < piece_hi ? wk_end : piece_hi;
+wire        ov_any = ov_hi > ov_lo;
+wire [33:0] ov_len = ov_hi - ov_lo;
+wire [33:0] ov_skip = ov_lo - wk_start;
+wire        walk_last = wk == 2'd3 || wk_end >= piece_hi;   // no SGE after this one takes bytes
+wire [31:0] lkey_host = s_prot_data[ADDR_WIDTH:1];
 
 assign s_msg_ready = state == S_IDLE;
 assign m_rsp_rnr_timer = qp_min_rnr_timer;
@@ -168,11 +198,19 @@ wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
 // protection requests: the rkey range for RDMA, the receive buffer for SEND
 reg  prot_is_rkey;
 assign m_prot_data = prot_is_rkey ? {rkey_need, qp_pd, r_len, r_raddr, r_rkey}
-                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, recv_need[31:0], rq_addr + {32'd0, r_off}, rq_lkey};
+                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, ov_len[31:0],
+                                     rq_addr[wk] + {32'd0, ov_skip[31:0]}, rq_lkey[wk]};
 
-// DMA: load the receive WQE, or store the UD GRH area
-reg  dma_is_grh;
-reg  [ADDR_WIDTH-1:0] grh_addr;
+// DMA: load the receive WQE (both halves of a 128-byte one), or store the UD GRH area: the
+// first 40 bytes of the piece's list, one store per list entry they touch
+localparam [1:0] R_WQE = 2'd0, R_WQE2 = 2'd1, R_GRH = 2'd2;
+reg  [1:0] dma_sel;
+reg  [1:0] gj;                 // the list entry
+reg  [5:0] gp;                 // GRH bytes stored so far
+wire [31:0] g_len  = m_rsp_sgl[gj*64 + 32 +: 32];
+wire [31:0] g_addr = m_rsp_sgl[gj*64 +: 32];
+wire [31:0] g_left = 32'd40 - {26'd0, gp};
+wire [31:0] g_take = g_len < g_left ? g_len : g_left;
 wire [5:0]  pad      = (6'd0 - r_len[5:0]) & 6'd3;
 wire [15:0] pay_len  = 16'd24 + (has_imm ? 16'd4 : 16'd0) + r_len[15:0] + {10'd0, pad};
 wire [319:0] grh_be  = r_global ? {4'd6, r_tclass, r_flow, pay_len, 8'h1B, r_hop, r_sgid, r_dgid} : 320'd0;
@@ -183,9 +221,14 @@ always @* begin
     for (k = 0; k < 40; k = k + 1)
         grh_le[k*8 +: 8] = grh_be[(39-k)*8 +: 8];
 end
-wire [ADDR_WIDTH-1:0] rq_slot = qp_rq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_rq_ci & rq_mask} << 6);
-assign m_dma_data = dma_is_grh ? {grh_le, 32'd40, grh_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE}
-                               : {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, rq_slot, DMA_LOAD};
+// 64-byte WQEs, or 128-byte ones when the QP's receive WQEs may have more than one SGE
+wire [ADDR_WIDTH-1:0] rq_slot = qp_rq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_rq_ci & rq_mask}
+                                              << (rq_cap > 3'd1 ? 7 : 6));
+wire [ADDR_WIDTH-1:0] rq_slot_tail = rq_slot + 64;   // SGEs 1-3 of a 128-byte WQE
+assign m_dma_data =
+    dma_sel == R_GRH  ? {grh_le >> {gp, 3'd0}, g_take, g_addr[ADDR_WIDTH-1:0], {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+    dma_sel == R_WQE2 ? {512'd0, 32'd48, {ADDR_WIDTH{1'b0}}, rq_slot_tail, DMA_LOAD} :
+                        {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, rq_slot, DMA_LOAD};
 
 // the receive completion
 wire [2:0]  lmc       = port_lmc[r_port*3 +: 3];
@@ -200,9 +243,22 @@ wire [255:0] cqe = ok_cqe ?
     {48'd0, cqe_op, cqe_status, 32'd0, r_dest, 64'd0, rq_wr_id};
 assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
 
-wire unused = ^{rq_addr[63:ADDR_WIDTH], s_prot_data[0], s_dma_rdata[511:256], s_dma_rdata[127:0],
-                r_dlid[15:7], lmc_mask[15:7]};
+wire unused = ^{s_prot_data[0], s_dma_rdata[511:384],
+                r_dlid[15:7], lmc_mask[15:7], ov_len[33:32], ov_skip[33:32], g_addr};
 
+// every SGE the piece touches is checked: the answer is ready (UD: the payload follows the GRH
+// area, which is stored first)
+task walk_done;
+    begin
+        m_rsp_addr  <= is_ud ? 40 : 0;
+        m_rsp_place <= 1'b1;
+        gj <= 2'd0;
+        gp <= 6'd0;
+        state <= is_ud ? S_GRH : S_RESPOND;
+    end
+endtask
+
+integer n;
 always @(posedge clk) begin
     m_rsp_valid   <= 1'b0;
     qp_rq_advance <= 1'b0;
@@ -222,6 +278,7 @@ always @(posedge clk) begin
             r_global <= s_msg_is_global; r_tclass <= s_msg_tclass; r_flow <= s_msg_flow_label;
             r_hop  <= s_msg_hop_limit; r_sgid <= s_msg_sgid; r_dgid <= s_msg_dgid;
             m_rsp_status <= WC_SUCCESS;
+            m_rsp_sgl    <= 256'd0;
             m_rsp_place  <= 1'b0;
             m_rsp_rnr    <= 1'b0;
             r_set_err    <= 1'b0;
@@ -285,35 +342,75 @@ always @(posedge clk) begin
             if (r_kind == 2'd2 && qp_rq_pi == qp_rq_ci) begin
                 state <= S_RESPOND;
             end else begin
-                dma_is_grh  <= 1'b0;
+                dma_sel     <= R_WQE;
                 m_dma_valid <= 1'b1;
                 state <= S_RQ_WAIT;
             end
         end
 
         S_RQ_WAIT: if (s_dma_done) begin
-            rq_qpn   <= qp_qpn;
-            rq_wr_id <= s_dma_rdata[8*8 +: 64];
-            rq_addr  <= s_dma_rdata[16*8 +: 64];
-            rq_len   <= s_dma_rdata[24*8 +: 32];
-            rq_lkey  <= s_dma_rdata[28*8 +: 32];
-            state <= r_kind == 2'd2 || r_kind == 2'd1 ? S_CQE : S_LKEY;
+            rq_qpn     <= qp_qpn;
+            rq_wr_id   <= s_dma_rdata[8*8 +: 64];
+            rq_nsge    <= s_dma_rdata[2*8 +: 8];
+            rq_addr[0] <= s_dma_rdata[16*8 +: 64];
+            rq_len[0]  <= s_dma_rdata[24*8 +: 32];
+            rq_lkey[0] <= s_dma_rdata[28*8 +: 32];
+            if (r_kind == 2'd2 || r_kind == 2'd1) begin
+                state <= S_CQE;
+            end else if (s_dma_rdata[2*8 +: 8] > 8'd1 && s_dma_rdata[2*8 +: 8] <= {5'd0, rq_cap}) begin
+                // SGEs 1-3 in the WQE's second half
+                dma_sel     <= R_WQE2;
+                m_dma_valid <= 1'b1;
+                state <= S_RQ2_WAIT;
+            end else begin
+                state <= S_LKEY;
+            end
+        end
+
+        S_RQ2_WAIT: if (s_dma_done) begin
+            for (n = 1; n < 4; n = n + 1) begin
+                rq_addr[n] <= s_dma_rdata[(n-1)*128 +: 64];
+                rq_len[n]  <= s_dma_rdata[(n-1)*128 + 64 +: 32];
+                rq_lkey[n] <= s_dma_rdata[(n-1)*128 + 96 +: 32];
+            end
+            state <= S_LKEY;
         end
 
         S_LKEY: begin
-            if (is_send && recv_need + {1'b0, r_off} > {1'b0, rq_len}) begin
+            if (is_send && rq_bad) begin
+                // more SGEs than the QP's receive WQEs hold: a WQE the device cannot use
+                cqe_status   <= WC_LOC_QP_OP_ERR;
+                m_rsp_status <= is_rc ? WC_REM_OP_ERR : WC_SUCCESS;
+                r_set_err    <= is_rc;
+                state <= S_CQE;
+            end else if (is_send && piece_hi > rq_total) begin
                 cqe_status   <= WC_LOC_LEN_ERR;
                 m_rsp_status <= is_rc ? WC_REM_INV_REQ_ERR : WC_SUCCESS;
                 r_set_err    <= is_rc;
                 state <= S_CQE;
             end else if (is_send && recv_need != 33'd0) begin
                 prot_is_rkey <= 1'b0;
-                m_prot_valid <= 1'b1;
-                state <= S_LKEY_WAIT;
+                wk       <= 2'd0;
+                wk_start <= 34'd0;
+                state <= S_WALK;
             end else begin
                 // RDMA WRITE with immediate: the payload went to the rkey's address
                 m_rsp_place <= 1'b1;
                 state <= S_RESPOND;
+            end
+        end
+
+        // each SGE the piece touches: its lkey, PD, bounds and LOCAL_WRITE over the part it
+        // takes; the answer's list is those parts, in order
+        S_WALK: begin
+            if (ov_any) begin
+                m_prot_valid <= 1'b1;
+                state <= S_LKEY_WAIT;
+            end else if (walk_last) begin
+                walk_done;
+            end else begin
+                wk       <= wk + 2'd1;
+                wk_start <= wk_end;
             end
         end
 
@@ -324,20 +421,36 @@ always @(posedge clk) begin
                 r_set_err    <= is_rc;
                 state <= S_CQE;
             end else begin
-                m_rsp_addr  <= s_prot_data[ADDR_WIDTH:1] + (is_ud ? 40 : 0);
-                m_rsp_place <= 1'b1;
-                if (is_ud) begin
-                    grh_addr    <= s_prot_data[ADDR_WIDTH:1];
-                    dma_is_grh  <= 1'b1;
-                    m_dma_valid <= 1'b1;
-                    state <= S_GRH_WAIT;
+                m_rsp_sgl[wk*64 +: 64] <= {ov_len[31:0], lkey_host};
+                if (walk_last) begin
+                    walk_done;
                 end else begin
-                    state <= S_RESPOND;
+                    wk       <= wk + 2'd1;
+                    wk_start <= wk_end;
+                    state <= S_WALK;
                 end
             end
         end
 
-        S_GRH_WAIT: if (s_dma_done) state <= S_RESPOND;
+        S_GRH: begin
+            if (gp == 6'd40) begin
+                state <= S_RESPOND;
+            end else if (g_len == 32'd0) begin
+                gj <= gj + 2'd1;
+                if (gj == 2'd3)
+                    state <= S_RESPOND;
+            end else begin
+                dma_sel     <= R_GRH;
+                m_dma_valid <= 1'b1;
+                state <= S_GRH_WAIT;
+            end
+        end
+
+        S_GRH_WAIT: if (s_dma_done) begin
+            gp    <= gp + g_take[5:0];
+            gj    <= gj + 2'd1;
+            state <= gj == 2'd3 ? S_RESPOND : S_GRH;
+        end
 
         S_CQE: begin
             if (r_kind == 2'd1 && !needs_rq) begin

@@ -75,6 +75,7 @@ module rx_engine #(
     input  wire                             s_rsp_rnr,
     input  wire [4:0]                       s_rsp_rnr_timer,
     input  wire [ADDR_WIDTH-1:0]            s_rsp_addr,
+    input  wire [255:0]                     s_rsp_sgl,    // a SEND piece's receive buffer (s_rsp_addr: offset in it)
 
     // DMA mover client (WRITE_STREAM), and the stream it stores
     output reg                              m_dma_valid,
@@ -239,6 +240,7 @@ assign m_msg_hold = state != S_IDLE;
 reg                   storing;          // the store's stream is open
 reg                   stored;           // the packet's payload is taken (stored, or none)
 reg [ADDR_WIDTH-1:0]  store_addr;
+reg [255:0]           store_sgl;        // a SEND's piece of the receive buffer (else no bytes)
 // the DMA command: the payload stream, an atomic at the responder, or an atomic ACK's
 // original value into the local SGE
 localparam [1:0] X_STREAM = 2'd0, X_ATOMIC = 2'd1, X_ORIG = 2'd2;
@@ -250,7 +252,7 @@ wire [511:0] atomic_ops = atomic_block(is_cas, h_atomic_a, is_cas ? h_atomic_b :
 assign m_dma_data =
     dma_op == X_ATOMIC ? {atomic_ops, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
     dma_op == X_ORIG   ? {448'd0, h_atomic_a, 32'd8, store_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
-                         {512'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
+                         {store_sgl, 256'd0, 19'd0, h_plen, store_addr, {ADDR_WIDTH{1'b0}}, DMA_WRITE_STREAM};
 // bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
 // the AXI write data (the strobes mask them anyway)
 wire [KEEP_WIDTH-1:0] wr_keep = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
@@ -276,7 +278,7 @@ reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {64'd0, ans_orig, 32'd0, h_internal, {(64-ADDR_WIDTH){1'b0}}, ans_addr, 4'd0, ans_msn,
+wire [TXD_WIDTH-1:0] ans = {64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
                             24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
@@ -369,6 +371,7 @@ always @(posedge clk) begin
                     state <= S_DROP;            // no READ (or atomic) waits for it
                 end else begin
                     store_addr <= req_addr;
+                    store_sgl  <= 256'd0;
                     state <= S_STORE;
                 end
             end else if (!qp_ok) begin
@@ -418,6 +421,7 @@ always @(posedge clk) begin
                         in_msg[q] <= 1'b0;
                     end else begin
                         store_addr <= msg_addr[q] + q_off[ADDR_WIDTH-1:0];
+                        store_sgl  <= 256'd0;
                         state <= S_STORE;
                     end
                 end else begin
@@ -432,6 +436,7 @@ always @(posedge clk) begin
                 msg_addr[q] <= s_rsp_addr;
             store_addr <= msg_write[q] && msg_kind == 2'd3 ? msg_addr[q] + q_off[ADDR_WIDTH-1:0]
                                                             : s_rsp_addr;
+            store_sgl  <= msg_write[q] && msg_kind == 2'd3 ? 256'd0 : s_rsp_sgl;
             if (s_rsp_rnr) begin
                 // RNR NAK with the QP's timer: the requester sends the message again from its
                 // first packet

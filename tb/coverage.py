@@ -36,6 +36,7 @@ TRANSPORTS = [t.name for t in QPType]
 PATHS = ["bypass", "wire", "internal", "none"]
 SIZES = ["0", "1", "<mtu", "=mtu", "multi", ">=1MiB"]
 ALIGNS = ["both aligned", "same offset", "different offsets"]
+SGE_COUNTS = ["1", "2", "3", "4"]
 STATUSES = [s.name for s in WCStatus]
 MTUS = [m.size for m in MTU]
 
@@ -84,16 +85,15 @@ IMPOSSIBLE_RULES = {
     "rdma.wr.opcode_transport_path": lambda b: _why_wr_cross(*b),
     "rdma.wr.transport_path_size": lambda b: _why_size(*b),
     "rdma.wr.status_transport": lambda b: _why_status(b[0]) or _why_status_transport(*b),
+    "rdma.wr.recv_sges_path": lambda b: (
+        "a receive is reached only by a message that left the requester" if b[1] == "none"
+        else None),
     "rdma.cmd.command_result": lambda b: _why_command(*b),
     "rdma.link.aeth": lambda b: _why_aeth(b),
 }
 
 
 def _why_status_transport(status, transport):
-    if status == "LOC_LEN_ERR" and transport == "UC":
-        return ("the requester's length checks are UD's MTU limit and an atomic's 8 bytes (RC) "
-                "(docs/semantics.md); a UC QP's too-short receive completes the receive "
-                "LOC_LEN_ERR instead")
     remote = ("REM_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_OP_ERR", "RETRY_EXC_ERR",
               "RNR_RETRY_EXC_ERR")
     if transport != "RC" and status in remote:
@@ -159,6 +159,10 @@ def align_class(src, dst):
 @CoverCross("rdma.wr.opcode_align", items=["rdma.wr.opcode", "rdma.wr.align"],
             ign_bins=[("invalid", None)])
 @CoverCross("rdma.wr.status_transport", items=["rdma.wr.status", "rdma.wr.transport"])
+@CoverPoint("rdma.wr.sges", xf=lambda r: r["sges"], bins=SGE_COUNTS)
+@CoverCross("rdma.wr.sges_path", items=["rdma.wr.sges", "rdma.wr.path"])
+@CoverPoint("rdma.wr.recv_sges", xf=lambda r: r["recv_sges"], bins=SGE_COUNTS)
+@CoverCross("rdma.wr.recv_sges_path", items=["rdma.wr.recv_sges", "rdma.wr.path"])
 def _sample_wr(record):
     pass
 
@@ -174,9 +178,10 @@ def on_send_completed(model, q, w, status):
     path = ("none" if not w.started else "bypass" if not w.wire
             else "internal" if w.internal else "wire")
     far = model if not w.wire or w.internal else model.links.get(q.port, (model, 0))[0]
-    local = _host(model, wr.sge.lkey, wr.sge.addr)
+    first = wr.sg_list[0] if wr.sg_list else None
+    local = _host(model, first.lkey, first.addr) if first is not None else None
     if wr.opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM):
-        sge = w.recv_sge
+        sge = w.recv_sges[0] if w.recv_sges else None
         remote = _host(far, sge.lkey, sge.addr) if sge is not None else None
     else:
         remote = _host(far, wr.rkey, wr.remote_addr)
@@ -184,8 +189,10 @@ def on_send_completed(model, q, w, status):
     mtu = model._path_mtu(q)
     _sample_wr({
         "opcode": WROpcode(wr.opcode).name if wr.opcode in set(WROpcode) else "invalid", "transport": QPType(q.type).name, "path": path,
-        "size": size_class(wr.sge.length, mtu), "align": align_class(src, dst),
+        "size": size_class(wr.length, mtu), "align": align_class(src, dst),
         "status": WCStatus(status).name, "mtu": mtu,
+        "sges": str(min(max(len(wr.sg_list), 1), 4)),
+        "recv_sges": str(min(len(w.recv_sges), 4)) if w.recv_sges else None,
     })
 
 

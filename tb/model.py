@@ -29,7 +29,8 @@ from .ib_packet import (
     AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, AtomicAckETH, AtomicETH, ImmDt, Packet, packetize,
 )
 from .verbs import (
-    ATOMIC_OPS, COUNTERS, GRH_BYTES, MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, QKEY_FROM_QP, WQE_BYTES, Access,
+    ATOMIC_OPS, COUNTERS, GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
+    PORT_STRIDE, QKEY_FROM_QP, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg, SGE,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
@@ -176,7 +177,7 @@ class _SendWQE:
     started: bool = False  # passed the requester checks and was counted; RNR retries don't
     wire: bool = False     # takes the packet path
     internal: bool = False  # a loopback message on the packet path (the bypass switched off)
-    recv_sge: SGE | None = None    # the receive buffer a SEND landed in
+    recv_sges: tuple = ()          # the receive buffer (its SGEs) a SEND landed in
 
 
 @dataclass
@@ -195,6 +196,8 @@ class ModelQP:
     recv_cq: int
     sq_size: int = 0      # ring entries
     rq_size: int = 0
+    max_send_sge: int = 1   # SGEs a WQE of the queue may have
+    max_recv_sge: int = 1
     state: QPState = QPState.RESET
     attr: QPAttr = QPAttr()
     sq: deque = field(default_factory=deque)  # posted, not yet completed (head: RNR waiting)
@@ -238,7 +241,7 @@ class Model(Observer):
         # called with (model, qp, wqe, status) for every send WR the model completes, for
         # functional coverage (tb/coverage.py)
         self.listeners = []
-        self.last_recv_sge = None   # the receive buffer the last arriving SEND was given
+        self.last_recv_sges = ()    # the receive buffer the last arriving SEND was given
 
     def cable(self, port, far_model, far_port):
         """Port `port`'s link leads to `far_port` of `far_model` (which may be this model)."""
@@ -345,10 +348,11 @@ class Model(Observer):
 
     def on_create_qp(self, qp):
         self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
-                                      qp.recv_cq.cqn, qp.sq.size, qp.rq.size)
+                                      qp.recv_cq.cqn, qp.sq.size, qp.rq.size,
+                                      qp.max_send_sge, qp.max_recv_sge)
         # The device only reads the rings: tracking them catches a stray write into one.
         for wq, name in ((qp.sq, "send"), (qp.rq, "receive")):
-            self.image.track(wq.base, WQE_BYTES * wq.size, f"QP {qp.qp_num} {name} ring",
+            self.image.track(wq.base, wq.stride * wq.size, f"QP {qp.qp_num} {name} ring",
                              self._read_host)
 
     def on_modify_qp(self, qp, state, attr):
@@ -439,7 +443,7 @@ class Model(Observer):
             fields = dict(wr_id=wr.wr_id, status=status, opcode=opcode, qp_num=q.qpn)
             if opcode in (WCOpcode.SEND, WCOpcode.RDMA_READ, WCOpcode.COMP_SWAP,
                           WCOpcode.FETCH_ADD):
-                fields["byte_len"] = wr.sge.length
+                fields["byte_len"] = wr.length
             self._expect(q.send_cq, q.qpn, False, fields, what)
 
     # --- the send queue engine -------------------------------------------------------------
@@ -471,7 +475,7 @@ class Model(Observer):
             w.internal = w.wire and loopback
             if not w.wire:
                 self.counters.lb_msgs += 1
-                self.counters.lb_bytes += w.wr.sge.length
+                self.counters.lb_bytes += w.wr.length
             w.started = True
         status, why = self._send_packets(q, w) if w.wire else self._deliver(q, w)
         if status is None:
@@ -498,21 +502,29 @@ class Model(Observer):
     def _requester_check(self, q, wr):
         if wr.opcode not in _ALLOWED_OPCODES[q.type]:
             return WCStatus.LOC_QP_OP_ERR, f"opcode not allowed on {q.type.name}"
-        length = wr.sge.length
+        length, sges = wr.length, wr.sg_list
         if q.type == QPType.UD:
             ah = self.ahs.get(wr.ahn)
             if ah is None or ah.pd != q.pd or ah.port != q.port:
                 return WCStatus.LOC_QP_OP_ERR, f"AH {wr.ahn} missing, or of another PD or port"
+        if len(sges) > max(q.max_send_sge, 1):
+            return WCStatus.LOC_QP_OP_ERR, f"{len(sges)} SGEs, the QP's WQEs hold {q.max_send_sge}"
+        if wr.opcode in _READS_BACK and len(sges) > MAX_SGE_RD:
+            return WCStatus.LOC_QP_OP_ERR, f"{len(sges)} SGEs, a READ or atomic takes {MAX_SGE_RD}"
+        if length > MAX_MSG_BYTES:
+            return WCStatus.LOC_LEN_ERR, f"{length} bytes exceed 2^31"
+        if q.type == QPType.UD:
             mtu = self.ports[q.port].mtu.size
             if length > mtu:
                 return WCStatus.LOC_LEN_ERR, f"{length} bytes exceed the port MTU {mtu}"
         if wr.opcode in ATOMIC_OPS and length != ATOMIC_BYTES:
             return WCStatus.LOC_LEN_ERR, f"an atomic's SGE has {length} bytes, not 8"
-        if length:
-            need = Access.LOCAL_WRITE if wr.opcode in _READS_BACK else Access(0)
-            mr, why = self._lookup_mr(wr.sge.lkey, q.pd, wr.sge.addr, length, need)
-            if mr is None:
-                return WCStatus.LOC_PROT_ERR, f"lkey: {why}"
+        need = Access.LOCAL_WRITE if wr.opcode in _READS_BACK else Access(0)
+        for i, sge in enumerate(sges):
+            if sge.length:
+                mr, why = self._lookup_mr(sge.lkey, q.pd, sge.addr, sge.length, need)
+                if mr is None:
+                    return WCStatus.LOC_PROT_ERR, f"SGE {i} lkey: {why}"
         return WCStatus.SUCCESS, ""
 
     def _av(self, q, wr):
@@ -575,36 +587,69 @@ class Model(Observer):
         return WCStatus.RNR_RETRY_EXC_ERR, why
 
     def _local_bytes(self, wr):
-        """The bytes the sender's SGE names (validated by the requester checks)."""
-        if not wr.sge.length:
-            return b""
-        mr = self.mrs[wr.sge.lkey >> 8]
-        return self.image.read(mr.host_addr(wr.sge.addr), wr.sge.length)
+        """The bytes the sender's SGEs name, in order (validated by the requester checks)."""
+        return b"".join(self.image.read(self.mrs[s.lkey >> 8].host_addr(s.addr), s.length)
+                        for s in wr.sg_list if s.length)
+
+    def _write_local(self, wr, data):
+        """Bytes for the sender's own SGEs (a READ's data, an atomic's original value)."""
+        pos = 0
+        for s in wr.sg_list:
+            if s.length and pos < len(data):
+                self.image.write(self.mrs[s.lkey >> 8].host_addr(s.addr), data[pos:pos + s.length])
+                pos += s.length
+
+    def _recv_parts(self, recv, pd, lo, size):
+        """Bytes [lo, lo + size) of receive WQE `recv`'s SGEs as (host address, length) parts,
+        each part's lkey checked for LOCAL_WRITE; or None and why at the first that fails."""
+        parts, start = [], 0
+        for i, sge in enumerate(recv.wr.sg_list):
+            a, b = max(start, lo), min(start + sge.length, lo + size)
+            if b > a:
+                mr, why = self._lookup_mr(sge.lkey, pd, sge.addr + a - start, b - a,
+                                          Access.LOCAL_WRITE)
+                if mr is None:
+                    return None, f"{recv.what} SGE {i} lkey: {why}"
+                parts.append((mr.host_addr(sge.addr + a - start), b - a))
+            start += sge.length
+        return parts, ""
+
+    def _scatter(self, parts, data):
+        pos = 0
+        for at, n in parts:
+            self.image.write(at, data[pos:pos + n])
+            pos += n
+
+    def _recv_unusable(self, dest, recv):
+        """Why receive WQE `recv` cannot take data (more SGEs than the QP's WQEs hold), or ""."""
+        n = len(recv.wr.sg_list)
+        return (f"{recv.what} has {n} SGEs, the QP's WQEs hold {dest.max_recv_sge}"
+                if n > max(dest.max_recv_sge, 1) else "")
 
     def _deliver_send(self, q, w, dest):
         wr = w.wr
         if not dest.rq:
             return self._no_receive(q, dest)
         recv = self._take_recv(dest)
-        w.recv_sge = recv.wr.sge
+        w.recv_sges = recv.wr.sg_list
         rc = q.type == QPType.RC
-        total = wr.sge.length + (GRH_BYTES if q.type == QPType.UD else 0)
-        if total > recv.wr.sge.length:
-            why = f"{recv.what} holds {recv.wr.sge.length} bytes, the message needs {total}"
+        ud = q.type == QPType.UD
+        total = wr.length + (GRH_BYTES if ud else 0)
+        why = self._recv_unusable(dest, recv)
+        if why:
+            self._recv_error(dest, recv, WCStatus.LOC_QP_OP_ERR, w, why)
+            return (WCStatus.REM_OP_ERR if rc else WCStatus.SUCCESS), why
+        if total > recv.wr.length:
+            why = f"{recv.what} holds {recv.wr.length} bytes, the message needs {total}"
             self._recv_error(dest, recv, WCStatus.LOC_LEN_ERR, w, why)
             return (WCStatus.REM_INV_REQ_ERR if rc else WCStatus.SUCCESS), why
         if total:
-            rmr, why = self._lookup_mr(recv.wr.sge.lkey, dest.pd, recv.wr.sge.addr, total,
-                                       Access.LOCAL_WRITE)
-            if rmr is None:
-                why = f"{recv.what} lkey: {why}"
+            parts, why = self._recv_parts(recv, dest.pd, 0, total)
+            if parts is None:
                 self._recv_error(dest, recv, WCStatus.LOC_PROT_ERR, w, why)
                 return (WCStatus.REM_OP_ERR if rc else WCStatus.SUCCESS), why
-            at = rmr.host_addr(recv.wr.sge.addr)
-            if q.type == QPType.UD:
-                self.image.write(at, self._grh_area(q, wr))
-                at += GRH_BYTES
-            self.image.write(at, self._local_bytes(wr))
+            grh = self._grh_area(q, wr) if ud else b""
+            self._scatter(parts, grh + self._local_bytes(wr))
         self._expect_recv(q, w, dest, recv, WCOpcode.RECV, total)
         return WCStatus.SUCCESS, ""
 
@@ -612,7 +657,7 @@ class Model(Observer):
         """RDMA WRITE (WITH_IMM) and READ. The rkey is checked before a WRITE_WITH_IMM looks
         for its receive: a failed check consumes none, and fails even with none posted."""
         wr = w.wr
-        length = wr.sge.length
+        length = wr.length
         read = wr.opcode == WROpcode.RDMA_READ
         with_imm = wr.opcode == WROpcode.RDMA_WRITE_WITH_IMM
         rmr = None
@@ -632,8 +677,7 @@ class Model(Observer):
         if rmr is not None:
             remote = rmr.host_addr(wr.remote_addr)
             if read:
-                local = self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr)
-                self.image.write(local, self.image.read(remote, length))
+                self._write_local(wr, self.image.read(remote, length))
             else:
                 self.image.write(remote, self._local_bytes(wr))
         if with_imm:
@@ -672,14 +716,13 @@ class Model(Observer):
 
     def _write_back(self, wr, orig):
         """An atomic's original value lands in the sender's SGE."""
-        local = self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr)
-        self.image.write(local, orig.to_bytes(8, "little"))
+        self._write_local(wr, orig.to_bytes(8, "little"))
 
     def _grh_area(self, q, wr):
         route = self.ahs[wr.ahn].attr.grh
         if route is None:
             return bytes(GRH_BYTES)
-        return ud_grh(route, self.ports[q.port].gid, wr.sge.length,
+        return ud_grh(route, self.ports[q.port].gid, wr.length,
                       wr.opcode == WROpcode.SEND_WITH_IMM)
 
     def _expect_recv(self, q, w, dest, recv, opcode, byte_len):
@@ -733,7 +776,7 @@ class Model(Observer):
         if av.grh is not None:
             grh = GRH(sgid=bytes(port.gid), dgid=bytes(av.grh.dgid), hop_limit=av.grh.hop_limit,
                       tclass=av.grh.traffic_class, flow_label=av.grh.flow_label)
-        dest_qp, pkey, length = self._dest_qpn(q, wr), self.pkeys[q.port], wr.sge.length
+        dest_qp, pkey, length = self._dest_qpn(q, wr), self.pkeys[q.port], wr.length
         reth = RETH(va=wr.remote_addr, rkey=wr.rkey, dma_len=length)
         if wr.opcode in ATOMIC_OPS:
             cas = wr.opcode == WROpcode.ATOMIC_CMP_AND_SWP
@@ -823,9 +866,9 @@ class Model(Observer):
             if far is None:
                 answer, why, responses = None, f"port {q.port} has no cable", []
             else:
-                far.last_recv_sge = None
+                far.last_recv_sges = ()
                 answer, why, responses = far._arrive(far_port, packets, internal, w.what)
-                w.recv_sge = far.last_recv_sge
+                w.recv_sges = far.last_recv_sges
                 if not internal:
                     far._sent(far_port, responses)
                     self._received(q.port, responses)
@@ -860,8 +903,7 @@ class Model(Observer):
             q.sq_psn = (q.sq_psn + 1) & PSN_MASK
         elif wr.opcode == WROpcode.RDMA_READ:
             data = b"".join(r.payload for r in responses)
-            if data:
-                self.image.write(self.mrs[wr.sge.lkey >> 8].host_addr(wr.sge.addr), data)
+            self._write_local(wr, data)
             q.sq_psn = (q.sq_psn + len(responses)) & PSN_MASK
         else:
             q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
@@ -1020,23 +1062,23 @@ class Model(Observer):
                 nak += self._answer_packets(port, dest, first, SEQ_NAK)
             return answer, why, nak, 1
         recv = self._take_recv(dest)
-        sge = recv.wr.sge
-        self.last_recv_sge = sge
+        self.last_recv_sges = recv.wr.sg_list
         offset = 0
         for taken, pkt in enumerate(packets, 1):
             # each packet's piece of the receive buffer is checked as it arrives; the pieces
             # before a failing one are already written
             size = len(pkt.payload) + (GRH_BYTES if ud else 0)
             status = None
-            if offset + size > sge.length:
+            unusable = self._recv_unusable(dest, recv)
+            if unusable:
+                status, local, why = WCStatus.REM_OP_ERR, WCStatus.LOC_QP_OP_ERR, unusable
+            elif offset + size > recv.wr.length:
                 status, local = WCStatus.REM_INV_REQ_ERR, WCStatus.LOC_LEN_ERR
-                why = f"{recv.what} holds {sge.length} bytes, the message needs more"
+                why = f"{recv.what} holds {recv.wr.length} bytes, the message needs more"
             elif size:
-                rmr, why = self._lookup_mr(sge.lkey, dest.pd, sge.addr + offset, size,
-                                           Access.LOCAL_WRITE)
-                if rmr is None:
-                    status, local, why = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR, \
-                        f"{recv.what} lkey: {why}"
+                parts, why = self._recv_parts(recv, dest.pd, offset, size)
+                if parts is None:
+                    status, local = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR
             if status is not None:
                 self._recv_error(dest, recv, local, _Named(what), why)
                 if not rc:
@@ -1044,11 +1086,7 @@ class Model(Observer):
                 answer, why, nak = self._nak(port, dest, pkt, status, why)
                 return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak, taken
             if size:
-                at = rmr.host_addr(sge.addr + offset)
-                if ud:
-                    self.image.write(at, self._grh_of(pkt))
-                    at += GRH_BYTES
-                self.image.write(at, pkt.payload)
+                self._scatter(parts, (self._grh_of(pkt) if ud else b"") + pkt.payload)
             offset += size
         self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV, offset,
                                  **self._recv_source(dest, last))

@@ -182,10 +182,11 @@ class Rdma:
             mr.write(0, self.payload(size))
         return Region(self.dev, mr, before, after)
 
-    async def qp(self, qp_type, send_cq=None, recv_cq=None, depth=16, pd=None):
-        """A QP in RESET, with its own CQ unless given."""
+    async def qp(self, qp_type, send_cq=None, recv_cq=None, depth=16, pd=None, sges=1):
+        """A QP in RESET, with its own CQ unless given; its WQEs hold `sges` SGEs."""
         cq = send_cq or recv_cq or await self.dev.create_cq(2 * depth)
-        return await (pd or self.pd).create_qp(qp_type, send_cq or cq, recv_cq or cq, depth, depth)
+        return await (pd or self.pd).create_qp(qp_type, send_cq or cq, recv_cq or cq, depth, depth,
+                                               sges, sges)
 
     async def connect(self, qp, dest_qp_num, port=1, dlid=None, **attrs):
         """Take an RC/UC QP to RTS aimed at `dest_qp_num` behind `dlid` (default: the port's
@@ -194,19 +195,20 @@ class Rdma:
         attrs = dict(src_path_bits=SRC_PATH_BITS, sl=SL) | attrs
         await qp.to_rts(dest_qp_num, dlid, port, **attrs)
 
-    async def connected_pair(self, qp_type, port=1, depth=16, cqs=None, **attrs):
+    async def connected_pair(self, qp_type, port=1, depth=16, cqs=None, sges=1, **attrs):
         """Two RC or UC QPs on `port` in RTS, aimed at each other through the port's own
-        address. Each has its own CQ for both queues, unless `cqs` gives (a's CQ, b's CQ)."""
+        address. Each has its own CQ for both queues, unless `cqs` gives (a's CQ, b's CQ); their
+        WQEs hold `sges` SGEs."""
         cq_a, cq_b = cqs or (None, None)
-        a = await self.qp(qp_type, cq_a, cq_a, depth)
-        b = await self.qp(qp_type, cq_b, cq_b, depth)
+        a = await self.qp(qp_type, cq_a, cq_a, depth, sges=sges)
+        b = await self.qp(qp_type, cq_b, cq_b, depth, sges=sges)
         await self.connect(a, b.qp_num, port, **attrs)
         await self.connect(b, a.qp_num, port, **attrs)
         return a, b
 
-    async def ud_qp(self, port=1, qkey=QKEY, depth=16, cq=None):
-        """A UD QP in RTS on `port` (with its own CQ unless given)."""
-        qp = await self.qp(QPType.UD, cq, cq, depth)
+    async def ud_qp(self, port=1, qkey=QKEY, depth=16, cq=None, sges=1):
+        """A UD QP in RTS on `port` (with its own CQ unless given; WQEs of `sges` SGEs)."""
+        qp = await self.qp(QPType.UD, cq, cq, depth, sges=sges)
         await qp.to_rts(port=port, qkey=qkey)
         return qp
 

@@ -331,14 +331,31 @@ class RemoteAddr:
 
 
 NO_SGE = SGE(0, 0, 0)
+MAX_SGE = 4     # scatter/gather elements a WQE can hold (a QP's max_send_sge / max_recv_sge)
+MAX_SGE_RD = 1  # ... that an RDMA READ or an atomic may have (the device's max_sge_rd)
+MAX_MSG_BYTES = 1 << 31     # a message's bytes at most (the sum of its SGEs)
+
+
+class _ScatterGather:
+    """A WR's `sge` is one SGE or a sequence of them: its scatter/gather list, in order."""
+
+    @property
+    def sg_list(self):
+        return (self.sge,) if isinstance(self.sge, SGE) else tuple(self.sge)
+
+    @property
+    def length(self):
+        """The bytes of the list: the sum of the SGEs' lengths."""
+        return sum(s.length for s in self.sg_list)
 
 
 @dataclass(frozen=True)
-class SendWR:
-    """One send work request. `imm` is the 4 immediate bytes as a big-endian int, which is what
+class SendWR(_ScatterGather):
+    """One send work request. `sge` is one SGE or a sequence of up to MAX_SGE: the message is
+    their bytes in order. `imm` is the 4 immediate bytes as a big-endian int, which is what
     rdma-core programs put there (htonl); the device copies the bytes as they are."""
     opcode: WROpcode | int
-    sge: SGE = NO_SGE
+    sge: SGE | tuple = NO_SGE
     wr_id: int = 0
     flags: SendFlags = SendFlags.SIGNALED
     imm: int = 0
@@ -358,8 +375,10 @@ class SendWR:
 
 
 @dataclass(frozen=True)
-class RecvWR:
-    sge: SGE = NO_SGE
+class RecvWR(_ScatterGather):
+    """One receive work request: `sge` is one SGE or a sequence of up to MAX_SGE, filled in
+    order."""
+    sge: SGE | tuple = NO_SGE
     wr_id: int = 0
 
 
@@ -432,6 +451,8 @@ class QPStatus:
     rq_psn: int             # the PSN the responder expects next
     max_rd_atomic: int
     max_dest_rd_atomic: int
+    max_send_sge: int       # as created (0 and 1 both mean one)
+    max_recv_sge: int
 
 
 @dataclass
@@ -458,32 +479,52 @@ class Guard:
 # ---------------------------------------------------------------------------------------------
 # Byte layouts (docs/host-interface.md)
 
-_SEND_WQE = struct.Struct("<BBxx4sQQIIQIIII8x")
-_ATOMIC_WQE = struct.Struct("<BBxx4sQQIIQIIQQ")    # 0x30 compare_add, 0x38 swap over UD's fields
-_RECV_WQE = struct.Struct("<8xQQII32x")
+_SEND_WQE = struct.Struct("<BBBx4sQQIIQIIII8x")
+_ATOMIC_WQE = struct.Struct("<BBBx4sQQIIQIIQQ")    # 0x30 compare_add, 0x38 swap over UD's fields
+_RECV_WQE = struct.Struct("<2xBxxxxxQQII32x")
+_SGE = struct.Struct("<QII")                       # SGEs 1-3 at 0x40, 0x50, 0x60 (128-byte WQEs)
 _CQE = struct.Struct("<QI4sIIBBBBHBB")
 _CQ_BLOCK = struct.Struct("<QB")
 _MR_BLOCK = struct.Struct("<QIBBHQ")
 _AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
-_QP_CREATE_BLOCK = struct.Struct("<BxHHHBB6xQQ")
+_QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBB4xQQ")
 _QP_MODIFY_BLOCK = struct.Struct("<BBBBIIBBBBHBBBBBBIBB2x16sII")
-_QP_QUERY_BLOCK = struct.Struct("<B3xHHHHBBBBIIBB")
-WQE_BYTES = 64
+_QP_QUERY_BLOCK = struct.Struct("<B3xHHHHBBBBIIBBBB")
+WQE_BYTES = 64          # a WQE with one SGE; 128 when the queue's WQEs may have more
+
+
+def wqe_bytes(max_sge):
+    """The ring stride of a queue whose WQEs have up to `max_sge` SGEs."""
+    return 2 * WQE_BYTES if max_sge > 1 else WQE_BYTES
+
+
+def _sge_tail(sges):
+    """The second half of a 128-byte WQE: SGEs 1-3 (and what of more fits, for tests of the
+    device's check)."""
+    tail = b"".join(_SGE.pack(s.addr, s.length, s.lkey) for s in sges[1:])[:WQE_BYTES]
+    return tail + bytes(WQE_BYTES - len(tail))
 CQE_BYTES = 32
 
 
-def encode_send_wqe(wr):
+def encode_send_wqe(wr, size=WQE_BYTES):
+    """The WQE's `size` bytes (64, or 128 with room for SGEs 1-3)."""
+    sges = wr.sg_list or (NO_SGE,)
+    first = sges[0]
     if wr.opcode in ATOMIC_OPS:
-        return _ATOMIC_WQE.pack(wr.opcode, wr.flags, wr.imm.to_bytes(4, "big"), wr.wr_id,
-                                wr.sge.addr, wr.sge.length, wr.sge.lkey, wr.remote_addr, wr.rkey,
-                                wr.ahn, wr.compare_add & (2**64 - 1), wr.swap & (2**64 - 1))
-    return _SEND_WQE.pack(wr.opcode, wr.flags, wr.imm.to_bytes(4, "big"), wr.wr_id, wr.sge.addr,
-                          wr.sge.length, wr.sge.lkey, wr.remote_addr, wr.rkey, wr.ahn,
-                          wr.remote_qpn, wr.remote_qkey)
+        head = _ATOMIC_WQE.pack(wr.opcode, wr.flags, len(sges), wr.imm.to_bytes(4, "big"),
+                                wr.wr_id, first.addr, first.length, first.lkey, wr.remote_addr,
+                                wr.rkey, wr.ahn, wr.compare_add & (2**64 - 1), wr.swap & (2**64 - 1))
+    else:
+        head = _SEND_WQE.pack(wr.opcode, wr.flags, len(sges), wr.imm.to_bytes(4, "big"),
+                              wr.wr_id, first.addr, first.length, first.lkey, wr.remote_addr,
+                              wr.rkey, wr.ahn, wr.remote_qpn, wr.remote_qkey)
+    return head + _sge_tail(sges) if size > WQE_BYTES else head
 
 
-def encode_recv_wqe(wr):
-    return _RECV_WQE.pack(wr.wr_id, wr.sge.addr, wr.sge.length, wr.sge.lkey)
+def encode_recv_wqe(wr, size=WQE_BYTES):
+    sges = wr.sg_list or (NO_SGE,)
+    head = _RECV_WQE.pack(len(sges), wr.wr_id, sges[0].addr, sges[0].length, sges[0].lkey)
+    return head + _sge_tail(sges) if size > WQE_BYTES else head
 
 
 def decode_cqe(raw):
@@ -813,17 +854,22 @@ class PD:
         dev._notify("on_create_ah", ah)
         return ah
 
-    async def create_qp(self, qp_type, send_cq, recv_cq, max_send_wr=16, max_recv_wr=16):
-        """A QP in RESET; its rings hold at least max_send_wr / max_recv_wr requests."""
+    async def create_qp(self, qp_type, send_cq, recv_cq, max_send_wr=16, max_recv_wr=16,
+                        max_send_sge=1, max_recv_sge=1):
+        """A QP in RESET; its rings hold at least max_send_wr / max_recv_wr requests of up to
+        max_send_sge / max_recv_sge SGEs each (1..MAX_SGE; above 1 the WQEs take 128 bytes)."""
         dev = self.dev
         qpn = dev._free_index(dev.qps, 2, dev.num_qp, "QP number")
         sq_log2 = _log2_entries(max_send_wr, f"QP {qpn} send queue")
         rq_log2 = _log2_entries(max_recv_wr, f"QP {qpn} receive queue")
-        sq = _WorkQueue(dev.alloc(WQE_BYTES << sq_log2, label=f"QP {qpn} send ring"), sq_log2)
-        rq = _WorkQueue(dev.alloc(WQE_BYTES << rq_log2, label=f"QP {qpn} receive ring"), rq_log2)
+        sq = _WorkQueue(0, sq_log2, max_send_sge)
+        rq = _WorkQueue(0, rq_log2, max_recv_sge)
+        sq.base = dev.alloc(sq.stride << sq_log2, label=f"QP {qpn} send ring")
+        rq.base = dev.alloc(rq.stride << rq_log2, label=f"QP {qpn} receive ring")
         await dev.command(Cmd.CREATE_QP, qpn,
                           _QP_CREATE_BLOCK.pack(qp_type, self.pdn, send_cq.cqn, recv_cq.cqn,
-                                                sq_log2, rq_log2, sq.base, rq.base))
+                                                sq_log2, rq_log2, max_send_sge, max_recv_sge,
+                                                sq.base, rq.base))
         qp = QP(self, qpn, QPType(qp_type), send_cq, recv_cq, sq, rq)
         dev.qps[qpn] = qp
         dev._notify("on_create_qp", qp)
@@ -929,10 +975,12 @@ class CQ:
 
 @dataclass
 class _WorkQueue:
-    """One ring of 64-byte WQEs. `head` is the producer index; `tail` the consumer index as
-    last learned from the device (QUERY_QP), both free running."""
+    """One ring of WQEs of up to `max_sge` SGEs (64 bytes each, 128 when more than one SGE).
+    `head` is the producer index; `tail` the consumer index as last learned from the device
+    (QUERY_QP), both free running."""
     base: int
     log2: int
+    max_sge: int = 1
     head: int = 0
     tail: int = 0
 
@@ -940,8 +988,12 @@ class _WorkQueue:
     def size(self):
         return 1 << self.log2
 
+    @property
+    def stride(self):
+        return wqe_bytes(self.max_sge)
+
     def slot(self, index):
-        return self.base + WQE_BYTES * (index % self.size)
+        return self.base + self.stride * (index % self.size)
 
 
 class QP:
@@ -964,6 +1016,14 @@ class QP:
     @property
     def max_recv_wr(self):
         return self.rq.size
+
+    @property
+    def max_send_sge(self):
+        return max(self.sq.max_sge, 1)
+
+    @property
+    def max_recv_sge(self):
+        return max(self.rq.max_sge, 1)
 
     async def modify(self, state=None, **attrs):
         """Move to `state` (default: stay) with `attrs` (QPAttr field names) changed in the
@@ -1001,6 +1061,14 @@ class QP:
                           ah_attr=AHAttr(dlid, sl, src_path_bits, static_rate, grh), **rtr)
         await self.modify(QPState.RTS, sq_psn=sq_psn, rnr_retry=rnr_retry, **rc_attrs)
 
+    def _check_sges(self, wrs, max_sge, what):
+        """A WR with more SGEs than the queue's WQEs hold is refused, as ibv_post_* refuses it
+        (EINVAL)."""
+        for wr in wrs:
+            if len(wr.sg_list) > max_sge:
+                raise VerbsError(f"QP {self.qp_num} {what}: {len(wr.sg_list)} SGEs, the queue "
+                                 f"holds {max_sge}")
+
     async def _reserve(self, wq, n, consumer, what):
         """Room for `n` WQEs, asking the device how far it got when the ring looks full."""
         if wq.head + n - wq.tail > wq.size:
@@ -1016,22 +1084,31 @@ class QP:
             wq.head += 1
         await self.dev.write_reg(doorbell, wq.head & 0xFFFF)
 
-    async def post_send(self, wrs):
-        """Post one SendWR or a list; all or none (QueueFull). One SQ_DB write."""
+    async def post_send(self, wrs, sge_check=True):
+        """Post one SendWR or a list; all or none (QueueFull). One SQ_DB write. A WR with more
+        SGEs than the QP's WQEs hold is refused unless `sge_check` is off (then its WQE says so,
+        with the SGEs that fit, as a faulty driver's would: a test of the device's own check)."""
         wrs = _as_list(wrs)
         if self.state in (QPState.RESET, QPState.INIT, QPState.RTR):
             raise VerbsError(f"QP {self.qp_num}: post_send in {self.state.name}")
+        if sge_check:
+            self._check_sges(wrs, self.max_send_sge, "post_send")
         await self._reserve(self.sq, len(wrs), "sq_ci", "send queue")
-        await self._post(self.sq, [encode_send_wqe(wr) for wr in wrs], sq_db(self.qp_num))
+        await self._post(self.sq, [encode_send_wqe(wr, self.sq.stride) for wr in wrs],
+                         sq_db(self.qp_num))
         self.dev._notify("on_post_send", self, wrs)
 
-    async def post_recv(self, wrs):
-        """Post one RecvWR or a list; all or none (QueueFull). One RQ_DB write."""
+    async def post_recv(self, wrs, sge_check=True):
+        """Post one RecvWR or a list; all or none (QueueFull). One RQ_DB write. `sge_check` as
+        for post_send."""
         wrs = _as_list(wrs)
         if self.state == QPState.RESET:
             raise VerbsError(f"QP {self.qp_num}: post_recv in RESET")
+        if sge_check:
+            self._check_sges(wrs, self.max_recv_sge, "post_recv")
         await self._reserve(self.rq, len(wrs), "rq_ci", "receive queue")
-        await self._post(self.rq, [encode_recv_wqe(wr) for wr in wrs], rq_db(self.qp_num))
+        await self._post(self.rq, [encode_recv_wqe(wr, self.rq.stride) for wr in wrs],
+                         rq_db(self.qp_num))
         self.dev._notify("on_post_recv", self, wrs)
 
     async def destroy(self):

@@ -1,8 +1,11 @@
-"""Unit tests of dma_mover (through tb/hdl/tb_dma_mover.v) against a cocotbext-axi AxiRam.
+"""Unit tests of the DMA engine, dma_mover and the scatter/gather wrapper dma_sgl in front of it
+(through tb/hdl/tb_dma_mover.v), against a cocotbext-axi AxiRam. Commands without a list pass
+through dma_sgl to dma_mover unchanged, so the tests of the plain modes test dma_mover.
 
 Every check compares host memory with a Python shadow of it, so a byte written outside
-[dst, dst+len) anywhere in the RAM is caught, not just in guard bands. Randomness comes from
-one seed, printed at the start of each test; SEED=<n> replays a run.
+[dst, dst+len) (or outside a list's ranges) anywhere in the RAM is caught, not just in guard
+bands. Randomness comes from one seed, printed at the start of each test; SEED=<n> replays a
+run.
 """
 
 import logging
@@ -14,7 +17,7 @@ import pytest
 from tb import simrun
 from tb.dma_mover_tb import (
     DST_BASE, MODE_ATOMIC, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM,
-    ON_VERILATOR, PARAMETERS, RTL_FILES, TB,
+    ON_VERILATOR, PARAMETERS, RTL_FILES, TB, list_data, list_segments,
 )
 from tb.seed import REGRESS
 
@@ -134,24 +137,8 @@ async def test_error_responses(dut):
     """SLVERR on reads or writes sets m_done_error, the command still drains and completes."""
     tb = TB(dut, "error_responses")
     await tb.reset()
-    # the slave model warns about every failed beat; those failures are the point here
-    logging.getLogger(f"cocotb.{dut._name}.m_axi").setLevel(logging.ERROR)
     bad_lo, bad_hi = 0x40000, 0x41000      # one page that answers SLVERR
-    read_ram = tb.ram.read_if._read
-    write_ram = tb.ram.write_if._write
-
-    async def failing_read(address, length):
-        if bad_lo <= address < bad_hi:
-            raise IOError("injected read error")
-        return await read_ram(address, length)
-
-    async def failing_write(address, data):
-        if DST_BASE + bad_lo <= address < DST_BASE + bad_hi:
-            raise IOError("injected write error")
-        await write_ram(address, data)
-
-    tb.ram.read_if._read = failing_read
-    tb.ram.write_if._write = failing_write
+    tb.fail_page(bad_lo, bad_hi)
 
     # A read error in the middle of a long COPY: the engine does not stop, the destination gets
     # the failing beats as the zeros the slave returned and everything else as copied.
@@ -302,8 +289,265 @@ async def test_write_stream_mismatch(dut):
     tb.log.info("%d mismatched WRITE_STREAM commands checked", n)
 
 
+@cocotb.test()
+async def test_stream_lane_offsets(dut):
+    """Plain READ_STREAM with the dst low bits set: the first beat's tkeep starts at that lane,
+    data is zero outside tkeep, the upper dst bits are ignored. Plain WRITE_STREAM with the src
+    low bits set: a frame whose first byte sits in that lane lands exactly; a first beat whose
+    tkeep has a hole, a lane below the offset, or starts at lane 0 instead sets the error, the
+    stream is still taken to its tlast and nothing outside [dst, dst+len) changes. Every lane,
+    the consumer and producer pausing at random."""
+    tb = TB(dut, "stream_lane_offsets", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    rng = tb.rng
+    b = tb.beat
+
+    def some_length():
+        r = rng.random()
+        return 1 if r < 0.1 else rng.randrange(1, 2 * b + 2) if r < 0.6 else rng.randrange(1, 700)
+
+    for lane in range(b):
+        src = rng.randrange(1, (DST_BASE - 0x20000) // 4096) * 4096 + rng.randrange(0, 64)
+        await tb.read_stream(src, some_length(), lane=lane)
+        dst = DST_BASE + rng.randrange(1, (DST_BASE - 0x20000) // 4096) * 4096 + rng.randrange(0, 64)
+        await tb.write_stream(dst, some_length(), lane=lane)
+    # wrong first beats
+    n = 0
+    for lane in sorted({1, 2, b // 2, b - 1, rng.randrange(1, b)}):
+        for length in (1, b - lane, b - lane + 1, rng.randrange(b + 1, 400)):
+            if length < 1:
+                continue
+            good = [0] * lane + [1] * length
+            hole = list(good)
+            hole[rng.randrange(lane, min(b, lane + length))] = 0   # a lane of the first beat missing
+            below = list(good)
+            below[rng.randrange(0, lane)] = 1                       # a lane below the offset kept
+            for keep in (hole, below, None):
+                dst = DST_BASE + rng.randrange(1, 400) * 4096 + rng.randrange(0, 64)
+                if keep is None:   # the frame starts at lane 0, the command says `lane`
+                    keep = [1] * length + [0] * lane
+                await tb.write_stream(dst, length, expect_error=1, lane=lane, tkeep=keep)
+                n += 1
+            # a good command right after is not disturbed
+            dst = DST_BASE + rng.randrange(400, 500) * 4096 + rng.randrange(0, 64)
+            await tb.write_stream(dst, some_length(), lane=rng.randrange(0, b))
+    tb.check_all("after the lane-offset streams")
+    tb.log.info("%d lanes each way, %d wrong first beats checked", b, n)
+
+
+async def run_list_copies(tb, count, covered=True):
+    """`count` list COPYs, a third each with a source list, a destination list and both; the
+    other side of the first two a plain address with room for the length."""
+    rng = tb.rng
+    n_err = 0
+    for i in range(count):
+        kind = ("src", "dst", "both")[i % 3]
+        src_list = tb.random_list(False) if kind != "dst" else None
+        dst_list = tb.random_list(True) if kind != "src" else None
+        if kind == "both":
+            # offsets into each; the list with less room left decides the coverage
+            src, _ = tb.random_range(src_list)
+            dst, _ = tb.random_range(dst_list)
+            room = min(sum(n for _, n in src_list) - src, sum(n for _, n in dst_list) - dst)
+            if not covered:
+                length = room + rng.randrange(1, 2 * tb.beat)
+            else:
+                r = rng.random()
+                length = room if r < 0.3 or room < 2 else rng.randrange(1, room + 1)
+        elif kind == "src":
+            src, length = tb.random_range(src_list, covered)
+            dst = DST_BASE + rng.randrange(1, (DST_BASE - 0x30000) // 4096) * 4096 + rng.randrange(0, 4096)
+        else:
+            dst, length = tb.random_range(dst_list, covered)
+            src = rng.randrange(1, (DST_BASE - 0x30000) // 4096) * 4096 + rng.randrange(0, 4096)
+        n_err += await tb.list_copy(src, dst, length, src_list, dst_list)
+    return n_err
+
+
+@cocotb.test()
+async def test_list_copy_random(dut):
+    """COPY with random scatter/gather lists on the source side, the destination side and both
+    (1..4 entries, lengths 0, 1, a few beats and up to 6000 across 4 KiB pages, empty entries
+    anywhere), random offsets into the lists and lengths up to a list's end (also exactly to
+    it): every byte lands where the lists say, nothing else changes, no error."""
+    tb = TB(dut, "list_copy_random")
+    await tb.reset()
+    count = 200 if REGRESS else 72
+    assert await run_list_copies(tb, count) == 0
+    tb.log.info("%d list COPY commands checked", count)
+
+
+async def run_list_streams(tb, write):
+    """Random list WRITE_STREAMs (or READ_STREAMs): the first quarter steady, the rest with the
+    stream side pausing at random (and, on event simulators, the AXI slave stalling)."""
+    await tb.reset()
+    count = 120 if REGRESS else 40
+    for i in range(count):
+        if i == count // 4:
+            tb.set_stream_backpressure()
+            if not ON_VERILATOR:
+                tb.set_backpressure()
+        entries = tb.random_list(write)
+        at, length = tb.random_range(entries)
+        run = tb.list_write_stream if write else tb.list_read_stream
+        assert await run(at, length, entries) == 0
+    tb.log.info("%d list %s commands checked", count, "WRITE_STREAM" if write else "READ_STREAM")
+
+
+@cocotb.test()
+async def test_list_read_stream_random(dut):
+    """READ_STREAM from random source lists at random offsets and lengths up to the list's end:
+    one frame with the list's bytes, byte 0 in lane 0, tkeep full but on the last beat, zero
+    lanes outside tkeep, tlast on the last beat only; first without stalls, then with the
+    consumer stalling at random (and, on event simulators, the AXI slave too)."""
+    await run_list_streams(TB(dut, "list_read_stream_random"), write=False)
+
+
+@cocotb.test()
+async def test_list_write_stream_random(dut):
+    """WRITE_STREAM to random destination lists at random offsets and lengths up to the list's
+    end, the frame from an AxiStreamSource (byte 0 in lane 0), first steady, then pausing at
+    random (and, on event simulators, the AXI slave stalling): the bytes land where the list
+    says, nothing else changes, the frame is taken whole, no error."""
+    await run_list_streams(TB(dut, "list_write_stream_random"), write=True)
+
+
+@cocotb.test()
+async def test_list_not_covered(dut):
+    """Lists that end before the range does (also ranges that start at or past the list's
+    end): COPY moves the covered part only, READ_STREAM still delivers exactly len bytes with
+    the rest as zeros, WRITE_STREAM still takes its frame to tlast and writes the covered part
+    only; each sets m_done_error, and a good command afterwards is clean."""
+    tb = TB(dut, "list_not_covered", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    rng = tb.rng
+    assert await run_list_copies(tb, 12, covered=False) == 12
+    for i in range(8):
+        entries = tb.random_list(False)
+        total = sum(n for _, n in entries)
+        src, length = (total + rng.randrange(0, 3), rng.randrange(1, 300)) if i == 0 \
+            else tb.random_range(entries, covered=False)
+        assert await tb.list_read_stream(src, length, entries) == 1
+        entries = tb.random_list(True)
+        total = sum(n for _, n in entries)
+        dst, length = (total + rng.randrange(0, 3), rng.randrange(1, 300)) if i == 0 \
+            else tb.random_range(entries, covered=False)
+        sent = length if i % 2 else rng.randrange(1, length + 2 * tb.beat)
+        assert await tb.list_write_stream(dst, length, entries, sent) == 1
+    # and the engine is clean afterwards
+    entries = tb.random_list(False)
+    assert await tb.list_read_stream(*tb.random_range(entries), entries) == 0
+    entries = tb.random_list(True)
+    dst, length = tb.random_range(entries)
+    assert await tb.list_write_stream(dst, length, entries) == 0
+
+
+@cocotb.test()
+async def test_list_write_stream_mismatch(dut):
+    """WRITE_STREAM to a list whose frame ends early or late, at, around and one beat from each
+    piece boundary and the end: the error is set, nothing hangs, the frame is taken whole,
+    nothing outside the list's range changes; a good command right after is clean."""
+    tb = TB(dut, "list_write_stream_mismatch", backpressure=not ON_VERILATOR)
+    tb.set_stream_backpressure()
+    await tb.reset()
+    rng = tb.rng
+    b = tb.beat
+    n = 0
+    for _ in range(4):
+        entries = tb.random_list(True)
+        while len([1 for _, k in entries if k]) < 2:     # at least one boundary
+            entries = tb.random_list(True)
+        total = sum(k for _, k in entries)
+        dst = rng.randrange(0, min(total - 1, 2 * b))
+        length = total - dst - rng.randrange(0, 2)
+        if length < 2:
+            dst, length = 0, total
+        segs, _ = list_segments(entries, dst, length)
+        bounds, pos = [], 0
+        for _, k in segs[:-1]:
+            pos += k
+            bounds.append(pos)
+        sents = set()
+        for edge in bounds[:2] + [length]:
+            sents |= {edge - 1, edge, edge + 1, edge - b, edge + b}
+        sents = sorted(x for x in sents if 1 <= x != length)
+        for sent in rng.sample(sents, min(len(sents), 8)):
+            assert await tb.list_write_stream(dst, length, entries, sent) == 1
+            n += 1
+        entries = tb.random_list(True)
+        dst, length = tb.random_range(entries)
+        assert await tb.list_write_stream(dst, length, entries) == 0
+    tb.log.info("%d mismatched list WRITE_STREAM commands checked", n)
+
+
+@cocotb.test()
+async def test_list_error_responses(dut):
+    """A list entry on a page that answers SLVERR: the list command still moves every piece
+    (the failing source beats as the zeros the slave returned, the failing destination page
+    unwritten), finishes with m_done_error, and READ_STREAM keeps its beat layout."""
+    tb = TB(dut, "list_error_responses")
+    await tb.reset()
+    rng = tb.rng
+    bad_lo, bad_hi = 0x50000, 0x51000      # one page that answers SLVERR, in each half
+    heal = tb.fail_page(bad_lo, bad_hi)
+
+    def entries(base):
+        return [(base + 0x10000 + rng.randrange(0, 64), rng.randrange(1, 300)),
+                (base + bad_lo + rng.randrange(0, 3000), rng.randrange(1, 1000)),
+                (base + 0x60000 + rng.randrange(0, 64), rng.randrange(1, 300))]
+
+    # COPY from a list with a failing entry, to a plain destination
+    src_list = entries(0)
+    length = sum(n for _, n in src_list)
+    dst = DST_BASE + 0x70000 + rng.randrange(0, 64)
+    segs, _ = list_segments(src_list, 0, length)
+    pos = 0
+    for a, n in segs:
+        tb.refresh(a, n)
+        for i in range(n):
+            tb.shadow[dst + pos + i] = 0 if bad_lo <= a + i < bad_hi else tb.shadow[a + i]
+        pos += n
+    error, _, _ = await tb.command(MODE_COPY, 0, dst, length, list_data(src_list))
+    assert error == 1, "list COPY: read SLVERR not reported"
+    tb.check_all("list COPY with a failing source entry")
+
+    # COPY to a list with a failing entry, from a plain source
+    dst_list = entries(DST_BASE)
+    src = 0x80000 + rng.randrange(0, 64)
+    tb.refresh(src, length)
+    segs, _ = list_segments(dst_list, 0, length)
+    pos = 0
+    for a, n in segs:
+        for i in range(n):
+            if not DST_BASE + bad_lo <= a + i < DST_BASE + bad_hi:
+                tb.shadow[a + i] = tb.shadow[src + pos + i]
+        pos += n
+    error, _, _ = await tb.command(MODE_COPY, src, 0, length, list_data(None, dst_list))
+    assert error == 1, "list COPY: write SLVERR not reported"
+    tb.check_all("list COPY with a failing destination entry")
+
+    # READ_STREAM from a list with a failing entry: every byte still comes, in place
+    src_list = entries(0)
+    length = sum(n for _, n in src_list)
+    want = bytearray()
+    for a, n in src_list:
+        tb.refresh(a, n)
+        want += bytes(0 if bad_lo <= a + i < bad_hi else tb.shadow[a + i] for i in range(n))
+    error, _, _ = await tb.command(MODE_RD_STREAM, 0, 0, length, list_data(src_list))
+    assert error == 1, "list READ_STREAM: read SLVERR not reported"
+    tb.check_frame("list READ_STREAM with a failing entry", bytes(want))
+
+    # the error is per command
+    heal()
+    assert await tb.list_copy(0, DST_BASE + 0x90000, length, src_list) == 0
+    dst_list = tb.random_list(True)
+    assert await tb.list_write_stream(*tb.random_range(dst_list), dst_list) == 0
+
+
 # ---------------------------------------------------------------------------------------------
-# The pytest runner: dma_mover unit tests at each supported data width.
+# The pytest runner: the unit tests at each supported data width.
 
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_dma_mover(w):

@@ -61,7 +61,7 @@ from tb.link_faults import LinkFaults
 from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
-    ATOMIC_OPS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
+    ATOMIC_OPS, GRH_BYTES, MAX_SGE, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
     QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus,
     WROpcode, rdma_read, rdma_write, send, ud_send,
 )
@@ -80,6 +80,7 @@ ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among th
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell
 SIGNAL_RATE = 0.3        # the last WR of a batch is always signaled, others at this rate
+SPLIT_RATE = 0.3         # WRs of a QP whose WQEs hold several SGEs: split into a list this often
 SILENT_ERROR_RATE = 0.05  # UC/UD errors that complete SUCCESS (before the fatal error)
 RECVS_AFTER_ERROR = 4    # WRs after the fatal one that still post their receive
 
@@ -130,8 +131,8 @@ RKEY_ERRORS = ["rkey_variant", "rkey_stale", "rkey_other_pd", "rkey_oob", "rkey_
 RECV_ERRORS = ["recv_short", "recv_bad_lkey"]
 FATAL_ERRORS = {
     QPType.RC: LKEY_ERRORS + RKEY_ERRORS + RECV_ERRORS
-    + ["read_no_local_write", "atomic_misaligned", "atomic_length"],
-    QPType.UC: LKEY_ERRORS + ["uc_read", "uc_atomic"],
+    + ["read_no_local_write", "atomic_misaligned", "atomic_length", "over_2g"],
+    QPType.UC: LKEY_ERRORS + ["uc_read", "uc_atomic", "over_2g"],
     QPType.UD: LKEY_ERRORS + ["ud_too_long", "ah_other_pd", "ah_other_port", "ah_invalid",
                               "ud_rdma"],
 }
@@ -210,7 +211,7 @@ class Flow:
         self.ready = deque()        # generated, not posted yet (a refused post leaves them here)
         self.outstanding = deque()  # wr_ids posted and not known complete, in posting order
         self.recvs_outstanding = 0  # receives posted whose completion is not polled yet
-        self.recv_sges = {}         # wr_id -> SGE of every receive posted
+        self.recv_sges = {}         # wr_id -> the range of every receive posted (one SGE)
         self.sq_cap = src.max_send_wr
         self.rq_cap = dst.max_recv_wr
         self.stats = Counter()
@@ -262,7 +263,8 @@ class Flow:
             except QueueFull:
                 return 0
             self.recvs_outstanding += len(recvs)
-            self.recv_sges.update((r.wr_id, r.sge) for r in recvs)
+            self.recv_sges.update((r.wr_id, r.sg_list[0] if len(r.sg_list) == 1 else
+                                   replace(r.sg_list[0], length=r.length)) for r in recvs)
             for i, msg in enumerate(batch):  # posted: never again
                 batch[i] = self.ready[i] = replace(msg, recv=None)
         # The last WR of a batch is signaled: its completion retires the whole batch.
@@ -280,8 +282,8 @@ class Flow:
 
     def _count(self, msg):
         self.stats[msg.kind] += 1
-        self.lengths[length_bucket(msg.wr.sge.length)] += 1
-        self.bytes += msg.wr.sge.length
+        self.lengths[length_bucket(msg.wr.length)] += 1
+        self.bytes += msg.wr.length
 
     def on_send_completion(self, wc):
         """A send completion implies every earlier WR of the queue is done (unsignaled ones
@@ -451,7 +453,22 @@ class Flow:
                         compare_add=compare_add, swap=swap)
         else:
             wr = rdma_read(sge, remote or self._remote(op, sge.length), wr_id, flags)
+        # Now and then the same bytes as a scatter/gather list: a send's in any order, a
+        # receive's in order (its range is what a failed or UD receive leaves undefined)
+        if op not in READS_BACK and self.rng.random() < SPLIT_RATE:
+            wr = replace(wr, sge=self._split(sge, self.src.max_send_sge, shuffle=True))
+        if recv is not None and self.rng.random() < SPLIT_RATE:
+            recv = replace(recv, sge=self._split(recv.sge, self.dst.max_recv_sge))
         return Message(wr, recv, kind or f"{self.transport.name} {op.name}")
+
+    def _split(self, sge, most, shuffle=False):
+        """`sge`'s bytes as a list of up to `most` SGEs (some may be empty), in order or not."""
+        cuts = sorted(self.rng.randrange(sge.length + 1)
+                      for _ in range(self.rng.randint(1, most) - 1))
+        bounds = list(zip([0] + cuts, cuts + [sge.length]))
+        if shuffle:
+            self.rng.shuffle(bounds)
+        return tuple(SGE((sge.addr + lo) % 2**64, hi - lo, sge.lkey) for lo, hi in bounds)
 
     def _ordinary(self, seq):
         op = self._opcode()
@@ -538,6 +555,12 @@ class Flow:
             size = self.rng.choice((0, 1, 4, 7, 9, 16)) if kind == "atomic_length" else 8
             return self._build(seq, op, self._local(op, size), kind=label,
                                remote=self.dst_mr.remote(self._atom_offset(word) + skew))
+        if kind == "over_2g":      # a message of more than 2^31 bytes (its SGEs need no MR)
+            op = self.rng.choice([op for op in self.opcodes if op not in READS_BACK])
+            length = (1 << 31) + self.rng.randint(1, 1 << 20)
+            return self._build(seq, op, SGE(self.src_mr.addr, length, self.src_mr.lkey),
+                               remote=self.dst_mr.remote(SINK),
+                               recv=self._recv_for(seq, op, 64), kind=label)
         if kind == "ud_too_long":
             length = self.mtu + self.rng.randint(1, 64)
             op = self._opcode()
@@ -749,6 +772,7 @@ class RandomTraffic(Observer):
             sq_cap = (sq if rng.random() < 0.5 else sq // 2) if role != "receiver" else 0
             rings.append((sq, rq, sq_cap, rq if role != "sender" else 0))
         cq_choice = [(rng.randrange(NUM_CQS), rng.randrange(NUM_CQS)) for _ in qp_plan]
+        sge_caps = [rng.choice((1, 2, MAX_SGE)) for _ in qp_plan]   # 64- or 128-byte WQEs
         depth = [[0] * NUM_CQS for _ in sides]
         for (_, side, _, _), (scq, rcq), (_, _, sq_cap, rq_cap) in zip(qp_plan, cq_choice,
                                                                        rings):
@@ -761,8 +785,9 @@ class RandomTraffic(Observer):
         for i, ((transport, side, port, role), (sq, rq, _, _), (scq, rcq)) in enumerate(
                 zip(qp_plan, rings, cq_choice)):
             pd = self.res[side].pd
+            sges = sge_caps[i]
             qp = await pd.create_qp(transport, cqs[side][scq], cqs[side][rcq], max_send_wr=sq,
-                                    max_recv_wr=rq)
+                                    max_recv_wr=rq, max_send_sge=sges, max_recv_sge=sges)
             qps.append(qp)
             arenas.append(await self.region(side, pd, ARENA, FULL_ACCESS, f"arena{i}"))
         self.arenas = arenas

@@ -3,7 +3,8 @@ suite's tests, unmodified, through this project's pyverbs layer (rdma_core/pyver
 bypass switch on. `make rdma-core-tests` runs the chosen modules whole, bypass on and off.
 
 The subset covers what every other suite test stands on: opening the device and querying it
-and its ports, PDs, CQ creation refused as a provider refuses it, RC atomics through the
+and its ports, PDs, CQ creation refused as a provider refuses it, QPs created with the
+capabilities the suite draws from the device's (scatter/gather lists), RC atomics through the
 bridge (post, poll, the device's completion status), and a skip for a missing feature.
 """
 
@@ -23,6 +24,8 @@ SUBSET = {
     "test_pd.PDTest.test_multiple_pd_creation": ("passed", ""),
     "test_pd.PDTest.test_destroy_pd_twice": ("passed", ""),
     "test_cq.CQAPITest.test_create_cq_bad_flow": ("passed", ""),
+    "test_qp.QPTest.test_create_rc_qp_with_attr": ("passed", ""),
+    "test_qp.QPTest.test_query_rc_qp": ("passed", ""),
     "test_atomic.AtomicTest.test_atomic_fetch_and_add": ("passed", ""),
     "test_atomic.AtomicTest.test_atomic_invalid_rkey": ("passed", ""),
     "test_mr.MWTest.test_mw_type1": ("skipped", "Create MW is not supported"),

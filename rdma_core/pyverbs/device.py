@@ -10,7 +10,7 @@ QPs or multicast; RC atomics within the device (IBV_ATOMIC_HCA).
 import errno
 
 from tb.rdma_tb import CLOCK_PERIOD_NS
-from tb.verbs import DEV_ID_MAGIC, PortReg, Reg, port_reg
+from tb.verbs import DEV_ID_MAGIC, MAX_SGE, MAX_SGE_RD, PortReg, Reg, port_reg
 
 from . import _sim
 from . import enums as e
@@ -211,8 +211,8 @@ class DeviceAttr(PyverbsObject):
         self.max_qp = dev.num_qp - 2            # QPNs 0 and 1 are reserved
         self.max_qp_wr = 1 << MAX_WQ_LOG2
         self.device_cap_flags = DEVICE_CAPS
-        self.max_sge = 1
-        self.max_sge_rd = 1
+        self.max_sge = MAX_SGE
+        self.max_sge_rd = MAX_SGE_RD
         self.max_cq = dev.num_cq
         self.max_cqe = 1 << MAX_WQ_LOG2
         self.max_mr = dev.num_mr

@@ -11,7 +11,7 @@ each, no inline data.
 
 import errno
 
-from tb.verbs import NO_SGE, SGE as DriverSGE, AHAttr as DriverAV, QPAttr as DriverQPAttr
+from tb.verbs import MAX_SGE, SGE as DriverSGE, AHAttr as DriverAV, QPAttr as DriverQPAttr
 from tb.verbs import SendWR as DriverSendWR, RecvWR as DriverRecvWR
 
 from . import enums as e
@@ -291,7 +291,8 @@ class QP(DeviceObject, PyverbsCM):
         for name in ("max_send_wr", "max_recv_wr"):
             if not 0 <= getattr(cap, name) <= 1 << MAX_WQ_LOG2:
                 raise rdma_error(f"{what}: {name} {getattr(cap, name)}", errno.EINVAL)
-        for name, limit in (("max_send_sge", 1), ("max_recv_sge", 1), ("max_inline_data", 0)):
+        for name, limit in (("max_send_sge", MAX_SGE), ("max_recv_sge", MAX_SGE),
+                            ("max_inline_data", 0)):
             if not 0 <= getattr(cap, name) <= limit:
                 raise rdma_error(f"{what}: {name} {getattr(cap, name)} is more than the "
                                  f"device's {limit}", errno.EINVAL)
@@ -305,7 +306,8 @@ class QP(DeviceObject, PyverbsCM):
         self.scq, self.rcq = scq, rcq
         self.sq_sig_all = init_attr.sq_sig_all
         self._qp = self.sim.verb(what, pd._pd.create_qp, qp_type, scq._cq, rcq._cq,
-                                 cap.max_send_wr, cap.max_recv_wr)
+                                 cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
+                                 cap.max_recv_sge)
         # the IBTA's QP starts with every attribute 0; the driver's shadow has defaults
         self._qp.attr = DriverQPAttr(port_num=1, path_mtu=0, timeout=0, retry_cnt=0,
                                      min_rnr_timer=0, max_rd_atomic=0, max_dest_rd_atomic=0)
@@ -349,7 +351,8 @@ class QP(DeviceObject, PyverbsCM):
         return int(self._qp.state)
 
     def _caps(self):
-        return QPCap(self._qp.max_send_wr, self._qp.max_recv_wr, 1, 1, 0)
+        return QPCap(self._qp.max_send_wr, self._qp.max_recv_wr, self._qp.max_send_sge,
+                     self._qp.max_recv_sge, 0)
 
     # --- state transitions -------------------------------------------------------------------
 
@@ -537,7 +540,7 @@ class QP(DeviceObject, PyverbsCM):
         if flags & ~DEVICE_SEND_FLAGS:
             raise rdma_error(f"{what}: send flags {flags:#x} (no inline data, no checksum "
                              f"offload)", errno.EINVAL)
-        sge = self._driver_sge(wr, what)
+        sge = self._driver_sges(wr, self._qp.max_send_sge, what)
         fields = dict(opcode=int(wr.opcode), sge=sge, wr_id=wr.wr_id & (2**64 - 1),
                       flags=flags, imm=_wire_imm(wr.imm_data))
         if wr.opcode in ATOMIC_OPCODES or wr.opcode in (e.IBV_WR_RDMA_WRITE,
@@ -553,14 +556,14 @@ class QP(DeviceObject, PyverbsCM):
                           remote_qkey=wr.remote_qkey & 0xFFFFFFFF)
         return DriverSendWR(**fields)
 
-    @staticmethod
-    def _driver_sge(wr, what):
-        if wr.num_sge > 1:
-            raise rdma_error(f"{what}: {wr.num_sge} SGEs, the device takes 1", errno.EINVAL)
-        if wr.num_sge == 0 or not wr.sges:
-            return NO_SGE
-        addr, length, lkey = wr.sges[0]
-        return DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
+    def _driver_sges(self, wr, max_sge, what):
+        """The WR's scatter/gather list; more SGEs than the queue takes is EINVAL, as a
+        provider's post verb has it."""
+        if wr.num_sge > max_sge:
+            raise rdma_error(f"{what}: {wr.num_sge} SGEs, QP {self.qp_num} takes {max_sge}",
+                             errno.EINVAL)
+        return tuple(DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
+                     for addr, length, lkey in (wr.sges or [])[:wr.num_sge])
 
     def post_recv(self, wr, bad_wr=None):
         if self.qp_state == RESET:
@@ -570,7 +573,8 @@ class QP(DeviceObject, PyverbsCM):
         wrs, failed = [], None
         while wr is not None:
             try:
-                wrs.append(DriverRecvWR(self._driver_sge(wr, "Failed to post recv"),
+                wrs.append(DriverRecvWR(self._driver_sges(wr, self._qp.max_recv_sge,
+                                                          "Failed to post recv"),
                                         wr.wr_id & (2**64 - 1)))
             except Exception as error:
                 failed = (wr, error)

@@ -1,7 +1,9 @@
-// Simulation harness for dma_mover: makes the clock in Verilog (much faster than a cocotb
-// Clock), keeps a free-running cycle counter for throughput figures, and passes every other
-// port through, the AXI master under the m_axi_* names cocotbext-axi expects and the two
-// payload streams under m_axis_rd_* / s_axis_wr_*.
+// Simulation harness for the DMA engine: dma_sgl, the scatter/gather wrapper, which has
+// dma_mover's ports and passes every command without a list straight to it, so one harness
+// tests both. It makes the clock in Verilog (much faster than a cocotb Clock), keeps a
+// free-running cycle counter for throughput figures, and passes every other port through, the
+// AXI master under the m_axi_* names cocotbext-axi expects and the two payload streams under
+// m_axis_rd_* / s_axis_wr_*.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -111,7 +113,7 @@ assign s_axis_wr_tready = wr_tready;
 reg [63:0] cycle = 64'd0;
 always @(posedge clk) cycle <= cycle + 64'd1;
 
-dma_mover #(
+dma_sgl #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
