@@ -207,7 +207,7 @@ class Scoreboard(Observer):
     async def _discarded_answers(self):
         """{port: the predicted ACKs and NAKs its link did not carry because the port's
         response queue was full}: the receive path discards an answer rather than wait, and
-        counts it in PortXmitDiscards (rtl/rx_engine.v); as many missing answers as the port
+        counts it in PortXmitDiscards (rtl/transport/rx_engine.v); as many missing answers as the port
         counted are excused, and the counters compared with them taken out."""
         discarded = {}
         if not self.model.wire_exact:

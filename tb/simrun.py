@@ -27,8 +27,20 @@ MODULE_DIRS = (ROOT / "tests", ROOT / "tools")   # where cocotb modules live
 
 
 def rtl_sources():
-    """Every RTL file: one module per file, so the list is the folder."""
-    return sorted(RTL.glob("*.v"))
+    """Every RTL file: one module per file, so the list is the folder and its concern folders
+    (host, transport, dma, port; the top and what they share in rtl/ itself)."""
+    return sorted(RTL.rglob("*.v"))
+
+
+def rtl_dirs():
+    """Where the RTL's `include files are: rtl/ and each concern folder."""
+    return [RTL] + sorted(d for d in RTL.iterdir() if d.is_dir())
+
+
+def rtl_file(name):
+    """The RTL file `name` (e.g. "dma_mover.v"), whichever folder holds it."""
+    [path] = RTL.rglob(name)
+    return path
 
 
 def harness_sources(toplevel):
@@ -73,13 +85,13 @@ def _test_name():
 
 
 def build(toplevel, parameters, rtl=None):
-    """Build `toplevel` with `parameters` from the RTL files `rtl` (names in rtl/, default all)
+    """Build `toplevel` with `parameters` from the RTL files `rtl` (file names, default all)
     and the harness's sources once, into a folder named after both, and return the runner and
     the folder. Concurrent callers (pytest-xdist workers) take turns on a lock; the later ones
     find the build up to date."""
     sim = simulator()
     waves = waves_enabled()
-    sources = (rtl_sources() if rtl is None else [RTL / name for name in rtl]) \
+    sources = (rtl_sources() if rtl is None else [rtl_file(name) for name in rtl]) \
         + harness_sources(toplevel)
     build_args = []
     if sim == "verilator":
@@ -95,7 +107,7 @@ def build(toplevel, parameters, rtl=None):
         fcntl.flock(lock, fcntl.LOCK_EX)
         runner.build(
             sources=sources,
-            includes=[RTL],
+            includes=rtl_dirs(),
             hdl_toplevel=toplevel,
             parameters=parameters,
             build_dir=build_dir,

@@ -1,10 +1,10 @@
-"""Unit tests of the depacketizer (rtl/depacketizer.v through tb/hdl/tb_depacketizer.v).
+"""Unit tests of the depacketizer (rtl/port/depacketizer.v through tb/hdl/tb_depacketizer.v).
 
 Packets are built with tb/ib_packet.py (build, or seal over hand-damaged bytes) and sent on the
 RX link with an AxiStreamSource; a monitor takes headers and payload beats (with its own ready
 patterns and pl_drop) and the verdict events, and every good packet's header fields and payload
 are compared with the packet that was sent, every bad one must leave nothing but its rcv_error.
-One test feeds the depacketizer from the real rtl/packetizer.v (loop_sel) and compares every
+One test feeds the depacketizer from the real rtl/port/packetizer.v (loop_sel) and compares every
 field with what went into the packetizer's descriptor.
 
 All models run on the rising edge of the harness clock; under Verilator the harness hands them
@@ -731,7 +731,7 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
 
 @cocotb.test()
 async def test_from_packetizer(dut):
-    """Messages of every kind and transport built by rtl/packetizer.v (pkt_header.v) are
+    """Messages of every kind and transport built by rtl/port/packetizer.v (pkt_header.v) are
     received with every field equal to the descriptor's (imm, raddr, rkey, dma_len, qkey,
     src_qpn, syndrome, msn, atomic_a, atomic_b, psn, dest_qpn, GRH fields) and the payload
     intact."""

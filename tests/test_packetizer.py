@@ -1,4 +1,4 @@
-"""Unit tests of the packetizer (rtl/packetizer.v through tb/hdl/tb_packetizer.v).
+"""Unit tests of the packetizer (rtl/port/packetizer.v through tb/hdl/tb_packetizer.v).
 
 The test drives message descriptors, serves each payload chunk request from a Python byte array
 through an AxiStreamSource, collects the TX frames with an AxiStreamSink, parses every packet

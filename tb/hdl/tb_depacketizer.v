@@ -1,6 +1,6 @@
 // Simulation harness for the depacketizer: makes the clock in Verilog, counts cycles, and feeds
 // the depacketizer's RX link either from the testbench (s_axis_rx_*) or, with loop_sel set, from
-// a real packetizer's TX link, so packets built by rtl/pkt_header.v are checked end to end.
+// a real packetizer's TX link, so packets built by rtl/port/pkt_header.v are checked end to end.
 //
 // Sampling convention: the Python models run on the rising edge of clk on both simulators. A
 // coroutine woken by that edge resumes, on Verilator, after the edge's register updates, so
