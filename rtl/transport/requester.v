@@ -487,8 +487,13 @@ always @(posedge clk) begin
                 iss_hold <= 1'b1;
                 state    <= S_IDLE;
             end else begin
-                si    <= 2'd0;
-                state <= S_LKEY;
+                si <= 2'd0;
+                if (sge_len[0] != 32'd0) begin
+                    m_prot_valid <= 1'b1;
+                    state <= S_LKEY_WAIT;
+                end else begin
+                    state <= S_LKEY;
+                end
             end
         end
 
