@@ -26,8 +26,9 @@
 // A list that does not cover the range: the covered pieces are moved, then the command ends
 // with m_done_error. READ_STREAM still delivers len bytes (the rest as zeros), WRITE_STREAM
 // still takes its input up to tlast, and nothing is written outside the list's entries.
-// Everything else (STORE, LOAD, ATOMIC, modes 6-7, no list, len 0) goes to the mover as it
-// is, cycle for cycle: the command port, the done outputs and the streams pass straight
+// Everything else (STORE, LOAD, ATOMIC, modes 6-7, no list, len 0, and a list whose only
+// range is its first entry and covers the bytes asked for, which is that entry's address plus
+// the offset) goes to the mover as it is, cycle for cycle: the command port, the done outputs and the streams pass straight
 // through while the splitter is idle.
 // One piece at a time, each a whole mover command (a few cycles of seek, plan and the mover's
 // set-up between pieces): lists are short, and the mover stays the only place that knows AXI.
@@ -155,6 +156,7 @@ wire        mv_cmd_ready;
 wire        mv_done_valid, mv_done_error;
 wire [W-1:0] src_w, dst_w, len_w;            // client fields in width W
 wire [ADDR_WIDTH-1:0] p_src_a, p_dst_a;      // the piece's fields in the mover's widths
+wire [ADDR_WIDTH-1:0] plain_src_a, plain_dst_a;  // a command the mover takes as it is
 wire [LEN_WIDTH-1:0] p_len_l;
 
 // a list is present when one of its lengths is not zero
@@ -163,7 +165,18 @@ wire d_any = |{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352], s_
 wire is_copy = s_cmd_mode == MODE_COPY;
 wire use_sl = (is_copy || s_cmd_mode == MODE_RD_STREAM) && s_any;
 wire use_dl = (is_copy || s_cmd_mode == MODE_WR_STREAM) && d_any;
-wire list_cmd = (use_sl || use_dl) && s_cmd_len != {LEN_WIDTH{1'b0}};
+// A list whose one range is its first entry and covers the bytes asked for is that range's
+// address plus the offset: the command goes to the mover as it is (a single-SGE message pays
+// nothing for the lists).
+wire [W-1:0] s_first_len, s_first_addr, d_first_len, d_first_addr;
+wire s_one = ~|{s_cmd_data[255:224], s_cmd_data[191:160], s_cmd_data[127:96]};
+wire d_one = ~|{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352]};
+wire s_plain = !use_sl || (s_one && {1'b0, src_w} + {1'b0, len_w} <= {1'b0, s_first_len});
+wire d_plain = !use_dl || (d_one && {1'b0, dst_w} + {1'b0, len_w} <= {1'b0, d_first_len});
+wire list_cmd = !(s_plain && d_plain) && s_cmd_len != {LEN_WIDTH{1'b0}};
+// (a stream's other side is its lane offset: 0, as a list's stream starts in lane 0)
+wire [W-1:0] plain_src = use_sl ? s_first_addr + src_w : use_dl && !is_copy ? {W{1'b0}} : src_w;
+wire [W-1:0] plain_dst = use_dl ? d_first_addr + dst_w : use_sl && !is_copy ? {W{1'b0}} : dst_w;
 
 assign s_cmd_ready = idle && mv_cmd_ready;
 wire cmd_fire = s_cmd_valid && s_cmd_ready;
@@ -231,23 +244,36 @@ generate
         assign s_addr_w = {{(W-32){1'b0}}, s_ent[31:0]};
         assign d_len_w = {{(W-32){1'b0}}, d_ent[63:32]};
         assign d_addr_w = {{(W-32){1'b0}}, d_ent[31:0]};
+        assign s_first_len = {{(W-32){1'b0}}, s_cmd_data[63:32]};
+        assign s_first_addr = {{(W-32){1'b0}}, s_cmd_data[31:0]};
+        assign d_first_len = {{(W-32){1'b0}}, s_cmd_data[319:288]};
+        assign d_first_addr = {{(W-32){1'b0}}, s_cmd_data[287:256]};
     end else begin : g_list
         assign s_len_w = s_ent[63:32];
         assign s_addr_w = s_ent[31:0];
         assign d_len_w = d_ent[63:32];
         assign d_addr_w = d_ent[31:0];
+        assign s_first_len = s_cmd_data[63:32];
+        assign s_first_addr = s_cmd_data[31:0];
+        assign d_first_len = s_cmd_data[319:288];
+        assign d_first_addr = s_cmd_data[287:256];
     end
     if (W > ADDR_WIDTH) begin : g_addr_ext
         assign src_w = {{(W-ADDR_WIDTH){1'b0}}, s_cmd_src_addr};
         assign dst_w = {{(W-ADDR_WIDTH){1'b0}}, s_cmd_dst_addr};
         assign p_src_a = p_src[ADDR_WIDTH-1:0];
         assign p_dst_a = p_dst[ADDR_WIDTH-1:0];
-        wire unused_addr_hi = |{p_src[W-1:ADDR_WIDTH], p_dst[W-1:ADDR_WIDTH]};
+        assign plain_src_a = plain_src[ADDR_WIDTH-1:0];
+        assign plain_dst_a = plain_dst[ADDR_WIDTH-1:0];
+        wire unused_addr_hi = |{p_src[W-1:ADDR_WIDTH], p_dst[W-1:ADDR_WIDTH],
+                                plain_src[W-1:ADDR_WIDTH], plain_dst[W-1:ADDR_WIDTH]};
     end else begin : g_addr
         assign src_w = s_cmd_src_addr;
         assign dst_w = s_cmd_dst_addr;
         assign p_src_a = p_src;
         assign p_dst_a = p_dst;
+        assign plain_src_a = plain_src;
+        assign plain_dst_a = plain_dst;
     end
     if (W > LEN_WIDTH) begin : g_len_ext
         assign len_w = {{(W-LEN_WIDTH){1'b0}}, s_cmd_len};
@@ -272,8 +298,8 @@ dma_mover #(
     .s_cmd_valid(mv_cmd_valid),
     .s_cmd_ready(mv_cmd_ready),
     .s_cmd_mode(idle ? s_cmd_mode : c_mode),
-    .s_cmd_src_addr(idle ? s_cmd_src_addr : p_src_a),
-    .s_cmd_dst_addr(idle ? s_cmd_dst_addr : p_dst_a),
+    .s_cmd_src_addr(idle ? plain_src_a : p_src_a),
+    .s_cmd_dst_addr(idle ? plain_dst_a : p_dst_a),
     .s_cmd_len(idle ? s_cmd_len : p_len_l),
     .s_cmd_data(s_cmd_data),
     .m_done_valid(mv_done_valid),
