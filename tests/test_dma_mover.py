@@ -373,7 +373,7 @@ async def test_list_copy_random(dut):
     it): every byte lands where the lists say, nothing else changes, no error."""
     tb = TB(dut, "list_copy_random")
     await tb.reset()
-    count = 200 if REGRESS else 72
+    count = 200 if REGRESS else 36
     assert await run_list_copies(tb, count) == 0
     tb.log.info("%d list COPY commands checked", count)
 
@@ -382,7 +382,7 @@ async def run_list_streams(tb, write):
     """Random list WRITE_STREAMs (or READ_STREAMs): the first quarter steady, the rest with the
     stream side pausing at random (and, on event simulators, the AXI slave stalling)."""
     await tb.reset()
-    count = 120 if REGRESS else 40
+    count = 120 if REGRESS else 24
     for i in range(count):
         if i == count // 4:
             tb.set_stream_backpressure()
