@@ -1,7 +1,8 @@
 // The responder: what the destination QP does with an arriving message, whichever path brought
 // it. START validates the message against the destination QP (state, transport, Q_Key, rkey and
 // access rights), consumes a receive WQE where the operation needs one, checks the receive
-// buffer, writes the UD GRH area, and answers with where the payload goes (or, for RDMA READ,
+// buffer, writes the UD GRH area, and answers with where the payload goes (a SEND's piece: the
+// list of host ranges it takes in the receive SGEs, each part's lkey checked; for RDMA READ,
 // where it comes from; for an atomic, the 8 bytes it works on, which must be 8-byte aligned).
 // END writes the receive completion once the payload is in place.
 // FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
