@@ -25,8 +25,8 @@ SHARD ?=
 SHARD_ARGS := $(if $(SHARD),--splits $(word 2,$(subst /, ,$(SHARD))) --group $(word 1,$(subst /, ,$(SHARD))))
 REGRESS_SEEDS ?= 4
 PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
-# the RTL: the top in rtl/, its blocks in one folder per concern (docs/architecture.md)
-RTL_DIRS := rtl $(sort $(dir $(wildcard rtl/*/*.v)))
+# the RTL: the top and the include files in rtl/, the blocks in one folder per concern
+# (docs/architecture.md)
 RTL_SOURCES := $(wildcard rtl/*.v rtl/*/*.v)
 
 .PHONY: all sim test regress coverage durations lint waves bench rdma-core-tests clean deps simulator
@@ -77,7 +77,7 @@ durations: deps
 
 lint:
 	@command -v verilator >/dev/null 2>&1 || sh sim/apt-install.sh verilator
-	verilator --lint-only -Wall $(addprefix -I,$(RTL_DIRS)) --top-module rdma_dev $(RTL_SOURCES)
+	verilator --lint-only -Wall -Irtl --top-module rdma_dev $(RTL_SOURCES)
 
 waves:
 	@command -v gtkwave >/dev/null 2>&1 || sh sim/apt-install.sh gtkwave

@@ -28,13 +28,8 @@ MODULE_DIRS = (ROOT / "tests", ROOT / "tools")   # where cocotb modules live
 
 def rtl_sources():
     """Every RTL file: one module per file, so the list is the folder and its concern folders
-    (host, transport, dma, port; the top and what they share in rtl/ itself)."""
+    (host, transport, dma, port; the top and the include files in rtl/ itself)."""
     return sorted(RTL.rglob("*.v"))
-
-
-def rtl_dirs():
-    """Where the RTL's `include files are: rtl/ and each concern folder."""
-    return [RTL] + sorted(d for d in RTL.iterdir() if d.is_dir())
 
 
 def rtl_file(name):
@@ -107,7 +102,7 @@ def build(toplevel, parameters, rtl=None):
         fcntl.flock(lock, fcntl.LOCK_EX)
         runner.build(
             sources=sources,
-            includes=rtl_dirs(),
+            includes=[RTL],
             hdl_toplevel=toplevel,
             parameters=parameters,
             build_dir=build_dir,
