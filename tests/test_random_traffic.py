@@ -70,12 +70,12 @@ from tb.verbs import (
 
 NORMAL_PAIRS = {QPType.RC: 6, QPType.UC: 3, QPType.UD: 3}  # bidirectional, error free
 ERROR_FLOWS = {QPType.RC: 3, QPType.UC: 2, QPType.UD: 2}   # sender -> passive receiver
-# send WRs shared among the error-free flows: $RANDOM_WRS, else 200 (`make test`), or the full
+# send WRs shared among the error-free flows: $RANDOM_WRS, else 150 (`make test`), or the full
 # program of 2200 under REGRESS (`make regress`, which also runs several seeds)
-NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "200"))
+NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "150"))
 # the runs between devices in `make test` (the packet path costs twice the bypass, and go-back-N
 # over lossy cables more)
-FABRIC_WRS = 100
+FABRIC_WRS = 60
 ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among them)
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell

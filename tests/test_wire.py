@@ -549,11 +549,11 @@ async def test_atomics_are_refused_on_uc_and_ud(dut, transport):
 
 @cocotb.test()
 async def test_path_mtu_sets_packets_not_loopback_cycles(dut):
-    """A 16 KiB RDMA WRITE at each path MTU from 256 to 4096 bytes: on the wire it takes
-    16384 / MTU packets; through the bypass the same message takes the same number of cycles
+    """An 8 KiB RDMA WRITE at each path MTU from 256 to 4096 bytes: on the wire it takes
+    8192 / MTU packets; through the bypass the same message takes the same number of cycles
     whatever the MTU."""
     rdma = await Rdma.open(dut, cabled=True)
-    src, dst = await rdma.region(16384), await rdma.region(16384)
+    src, dst = await rdma.region(8192), await rdma.region(8192)
     cq = await rdma.dev.create_cq(64)
     loopback_cycles = set()
     for mtu in MTU:
@@ -562,7 +562,7 @@ async def test_path_mtu_sets_packets_not_loopback_cycles(dut):
         await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=mtu))
         await rdma.poll_until(cq, 1)
         sent = rdma.tb.sniffers[1].captures[seen:]
-        assert len(sent) == 16384 // mtu.size, f"MTU {mtu.size}: {len(sent)} packets"
+        assert len(sent) == 8192 // mtu.size, f"MTU {mtu.size}: {len(sent)} packets"
         assert all(len(c.packet.payload) == mtu.size for c in sent)
 
         c, d = await rdma.connected_pair(QPType.RC, cqs=(cq, cq), path_mtu=mtu)
@@ -576,12 +576,12 @@ async def test_path_mtu_sets_packets_not_loopback_cycles(dut):
 
 @cocotb.test()
 async def test_static_rate_slows_wire_not_loopback(dut):
-    """A 16 KiB RDMA WRITE with static rate 1 (full) and 4 (a quarter of the port's rate): at
+    """An 8 KiB RDMA WRITE with static rate 1 (full) and 4 (a quarter of the port's rate): at
     rate 4 every packet of N beats is followed by at least 3N idle link cycles, so the message
     spans more cycles on the wire; through the bypass, where the rate is ignored, both take
     the same number of cycles."""
     rdma = await Rdma.open(dut, cabled=True)
-    src, dst = await rdma.region(16384), await rdma.region(16384)
+    src, dst = await rdma.region(8192), await rdma.region(8192)
     beat_bytes = rdma.tb.data_width // 8
     spans, loopback = {}, {}
     for rate in (1, 4):
