@@ -76,7 +76,8 @@ NORMAL_WRS = int(os.environ.get("RANDOM_WRS", "2200" if REGRESS else "150"))
 # the runs between devices in `make test` (the packet path costs twice the bypass, and go-back-N
 # over lossy cables more)
 FABRIC_WRS = 60
-ERROR_WRS = (12, 60)     # send WRs of one error flow (the fatal one is among them)
+# send WRs of one error flow (the fatal one is among them): fewer in the short programs
+ERROR_WRS = (12, 60) if NORMAL_WRS >= 1000 else (6, 24)
 NUM_CQS = 6              # QPs pick their send and receive CQs among these
 MAX_BATCH = 8            # WRs behind one doorbell
 SIGNAL_RATE = 0.3        # the last WR of a batch is always signaled, others at this rate

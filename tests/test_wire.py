@@ -15,6 +15,7 @@ import cocotb
 import pytest
 
 from tb import simrun
+from tb.coverage import enabled as coverage_enabled
 from tb.seed import REGRESS
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS,
@@ -724,6 +725,39 @@ async def test_rc_read_of_1mib_plus_7_over_the_cable(dut):
     await rdma.finish(links_idle=False)
 
 
+class PacketPath(Enum):
+    CABLE = "port 1 to port 2 across the cable"
+    INTERNAL_LOOPBACK = "port 1 to itself, the bypass off"
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC], path=list(PacketPath))
+async def test_megabyte_write_on_the_packet_path(dut, transport, path):
+    """An RC or UC RDMA WRITE of 1 MiB + 3 bytes between odd offsets, across the cable or
+    through the port's internal loopback (the bypass off): 257 packets at a 4096-byte path MTU;
+    the message lands whole, nothing around it changes, and the scoreboard checks every
+    packet."""
+    rdma = await Rdma.open(dut, cabled=True)
+    await rdma.dev.set_bypass(path != PacketPath.INTERNAL_LOOPBACK)
+    if path == PacketPath.CABLE:
+        a, _ = await wire_pair(rdma, transport)
+    else:
+        a, _ = await rdma.connected_pair(transport)
+    length = (1 << 20) + 3
+    local, remote = await rdma.region(length + 64), await rdma.region(length + 64)
+    before = remote.read()
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(13, length), remote.remote(51),
+                                   wr_id=0xAC))
+    [wc] = await rdma.poll_until(a.send_cq, 1, cycles=2_000_000)
+    assert_wc(wc, wr_id=0xAC, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_WRITE)
+    # a UC WRITE completes once its packets have left: wait for them to land
+    await rdma.finish(links_idle=False)
+    after = remote.read()
+    assert after[51:51 + length] == local.read(13, length), "the message differs"
+    assert after[:51] == before[:51] and after[51 + length:] == before[51 + length:], (
+        "bytes around the message changed")
+
+
 # ---------------------------------------------------------------------------------------------
 # 7. Mixed traffic: the sniffers see the wire messages and nothing of the loopback ones
 
@@ -793,21 +827,22 @@ async def test_mixed_traffic_sniffed(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: rdma_dev's packet path on a device whose two ports are cabled to each other at
 # each supported data width, in two groups per width (one simulator process each): the 1 MiB
-# READ, which make regress runs at every width (make test reads 128 KiB + 7 between devices in
-# test_fabric), and everything else.
+# messages, which make regress runs at every width and make coverage at 256 bits (make test
+# reads 128 KiB + 7 between devices in test_fabric), and everything else.
 
-MIB_TEST = "test_rc_read_of_1mib_plus_7_over_the_cable"
+MIB_TESTS = "(test_rc_read_of_1mib_plus_7_over_the_cable|test_megabyte_write_on_the_packet_path)"
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_wire.<test name>[/params]"
-    "read_1mib": rf"^test_wire\.{MIB_TEST}$",
-    "main": rf"^test_wire\.(?!{MIB_TEST}$)",
+    "megabyte": rf"^test_wire\.{MIB_TESTS}(/|$)",
+    "main": rf"^test_wire\.(?!{MIB_TESTS}(/|$))",
 }
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_wire(w, group):
-    if group == "read_1mib" and not REGRESS:
-        pytest.skip("the 1 MiB READ over the cable runs under make regress")
+    if group == "megabyte" and not (REGRESS or (coverage_enabled() and w == 256)):
+        pytest.skip("the 1 MiB messages on the packet path run under make regress "
+                    "(and make coverage)")
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_wire",
