@@ -41,6 +41,9 @@ DATA_OPCODES = {
     QPType.UC: [op for op in WROpcode if op not in ATOMIC_OPS and op != WROpcode.RDMA_READ],
     QPType.UD: [WROpcode.SEND, WROpcode.SEND_WITH_IMM],
 }
+# the RC data opcodes the lossy-cable tests draw from (tests/test_wire.py, test_fabric.py)
+LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
+                 WROpcode.RDMA_WRITE_WITH_IMM)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -81,7 +81,9 @@ class RdmaTB:
     """One device of a harness. `prefix` names its signals: "" for tb_rdma_dev (buses s_axil /
     m_axi, links link0 / link1, irq, sq_doorbell_cycle, irq_cycle), "dev0_" / "dev1_" for the
     devices of tb_fabric. `interface_base` is added to the ERF capture interface (port - 1) of
-    its sniffers, so the links of two devices have distinct interfaces in pcaps."""
+    its sniffers, so the links of two devices have distinct interfaces in pcaps. tb_rdma_dev
+    built with CABLE = 1 has its ports cabled to each other through cable models, as
+    tb_fabric's devices are."""
 
     def __init__(self, dut, mem_size=2**24, prefix="", interface_base=0):
         self.dut = dut
@@ -100,11 +102,17 @@ class RdmaTB:
         self.sq_doorbell_cycle = getattr(dut, f"{prefix}sq_doorbell_cycle")
         self.irq_cycle = getattr(dut, f"{prefix}irq_cycle")
         self.sniffers = {}
-        self.arrivals = {}      # sniffers at the far end of this device's cables (tb_fabric)
+        self.arrivals = {}      # sniffers at the far end of this device's cables
+        self.cables = {}        # port -> the cable model its TX link goes through
+        # where the cable models and their arrival taps are: tb_fabric's top (one device's
+        # links to the other's), or tb_rdma_dev's `cabled` block (port 1 to port 2 and back)
+        self._cabling = ((dut, prefix) if prefix else
+                         (dut.cabled, "") if int(dut.CABLE.value) else None)
+        if self._cabling:
+            scope, name = self._cabling
+            self.cables = {p: getattr(scope, f"{name}link{p - 1}_cable") for p in PORTS}
         dut.rst.value = 1
         if prefix:
-            # tb_fabric: each TX link goes through a cable model to the other device
-            self.cables = {p: getattr(dut, f"{prefix}link{p - 1}_cable") for p in PORTS}
             return
         for p in range(2):
             getattr(dut, f"tx{p}_axis_tready").value = 1
@@ -129,12 +137,18 @@ class RdmaTB:
                                         interface=self.interface_base + p - 1) for p in PORTS}
 
     def watch_arrivals(self):
-        """tb_fabric: a sniffer also at the far end of each of this device's cables, for what
-        arrived (the TX sniffers see what was sent); a cable that loses, duplicates, corrupts or
-        reorders packets (tb/link_faults.py) makes the two differ."""
-        self.arrivals = {p: LinkSniffer(getattr(self.dut, f"{self.prefix}link{p - 1}_arrived_tap"),
+        """A sniffer also at the far end of each of this device's cables, for what arrived (the
+        TX sniffers see what was sent); a cable that loses, duplicates, corrupts or reorders
+        packets (tb/link_faults.py) makes the two differ."""
+        scope, name = self._cabling
+        self.arrivals = {p: LinkSniffer(getattr(scope, f"{name}link{p - 1}_arrived_tap"),
                                         self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
+
+    def perfect_cables(self):
+        """The cable models keep their settings over a reset: make every cable perfect."""
+        for cable in self.cables.values():
+            LinkFaults().apply(cable)
 
     def cycle(self):
         """The harness's free-running cycle counter."""
@@ -175,6 +189,7 @@ async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=Fals
 
     tb = RdmaTB(dut, mem_size=mem_size)
     await tb.reset()
+    tb.perfect_cables()
     dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,
                  seed=seed)
     sb = Scoreboard(dev, links=tb.sniffers)
@@ -210,9 +225,8 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
            for d in range(2)]
     await tbs[0].reset()    # rst is shared: one reset for both devices
     tbs[1].start_sniffers()
-    for tb in tbs:          # the cable models keep their settings over a reset: a perfect cable
-        for cable in tb.cables.values():
-            LinkFaults().apply(cable)
+    for tb in tbs:
+        tb.perfect_cables()
     devices = []
     for d, tb in enumerate(tbs):
         dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,

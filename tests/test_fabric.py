@@ -23,8 +23,8 @@ import pytest
 from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
-    DATA_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma, assert_wc,
-    grh_bytes, long_read, work_request,
+    DATA_OPCODES, LOSSY_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma,
+    assert_wc, grh_bytes, long_read, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -331,10 +331,6 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
 
 # ---------------------------------------------------------------------------------------------
 # 4. Slow, lossy cables: RC gets every message through exactly once
-
-LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
-                 WROpcode.RDMA_WRITE_WITH_IMM)
-
 
 @cocotb.test()
 @cocotb.parametrize(loss=[0.01, 0.1] if REGRESS else [0.01])     # 10 %: make regress

@@ -3,9 +3,11 @@
 // on the DMA master (sim_axi_ram, which the testbench reads and writes through its back door),
 // the register bus master (sim_axil_master, one Python wake per access) and a tap on each TX
 // link (sim_link_tap, one Python wake per packet). With CABLE = 1 port 1's TX is cabled to port
-// 2's RX and back (a device talking to itself over real links); with CABLE = 0 the links end at
-// the testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is port
-// p's TX link as it is taken. The testbench drives rst.
+// 2's RX and back (a device talking to itself over real links): each direction is a cable model
+// (cabled.link<p>_cable, sim_link_fault: a perfect link until the testbench sets latency or
+// faults) with a tap on what arrives (cabled.link<p>_arrived_tap); with CABLE = 0 the links end
+// at the testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is
+// port p's TX link as it is taken. The testbench drives rst.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -158,12 +160,29 @@ wire                    in0_tvalid, in1_tvalid, in0_tready, in1_tready;
 wire                    in0_tlast, in1_tlast, in0_tuser, in1_tuser;
 generate
     if (CABLE) begin : cabled
-        assign {in1_tdata, in1_tkeep, in1_tvalid, in1_tlast, in1_tuser} =
-               {link0_tdata, link0_tkeep, link0_tvalid, link0_tlast, link0_tuser};
-        assign {in0_tdata, in0_tkeep, in0_tvalid, in0_tlast, in0_tuser} =
-               {link1_tdata, link1_tkeep, link1_tvalid, link1_tlast, link1_tuser};
-        assign link0_tready = in1_tready;
-        assign link1_tready = in0_tready;
+        // port 1's TX (link0) to port 2's RX (in1), port 2's TX (link1) to port 1's RX (in0)
+        sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) link0_cable (
+            .clk(clk), .rst(rst), .cycle(cycle),
+            .s_axis_tdata(link0_tdata), .s_axis_tkeep(link0_tkeep), .s_axis_tvalid(link0_tvalid),
+            .s_axis_tready(link0_tready), .s_axis_tlast(link0_tlast), .s_axis_tuser(link0_tuser),
+            .m_axis_tdata(in1_tdata), .m_axis_tkeep(in1_tkeep), .m_axis_tvalid(in1_tvalid),
+            .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser)
+        );
+        sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) link1_cable (
+            .clk(clk), .rst(rst), .cycle(cycle),
+            .s_axis_tdata(link1_tdata), .s_axis_tkeep(link1_tkeep), .s_axis_tvalid(link1_tvalid),
+            .s_axis_tready(link1_tready), .s_axis_tlast(link1_tlast), .s_axis_tuser(link1_tuser),
+            .m_axis_tdata(in0_tdata), .m_axis_tkeep(in0_tkeep), .m_axis_tvalid(in0_tvalid),
+            .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser)
+        );
+        sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link0_arrived_tap (
+            .clk(clk), .cycle(cycle), .tdata(in1_tdata), .tkeep(in1_tkeep),
+            .tvalid(in1_tvalid), .tready(in1_tready), .tlast(in1_tlast), .tuser(in1_tuser)
+        );
+        sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link1_arrived_tap (
+            .clk(clk), .cycle(cycle), .tdata(in0_tdata), .tkeep(in0_tkeep),
+            .tvalid(in0_tvalid), .tready(in0_tready), .tlast(in0_tlast), .tuser(in0_tuser)
+        );
         assign rx0_axis_tready = 1'b0;
         assign rx1_axis_tready = 1'b0;
     end else begin : open_links
