@@ -244,7 +244,7 @@ async def bench_wire(dut):
 
 
 RATE_QPS, RATE_PER_QP = 16, 4          # wire-rate: 64 messages of 64 bytes
-STREAM_MESSAGES = 8                     # wire-stream: 8 x 64 KiB
+STREAM_MESSAGES, STREAM_LENGTH = 16, 65536   # wire-stream: 256 packets, some 2.5 lost at 1 %
 LOSS_SEED = 0x5EED
 POLL_CYCLES = 32                        # completion polling step: the figures' resolution
 
@@ -278,9 +278,10 @@ async def bench_rc_transport(dut):
     for sb in (sb0, sb1):
         sb.stop_predicting()        # loss makes the packets unpredictable; the test checks
     pd0, pd1 = dev0.alloc_pd(), dev1.alloc_pd()
-    src = await region(pd0, dev0, 1 << 19)
-    dst = await region(pd1, dev1, 1 << 19)
-    src.write(0, os.urandom(1 << 19))
+    stream_bytes = STREAM_MESSAGES * STREAM_LENGTH
+    src = await region(pd0, dev0, stream_bytes)
+    dst = await region(pd1, dev1, stream_bytes)
+    src.write(0, os.urandom(stream_bytes))
     pairs = []
     for i in range(RATE_QPS):
         cq0, cq1 = await dev0.create_cq(64), await dev1.create_cq(64)
@@ -317,17 +318,17 @@ async def bench_rc_transport(dut):
     base = None
     for latency, loss in ((0, 0.0), (500, 0.0), (500, 0.01)):
         set_cables(latency, loss)
-        length = 65536
+        length = STREAM_LENGTH
         wrs = [rdma_write(src.sge(length * k, length), dst.remote(length * k), wr_id=k)
                for k in range(STREAM_MESSAGES)]
         cycles = await burst(tbs, [stream.send_cq], [(stream, wrs)])
-        rate = STREAM_MESSAGES * length / cycles
+        rate = stream_bytes / cycles
         base = base or rate
         records.append(dict(path="wire-stream", op="RDMA_WRITE", bytes=length, data_width=width,
                             qps=1, messages=STREAM_MESSAGES, link_latency=latency, loss=loss,
                             cycles=cycles, bytes_per_cycle=round(rate, 2),
                             of_lossless_zero_latency=round(rate / base, 3)))
-        assert dst.read(0, STREAM_MESSAGES * length) == src.read(0, STREAM_MESSAGES * length)
+        assert dst.read(0, stream_bytes) == src.read(0, stream_bytes)
     for sb in (sb0, sb1):
         sb.check_device()
     save(records)

@@ -161,7 +161,9 @@ reg [NUM_QP-1:0] failed;               // the QP failed: the rest is flushed
 reg [NUM_QP-1:0] to_complete;          // finished WQEs for the completion stage
 reg [NUM_QP-1:0] held;                 // the requester waits for a WQE of the QP to finish
 reg [NUM_QP-1:0] stopped;              // a WQE failed in the requester: nothing more goes out
-assign hold = held | (stopped & ~failed);
+// A go-back due holds the QP too: otherwise the requester, busy issuing the QP's later WQEs,
+// keeps the rewind waiting and sends the whole window past the lost PSN before resending it.
+assign hold = held | rewind | (stopped & ~failed);
 
 integer i;
 
