@@ -12,6 +12,7 @@ SEED=<n> replays a run.
 """
 
 import struct
+from dataclasses import replace
 from enum import Enum
 
 import cocotb
@@ -1445,25 +1446,33 @@ async def test_requester_refuses(dut, request):
 @cocotb.test()
 @cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
 async def test_refused_and_flushed_wrs_of_any_size_move_nothing(dut, transport):
-    """A WR the requester refuses and the WR posted behind it, which is flushed, move nothing
-    whatever their size: exactly the path MTU with an lkey that names no MR (LOC_PROT_ERR;
-    UD: 1 MiB, over the port's MTU, LOC_LEN_ERR), then 1 MiB + 1 (WR_FLUSH_ERR)."""
+    """A WR the requester refuses and the WRs posted behind it, which are flushed, move
+    nothing whatever their size: RC exactly the path MTU with an lkey that names no MR
+    (LOC_PROT_ERR), UC 2^31 + 1 bytes over two SGEs (LOC_LEN_ERR, before any key is looked
+    at), UD 1 MiB, over the port's MTU (LOC_LEN_ERR); then 1 byte, exactly the path (UD: port)
+    MTU and 1 MiB + 1 (WR_FLUSH_ERR)."""
     rdma = await Rdma.open(dut)
     bogus = unregistered_key(rdma.dev)
     if transport == QPType.UD:
         a, b = await rdma.ud_qp(), await rdma.ud_qp()
         ah = await rdma.loopback_ah()
+        mtu = rdma.dev.ports[1].mtu.size
         wrs = [ud_send(SGE(0x1000, n, bogus), ah, b.qp_num, QKEY, wr_id=i)
-               for i, n in enumerate((MIB, MIB + 1))]
+               for i, n in enumerate((MIB, 1, mtu, MIB + 1))]
         status = WCStatus.LOC_LEN_ERR
     else:
-        a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024)
+        a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024, sges=2)
         wrs = [work_request(WROpcode.RDMA_WRITE, SGE(0x1000, n, bogus), RemoteAddr(0x2000, bogus),
-                            wr_id=i) for i, n in enumerate((1024, MIB + 1))]
+                            wr_id=i) for i, n in enumerate((1024, 1, 1024, MIB + 1))]
         status = WCStatus.LOC_PROT_ERR
+        if transport == QPType.UC:
+            wrs[0] = replace(wrs[0], sge=(SGE(0x1000, 1 << 30, bogus),
+                                          SGE(0x1000, (1 << 30) + 1, bogus)))
+            status = WCStatus.LOC_LEN_ERR
     await a.post_send(wrs)
-    wcs = await wait_all(a.send_cq, 2)
-    assert [(wc.wr_id, wc.status) for wc in wcs] == [(0, status), (1, WCStatus.WR_FLUSH_ERR)]
+    wcs = await wait_all(a.send_cq, len(wrs))
+    assert [(wc.wr_id, wc.status) for wc in wcs] == (
+        [(0, status)] + [(i, WCStatus.WR_FLUSH_ERR) for i in range(1, len(wrs))])
     await rdma.assert_state(a, QPState.ERR)
     await rdma.assert_loopback_moves(0, 0)
     await rdma.finish()

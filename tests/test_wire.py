@@ -448,11 +448,13 @@ async def test_atomics_give_the_same_results_on_every_path(dut):
     each; only the cable moves port counters)."""
     rdma = await Rdma.open(dut, cabled=True)
     start = (U64 - 1, 5, 0x1234)
-    steps = [   # (opcode, word, compare or add, swap, original it must return)
+    # (opcode, word, compare or add, swap, original it must return); WR i returns its original
+    # to local word i, so WR 1 and WR 2 have the same offset on both sides
+    steps = [
         (WROpcode.ATOMIC_FETCH_AND_ADD, 0, 3, 0, U64 - 1),
         (WROpcode.ATOMIC_CMP_AND_SWP, 1, 5, 0xAAAA5555AAAA5555, 5),
-        (WROpcode.ATOMIC_CMP_AND_SWP, 1, 5, 7, 0xAAAA5555AAAA5555),
         (WROpcode.ATOMIC_FETCH_AND_ADD, 2, U64, 0, 0x1234),
+        (WROpcode.ATOMIC_CMP_AND_SWP, 1, 5, 7, 0xAAAA5555AAAA5555),
         (WROpcode.ATOMIC_FETCH_AND_ADD, 0, 1, 0, 1),
     ]
     final = (2, 0xAAAA5555AAAA5555, 0x1233)
