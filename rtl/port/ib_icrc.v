@@ -38,25 +38,25 @@ localparam MASK_BEATS = LAST_VARIANT / KEEP_WIDTH + 1;   // beats that can hold 
 localparam BEAT_BITS = $clog2(MASK_BEATS + 1);
 localparam MASK_BITS = MASK_BEATS * DATA_WIDTH;
 
-// The OR mask of packet byte p, for a local or a global packet.
-function [7:0] byte_mask(input is_global, input integer p);
+// The OR mask of byte `at` of the packet, for a local or a global packet.
+function [7:0] byte_mask(input is_global, input integer at);
     begin
         byte_mask = 8'h00;
         if (is_global) begin
-            if (p < LRH_BYTES)
+            if (at < LRH_BYTES)
                 byte_mask = 8'hFF;
-            else if (p == LRH_BYTES)
+            else if (at == LRH_BYTES)
                 byte_mask = 8'h0F;
-            else if (p >= LRH_BYTES + 1 && p <= LRH_BYTES + 3)
+            else if (at >= LRH_BYTES + 1 && at <= LRH_BYTES + 3)
                 byte_mask = 8'hFF;
-            else if (p == LRH_BYTES + 7)
+            else if (at == LRH_BYTES + 7)
                 byte_mask = 8'hFF;
-            else if (p == LRH_BYTES + GRH_BYTES + 4)
+            else if (at == LRH_BYTES + GRH_BYTES + 4)
                 byte_mask = 8'hFF;
         end else begin
-            if (p == 0)
+            if (at == 0)
                 byte_mask = 8'hF0;
-            else if (p == LRH_BYTES + 4)
+            else if (at == LRH_BYTES + 4)
                 byte_mask = 8'hFF;
         end
     end
