@@ -7,10 +7,12 @@ import struct
 
 from cocotb.triggers import ClockCycles
 
+from .link_faults import LinkFaults
 from .rdma_tb import open_device, open_fabric
 from .seed import SEED
 from .verbs import (
-    ATOMIC_OPS, Access, GlobalRoute, QPType, SendFlags, SendWR, WCOpcode, WCStatus, WROpcode,
+    ATOMIC_OPS, Access, GlobalRoute, PortCounter, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
+    WCStatus, WROpcode,
 )
 
 
@@ -41,9 +43,7 @@ DATA_OPCODES = {
     QPType.UC: [op for op in WROpcode if op not in ATOMIC_OPS and op != WROpcode.RDMA_READ],
     QPType.UD: [WROpcode.SEND, WROpcode.SEND_WITH_IMM],
 }
-# the RC data opcodes the lossy-cable tests draw from (tests/test_wire.py, test_fabric.py)
-LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
-                 WROpcode.RDMA_WRITE_WITH_IMM)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,3 +300,62 @@ def grh_bytes(route, sgid, length, with_imm):
     pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
     return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | route.flow_label,
                         pay_len, 0x1B, route.hop_limit) + sgid + route.dgid)
+
+
+# ---------------------------------------------------------------------------------------------
+# RC over lossy cables (tests/test_wire.py between one device's ports, test_fabric.py between
+# devices): random WRs, all of which must complete SUCCESS, and port counters that agree with
+# what the cables did
+
+LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
+                 WROpcode.RDMA_WRITE_WITH_IMM)
+LOSSY_SLOT = 5120        # bytes of each WR's own slot in the regions
+
+
+def lossy_cable(loss, seed, **extra):
+    """A cable that holds every packet 300 cycles, drops, duplicates and corrupts (ICRC or VCRC)
+    packets at `loss` each and delays or reorders them at loss / 2 each."""
+    return LinkFaults(latency=300, seed=seed & (2**64 - 1), drop=loss, dup=loss, corrupt=loss,
+                      delay=loss / 2, reorder=loss / 2, delay_cycles=700,
+                      corrupt_kind="either", **extra)
+
+
+async def post_lossy_rc(rng, sender, receiver, local, remote, first, count, wr_base, posted):
+    """`count` RC WRs of LOSSY_OPCODES and 0 to 5000 bytes from `sender` to `receiver`, each in
+    its own slot from slot `first` of the regions `local` (src, dst: the sender's) and `remote`
+    (src, dst: the receiver's), with the receives they need. `posted[(qp, is_recv)]` gathers
+    their wr_ids (wr_base | i) in posting order."""
+    for i in range(count):
+        base = (first + i) * LOSSY_SLOT
+        opcode = rng.choice(LOSSY_OPCODES)
+        length = rng.choice([0, 1, 1024, 2049, 5000, rng.randrange(5000)])
+        wr_id = wr_base | i
+        if opcode in NEEDS_RECEIVE:
+            await receiver.post_recv(RecvWR(remote[1].sge(base, LOSSY_SLOT), wr_id=wr_id))
+            posted.setdefault((receiver, True), []).append(wr_id)
+        read = opcode == WROpcode.RDMA_READ
+        target = (remote[0] if read else remote[1]).remote(base + rng.randrange(64))
+        sge = (local[1] if read else local[0]).sge(base + rng.randrange(64), length)
+        await sender.post_send(work_request(opcode, sge, target, wr_id=wr_id))
+        posted.setdefault((sender, False), []).append(wr_id)
+
+
+async def assert_all_succeed(posted, rdma_of):
+    """Every WR of `posted` completes SUCCESS, in posting order per queue (each QP has one CQ for
+    both its queues); `rdma_of[qp]` is the program of the QP's device."""
+    for qp in dict.fromkeys(qp for qp, _ in posted):
+        expected = len(posted.get((qp, False), [])) + len(posted.get((qp, True), []))
+        wcs = await rdma_of[qp].poll_until(qp.send_cq, expected, cycles=3_000_000)
+        for is_recv in (False, True):
+            got = [(wc.wr_id, wc.status) for wc in wcs if wc.is_recv == is_recv]
+            want = [(w, WCStatus.SUCCESS) for w in posted.get((qp, is_recv), [])]
+            assert got == want, f"QP {qp.qp_num} {'receive' if is_recv else 'send'}"
+
+
+def assert_counters_follow_cable(sent, received, stats, name):
+    """The sending port's counter moves (`sent`) and the far port's (`received`) against the
+    cable's counts: the port sent what the cable took, and what arrived counted good, or in
+    PortRcvErrors when corrupted."""
+    assert sent[PortCounter.XMIT_PKTS] == stats["pkts_in"], (name, stats)
+    assert received[PortCounter.RCV_PKTS] == stats["pkts_out"] - stats["corrupted"], (name, stats)
+    assert received[PortCounter.RCV_ERRORS] == stats["corrupted"], (name, stats)

@@ -23,8 +23,9 @@ import pytest
 from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
-    DATA_OPCODES, LOSSY_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma,
-    assert_wc, grh_bytes, long_read, work_request,
+    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma,
+    assert_all_succeed, assert_counters_follow_cable, assert_wc, grh_bytes, long_read,
+    lossy_cable, post_lossy_rc, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -349,57 +350,34 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
     cables = {}
     for d in (0, 1):
         for port in CABLES:
-            faults = LinkFaults(latency=300, seed=(SEED * 4 + 2 * d + port) & (2**64 - 1),
-                                drop=loss, dup=loss, corrupt=loss, delay=loss / 2,
-                                reorder=loss / 2, delay_cycles=700, corrupt_kind="either")
+            faults = lossy_cable(loss, SEED * 4 + 2 * d + port)
             faults.apply(fabric.cable(d, port))
             dut._log.info("cable dev%d port %d: %s", d, port, faults.describe())
             cables[d, port] = fabric.cable(d, port)
     pairs = await connected_pairs(fabric, QPType.RC, path_mtu=MTU.MTU1024, timeout=3,
                                   retry_cnt=7)
     # each direction of each cable has its own slots: no two WRs touch the same bytes
-    slot, per_direction = 5120, 12
-    src = [await r.region(4 * per_direction * slot) for r in fabric.r]
-    dst = [await r.region(4 * per_direction * slot) for r in fabric.r]
-    rng = fabric.r[0].rng
+    per_direction = 12
+    src = [await r.region(4 * per_direction * LOSSY_SLOT) for r in fabric.r]
+    dst = [await r.region(4 * per_direction * LOSSY_SLOT) for r in fabric.r]
     before = await fabric.counters()
-    posted = {}
+    posted, rdma_of = {}, {}
     for port, qps in pairs.items():
         for s, t in ((0, 1), (1, 0)):
-            sender, receiver = qps[s], qps[t]
-            for i in range(per_direction):
-                base = (((port - 1) * 2 + s) * per_direction + i) * slot
-                opcode = rng.choice(LOSSY_OPCODES)
-                length = rng.choice([0, 1, 1024, 2049, 5000, rng.randrange(5000)])
-                wr_id = port << 12 | s << 8 | i
-                if opcode in NEEDS_RECEIVE:
-                    await receiver.post_recv(RecvWR(dst[t].sge(base, slot), wr_id=wr_id))
-                    posted.setdefault((t, receiver, True), []).append(wr_id)
-                read = opcode == WROpcode.RDMA_READ
-                remote = (src[t] if read else dst[t]).remote(base + rng.randrange(64))
-                local = (dst[s] if read else src[s]).sge(base + rng.randrange(64), length)
-                await sender.post_send(work_request(opcode, local, remote, wr_id=wr_id))
-                posted.setdefault((s, sender, False), []).append(wr_id)
-    # each QP has one CQ for both its queues: sort its completions by queue
-    for (d, qp, recv), wr_ids in posted.items():
-        if recv:
-            continue
-        expected = len(wr_ids) + len(posted.get((d, qp, True), []))
-        wcs = await fabric.r[d].poll_until(qp.send_cq, expected, cycles=3_000_000)
-        for is_recv in (False, True):
-            got = [(wc.wr_id, wc.status) for wc in wcs if wc.is_recv == is_recv]
-            want = [(w, WCStatus.SUCCESS) for w in posted.get((d, qp, is_recv), [])]
-            assert got == want, f"dev{d} QP {qp.qp_num} {'receive' if is_recv else 'send'}"
+            rdma_of[qps[s]] = fabric.r[s]
+            await post_lossy_rc(fabric.r[0].rng, qps[s], qps[t], (src[s], dst[s]),
+                                (src[t], dst[t]), ((port - 1) * 2 + s) * per_direction,
+                                per_direction, port << 12 | s << 8, posted)
+    await assert_all_succeed(posted, rdma_of)
     await fabric.finish(f"test_rc_exactly_once_over_lossy_cables-{loss}")
     after = await fabric.counters()
     did = {key: LinkFaults.stats(cable) for key, cable in cables.items()}
     assert sum(did[key]["dropped"] + did[key]["corrupted"] for key in did) > 0, did
     for (d, port), stats in did.items():
-        far = (1 - d, port)
-        assert moved(before, after, (d, port), PortCounter.XMIT_PKTS) == stats["pkts_in"]
-        assert moved(before, after, far, PortCounter.RCV_PKTS) == (
-            stats["pkts_out"] - stats["corrupted"]), (d, port, stats)
-        assert moved(before, after, far, PortCounter.RCV_ERRORS) == stats["corrupted"]
+        delta = {key: {c: moved(before, after, key, c) for c in after[key]}
+                 for key in ((d, port), (1 - d, port))}
+        assert_counters_follow_cable(delta[d, port], delta[1 - d, port], stats,
+                                     f"dev{d} port {port}")
 
 
 @cocotb.test()

@@ -19,8 +19,9 @@ from tb.coverage import enabled as coverage_enabled
 from tb.link_faults import LinkFaults
 from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
-    ALL_ACCESS, DATA_OPCODES, LOSSY_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
-    SRC_PATH_BITS, WITH_IMM, Rdma, assert_wc, long_read, unregistered_key, work_request,
+    ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
+    SRC_PATH_BITS, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable, assert_wc,
+    long_read, lossy_cable, post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
@@ -733,40 +734,19 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     rdma.sb.model.links_lossy()
     rdma.tb.watch_arrivals()
     for port, cable in rdma.tb.cables.items():
-        faults = LinkFaults(latency=300, seed=(SEED * 2 + port) & (2**64 - 1), drop=loss,
-                            dup=loss, corrupt=loss, delay=loss / 2, reorder=loss / 2,
-                            delay_cycles=700, corrupt_kind="either",
-                            forced={2: "drop", 7: "corrupt"})
+        faults = lossy_cable(loss, SEED * 2 + port, forced={2: "drop", 7: "corrupt"})
         faults.apply(cable)
         dut._log.info("cable from port %d: %s", port, faults.describe())
     a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024, timeout=3, retry_cnt=7)
-    slot, per_direction = 5120, 12
-    src = await rdma.region(2 * per_direction * slot)
-    dst = await rdma.region(2 * per_direction * slot)
+    per_direction = 12
+    src = await rdma.region(2 * per_direction * LOSSY_SLOT)
+    dst = await rdma.region(2 * per_direction * LOSSY_SLOT)
     before = {p: await counters(rdma, p) for p in PEER}
     posted = {}
     for s, (sender, receiver) in enumerate(((a, b), (b, a))):
-        for i in range(per_direction):
-            base = (s * per_direction + i) * slot
-            opcode = rdma.rng.choice(LOSSY_OPCODES)
-            length = rdma.rng.choice([0, 1, 1024, 2049, 5000, rdma.rng.randrange(5000)])
-            wr_id = s << 8 | i
-            if opcode in NEEDS_RECEIVE:
-                await receiver.post_recv(RecvWR(dst.sge(base, slot), wr_id=wr_id))
-                posted.setdefault((receiver, True), []).append(wr_id)
-            read = opcode == WROpcode.RDMA_READ
-            remote = (src if read else dst).remote(base + rdma.rng.randrange(64))
-            local = (dst if read else src).sge(base + rdma.rng.randrange(64), length)
-            await sender.post_send(work_request(opcode, local, remote, wr_id=wr_id))
-            posted.setdefault((sender, False), []).append(wr_id)
-    # each QP has one CQ for both its queues: sort its completions by queue
-    for qp in (a, b):
-        expected = len(posted.get((qp, False), [])) + len(posted.get((qp, True), []))
-        wcs = await rdma.poll_until(qp.send_cq, expected, cycles=3_000_000)
-        for is_recv in (False, True):
-            got = [(wc.wr_id, wc.status) for wc in wcs if wc.is_recv == is_recv]
-            want = [(w, WCStatus.SUCCESS) for w in posted.get((qp, is_recv), [])]
-            assert got == want, f"QP {qp.qp_num} {'receive' if is_recv else 'send'}"
+        await post_lossy_rc(rdma.rng, sender, receiver, (src, dst), (src, dst),
+                            s * per_direction, per_direction, s << 8, posted)
+    await assert_all_succeed(posted, {a: rdma, b: rdma})
     # what each port sent and what reached the far end, one pcap each
     run = f"test_wire.lossy_cable-w{rdma.tb.data_width}-loss{loss}"
     simrun.OUT.mkdir(parents=True, exist_ok=True)
@@ -775,26 +755,11 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
         rdma.tb.arrivals[port].write_pcap(simrun.OUT / f"{run}.port{port}-arrived.pcap")
     await rdma.finish(links_idle=False)
     after = {p: await counters(rdma, p) for p in PEER}
-    did = {p: LinkFaults.stats(cable) for p, cable in rdma.tb.cables.items()}
-    for port, stats in did.items():
+    delta = {p: {c: moved(before[p], after[p], c) for c in after[p]} for p in PEER}
+    for port, cable in rdma.tb.cables.items():
+        stats = LinkFaults.stats(cable)
         assert stats["dropped"] > 0 and stats["corrupted"] > 0, (port, stats)
-        far = PEER[port]
-        assert moved(before[port], after[port], PortCounter.XMIT_PKTS) == stats["pkts_in"]
-        assert moved(before[far], after[far], PortCounter.RCV_PKTS) == (
-            stats["pkts_out"] - stats["corrupted"]), (port, stats)
-        assert moved(before[far], after[far], PortCounter.RCV_ERRORS) == stats["corrupted"]
-
-
-@cocotb.test()
-async def test_rc_read_of_1mib_plus_7_over_the_cable(dut):
-    """An RC RDMA READ of 1 MiB + 7 bytes from an odd offset on port 2 to an odd offset on port
-    1 across the cable: 257 READ responses at a 4096-byte path MTU, far longer on the wire than
-    one ACK timeout (timeout 1: 2048 cycles), which each arriving response restarts. It
-    completes SUCCESS with every byte in place; nothing around it changes."""
-    rdma = await Rdma.open(dut, cabled=True)
-    a, _ = await wire_pair(rdma, QPType.RC, timeout=1, retry_cnt=1)
-    await long_read(rdma, rdma, a, (1 << 20) + 7)
-    await rdma.finish(links_idle=False)
+        assert_counters_follow_cable(delta[port], delta[PEER[port]], stats, f"port {port}")
 
 
 class PacketPath(Enum):
