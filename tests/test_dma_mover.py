@@ -516,8 +516,10 @@ async def test_list_error_responses(dut):
     assert error == 1, "list COPY: read SLVERR not reported"
     tb.check_all("list COPY with a failing source entry")
 
-    # COPY to a list with a failing entry, from a plain source
+    # COPY to a list with a failing entry, from a plain source: the whole list, so the copy
+    # reaches the failing entry
     dst_list = entries(DST_BASE)
+    length = sum(n for _, n in dst_list)
     src = 0x80000 + rng.randrange(0, 64)
     tb.refresh(src, length)
     segs, _ = list_segments(dst_list, 0, length)
