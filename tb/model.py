@@ -886,7 +886,7 @@ class Model(Observer):
                 self.wire_exact = far.wire_exact = False
                 return None, why
             if tries > q.attr.rnr_retry:
-                return WCStatus.RNR_RETRY_EXC_ERR, why
+                break
         if not rc:
             q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
             return WCStatus.SUCCESS, why
@@ -896,6 +896,8 @@ class Model(Observer):
                 far.loose.add((far_port, q.qpn))
         if answer is None:
             return WCStatus.RETRY_EXC_ERR, f"no answer: {why}"
+        if answer == RNR_NAK:
+            return WCStatus.RNR_RETRY_EXC_ERR, why
         if answer != ACK:
             return NAK_STATUS[answer], why
         if wr.opcode in ATOMIC_OPS:
