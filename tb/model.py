@@ -230,6 +230,7 @@ class Model(Observer):
         self.bypass = True          # CTRL.BYPASS
         self.pkeys = defaultdict(lambda: 0xFFFF)
         self.wire = defaultdict(list)  # port -> the packets it sends on its link, in order
+        self.looped = 0             # packets sent through a port's internal loopback (unsniffed)
         # False once an RC message met receiver-not-ready with rnr_retry 7 on the packet path:
         # how often the device retried depends on timing, so its packets are not predictable
         self.wire_exact = True
@@ -863,6 +864,8 @@ class Model(Observer):
             tries += 1
             if not internal:
                 self._sent(q.port, packets)
+            else:
+                self.looped += len(packets)
             if far is None:
                 answer, why, responses = None, f"port {q.port} has no cable", []
             else:

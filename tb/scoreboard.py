@@ -79,6 +79,7 @@ class Scoreboard(Observer):
         for sniffer in self.links.values():
             sniffer.add_callback(coverage.on_capture)
         self.matched = 0
+        self._looped = 0            # Model.looped at the last check
 
     def on_poll_cq(self, cq, wcs):
         for wc in wcs:
@@ -144,10 +145,16 @@ class Scoreboard(Observer):
     async def _settle(self, quiet=SETTLE_CYCLES):
         """UC and UD complete a send once its packets have left, and an RC responder may
         still be storing: wait until no link has carried a beat for `quiet` cycles, time
-        enough for the packets already taken to be stored."""
+        enough for the packets already taken to be stored. A port's internal loopback has no
+        sniffer: when packets went that way since the last check (Model.looped), the quiet
+        time counts from now."""
         sniffers = list(self.links.values())
-        while sniffers:
-            last = max((s.last_beat_cycle or 0) for s in sniffers)
+        if not sniffers:
+            return
+        since = int(sniffers[0].cycle.value) if self.model.looped != self._looped else 0
+        self._looped = self.model.looped
+        while True:
+            last = max([since] + [s.last_beat_cycle or 0 for s in sniffers])
             idle = int(sniffers[0].cycle.value) - last
             if idle >= quiet:
                 return
