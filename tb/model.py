@@ -31,7 +31,7 @@ from .ib_packet import (
 from .verbs import (
     ATOMIC_OPS, COUNTERS, GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
     PORT_STRIDE, QKEY_FROM_QP, Access,
-    AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg, SGE,
+    AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
 )
 
@@ -243,6 +243,17 @@ class Model(Observer):
         # functional coverage (tb/coverage.py)
         self.listeners = []
         self.last_recv_sges = ()    # the receive buffer the last arriving SEND was given
+
+    def loosen(self, port, dest_qpn):
+        """The packets `port` sends to QP `dest_qpn`, and those its RC QP connected to that
+        QP gets back, are no longer predicted one by one (Model.loose)."""
+        self.loose.add((port, dest_qpn))
+        far, far_port = self.links.get(port, (None, None))
+        if far is None:
+            return
+        far.loose.update((far_port, q.qpn) for q in self.qps.values()
+                         if q.port == port and q.type == QPType.RC
+                         and q.attr.dest_qp_num == dest_qpn)
 
     def cable(self, port, far_model, far_port):
         """Port `port`'s link leads to `far_port` of `far_model` (which may be this model)."""
@@ -894,9 +905,7 @@ class Model(Observer):
             q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
             return WCStatus.SUCCESS, why
         if (answer != ACK or tries > 1 or resends) and not internal:
-            self.loose.add((q.port, dest_qpn))
-            if far is not None:
-                far.loose.add((far_port, q.qpn))
+            self.loosen(q.port, dest_qpn)
         if answer is None:
             return WCStatus.RETRY_EXC_ERR, f"no answer: {why}"
         if answer == RNR_NAK:

@@ -194,7 +194,7 @@ async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=Fals
                  seed=seed)
     sb = Scoreboard(dev, links=tb.sniffers)
     if cabled:
-        sb.model.cable(1, sb.model, 2)
+        sb.cable(1, sb, 2)
     await dev.open()
     for port, attrs in ports.items():
         await dev.set_port(port, **attrs)
@@ -234,7 +234,7 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
         devices.append((tb, dev, Scoreboard(dev, links=tb.sniffers)))
     (_, _, sb0), (_, _, sb1) = devices
     for port0, port1 in FABRIC_CABLES:
-        sb0.model.cable(port0, sb1.model, port1)
+        sb0.cable(port0, sb1, port1)
     for (tb, dev, sb), setup in zip(devices, ports):
         await dev.open()
         for port, attrs in setup.items():

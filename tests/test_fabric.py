@@ -14,7 +14,6 @@ tshark run costs more than a small test's simulation).
 
 import shutil
 import subprocess
-from enum import Enum
 from pathlib import Path
 
 import cocotb
@@ -23,7 +22,7 @@ import pytest
 from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
-    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, WITH_IMM, Rdma,
+    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, Rdma,
     assert_all_succeed, assert_counters_follow_cable, assert_wc, grh_bytes, long_read,
     lossy_cable, post_lossy_rc, work_request,
 )

@@ -27,7 +27,7 @@ from tb.rdma_program import (
 from tb.seed import REGRESS
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
-    GlobalRoute, PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
+    PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
     WCOpcode, WCStatus, WROpcode, connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe,
     port_counter_reg, port_reg, rq_db, sq_db, ud_send,
 )

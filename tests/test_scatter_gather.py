@@ -8,19 +8,17 @@ byte of host memory, the completions and the packets against the reference model
 landing in the wrong SGE, or anywhere outside the SGEs, fails the run.
 """
 
-import struct
-
 import cocotb
 import pytest
 
 from tb import simrun
 from tb.seed import REGRESS
 from tb.rdma_program import (
-    ALL_ACCESS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS, Rdma, assert_wc,
+    NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS, Rdma, assert_wc,
     grh_bytes, unregistered_key, work_request,
 )
 from tb.verbs import (
-    GRH_BYTES, MAX_SGE, MTU, SGE, Access, CommandError, GlobalRoute, QPState, QPType, RecvWR,
+    GRH_BYTES, MAX_SGE, MTU, SGE, CommandError, GlobalRoute, QPState, QPType, RecvWR,
     VerbsError, WCStatus, WROpcode, atomic_fetch_and_add, ud_send,
 )
 

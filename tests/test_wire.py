@@ -21,7 +21,7 @@ from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
     SRC_PATH_BITS, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable, assert_wc,
-    long_read, lossy_cable, post_lossy_rc, unregistered_key, work_request,
+    lossy_cable, post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
