@@ -718,6 +718,41 @@ async def test_rc_faults_on_the_wire(dut, fault):
 
 
 @cocotb.test()
+async def test_answers_that_find_the_response_queue_full_are_discarded_and_recovered(dut):
+    """Port 2 sends an RC WRITE at static rate 15 (each 1 KiB packet followed by 14 times its
+    length of idle link: some 3,800 cycles at any width) while port 1 sends it 48 small RC
+    WRITEs on 3 QPs: port 2's transmit side is busy with the slow message, its response queue
+    (16 answers) fills, and the receive path discards the ACKs that find it full rather than
+    wait, counting them in PortXmitDiscards. Every WR still completes SUCCESS with its bytes in
+    place (a later ACK covers a discarded one, the requester's timer resends what none
+    covers), and the scoreboard leaves the flows the discards made unpredictable out of its
+    comparison of the links."""
+    rdma = await Rdma.open(dut, cabled=True)
+    long_a, long_b = await wire_pair(rdma, QPType.RC, static_rate=15, path_mtu=MTU.MTU1024)
+    # timeout 3 (8192 cycles) outlasts the slow message: no resend before the queue drains
+    pairs = [await wire_pair(rdma, QPType.RC, timeout=3) for _ in range(3)]
+    length = 1024 * rdma.tb.data_width // 32      # packets of 8192 / width beats each
+    big_src, big_dst = await rdma.region(length), await rdma.region(length)
+    small_src, small_dst = await rdma.region(48 * 64), await rdma.region(48 * 64)
+    before = await counters(rdma, 2)
+    await long_b.post_send(work_request(WROpcode.RDMA_WRITE, big_src.sge(0, length),
+                                        big_dst.remote(0), wr_id=0xB16))
+    for q, (a, _) in enumerate(pairs):
+        await a.post_send([work_request(WROpcode.RDMA_WRITE, small_src.sge(64 * (16 * q + k), 64),
+                                        small_dst.remote(64 * (16 * q + k)), wr_id=k)
+                           for k in range(16)])
+    [wc] = await rdma.poll_until(long_b.send_cq, 1, cycles=500_000)
+    assert_wc(wc, wr_id=0xB16, status=WCStatus.SUCCESS)
+    for a, _ in pairs:
+        wcs = await rdma.poll_until(a.send_cq, 16, cycles=500_000)
+        assert [(wc.wr_id, wc.status) for wc in wcs] == [(k, WCStatus.SUCCESS) for k in range(16)]
+    after = await counters(rdma, 2)
+    assert moved(before, after, PortCounter.XMIT_DISCARDS_EXT) > 0, \
+        "port 2 discarded no answer: the test did not fill its response queue"
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
 @cocotb.parametrize(loss=[0.01, 0.1] if REGRESS else [0.01])     # 10 %: make regress
 async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     """RC WRITEs, SENDs, READs and WRITEs with immediate of 0 to 5000 bytes (up to five
