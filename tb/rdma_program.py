@@ -62,6 +62,15 @@ def assert_wc(wc, **want):
     assert not wrong, "completion " + ", ".join(wrong) + f"\n  {wc}"
 
 
+def long_read_timeout(data_width):
+    """The ACK timeout for a long READ's QP: one timeout (2048 cycles at 1) is far shorter
+    than the READ, but the first 4 KiB response must come back within it. At 64 bits that
+    response is 512 beats on the link, which the requester's depacketizer takes whole before
+    passing it on, and it completes more than 2048 cycles after the request left: timeout 1
+    would expire first (a retransmission the protocol allows but the model does not predict)."""
+    return 2 if data_width < 128 else 1
+
+
 async def long_read(local_rdma, remote_rdma, qp, length):
     """An RC RDMA READ on `qp` (of `local_rdma`'s device) of `length` bytes from an odd offset
     of a region on `remote_rdma`'s device to an odd offset of one on its own: it must complete

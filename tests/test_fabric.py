@@ -24,7 +24,7 @@ from tb.link_faults import LinkFaults
 from tb.rdma_program import (
     DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, Rdma,
     assert_all_succeed, assert_counters_follow_cable, assert_wc, grh_bytes, long_read,
-    lossy_cable, post_lossy_rc, work_request,
+    long_read_timeout, lossy_cable, post_lossy_rc, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -440,11 +440,7 @@ async def test_rc_read_longer_than_many_ack_timeouts_between_devices(dut):
     fabric = await Fabric.open(dut)
     for d in (0, 1):
         LinkFaults(latency=500).apply(fabric.cable(d, 1))
-    # The first response must come back within one timeout: at 64 bits a 4 KiB response is 512
-    # beats on the link, and the requester's depacketizer takes it whole before passing it on,
-    # so it completes more than 2,048 cycles after the request left; timeout 1 would expire
-    # first (a retransmission the protocol allows but the model does not predict).
-    timeout = 2 if fabric.r[0].tb.data_width == 64 else 1
+    timeout = long_read_timeout(fabric.r[0].tb.data_width)
     pairs = await connected_pairs(fabric, QPType.RC, timeout=timeout, retry_cnt=1)
     a, _ = pairs[1]
     await long_read(*fabric.r, a, LONG_READ)

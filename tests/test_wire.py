@@ -21,7 +21,7 @@ from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
     SRC_PATH_BITS, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable, assert_wc,
-    lossy_cable, post_lossy_rc, unregistered_key, work_request,
+    long_read, long_read_timeout, lossy_cable, post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
@@ -795,6 +795,19 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
         stats = LinkFaults.stats(cable)
         assert stats["dropped"] > 0 and stats["corrupted"] > 0, (port, stats)
         assert_counters_follow_cable(delta[port], delta[PEER[port]], stats, f"port {port}")
+
+
+@cocotb.test()
+async def test_rc_read_of_1mib_plus_7_over_the_cable(dut):
+    """An RC RDMA READ of 1 MiB + 7 bytes from an odd offset on port 2 to an odd offset on port
+    1 across the cable: 257 READ responses at a 4096-byte path MTU, far longer on the wire than
+    one ACK timeout (timeout 1: 2048 cycles; 2 at 64 bits), which each arriving response
+    restarts. It completes SUCCESS with every byte in place; nothing around it changes."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, _ = await wire_pair(rdma, QPType.RC, timeout=long_read_timeout(rdma.tb.data_width),
+                           retry_cnt=1)
+    await long_read(rdma, rdma, a, (1 << 20) + 7)
+    await rdma.finish(links_idle=False)
 
 
 class PacketPath(Enum):
