@@ -337,8 +337,8 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
 async def test_rc_exactly_once_over_lossy_cables(dut, loss):
     """RC WRITEs, SENDs, READs and WRITEs with immediate of 0 to 5000 bytes (up to five
     packets at a 1024-byte path MTU), both ways over both cables, while each cable holds every
-    packet 300 cycles and drops, duplicates and corrupts (ICRC or VCRC) packets at `loss`
-    each and delays or reorders them at loss / 2 each. Every WR completes SUCCESS with what a
+    packet 300 cycles, loses `loss` of them (half dropped, half corrupted: ICRC or VCRC),
+    duplicates them at `loss` and delays or reorders them at loss / 2 each. Every WR completes SUCCESS with what a
     perfect cable gives, memory is the model's (each WRITE landed once, each SEND took one
     receive), and the port counters agree with what the cables did: a port sent what its
     cable took, and what arrived counted good, or in PortRcvErrors when corrupted."""

@@ -57,7 +57,7 @@ from cocotb.triggers import First, RisingEdge, Timer
 import pytest
 
 from tb import simrun
-from tb.link_faults import LinkFaults
+from tb.rdma_program import lossy_cable
 from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
@@ -1017,17 +1017,14 @@ RESULTS = {}   # placement -> results of its run, for a later test to compare wi
 
 
 def lossy_cables(program, seed, loss):
-    """Every cable between the devices loses, duplicates and corrupts packets at `loss` each
-    and delays and reorders them at loss / 2, aimed at the RC QPs `lossy_qpns` names, with 300
-    cycles of latency; the models stop predicting packets and counters."""
+    """Every cable between the devices is a lossy_cable at `loss` (it loses `loss` of the
+    packets, duplicates, delays and reorders others), aimed at the RC QPs `lossy_qpns` names;
+    the models stop predicting packets and counters."""
     for d, (tb, _, sb) in enumerate(program.sides):
         sb.model.links_lossy()
         qpns = program.lossy_qpns(1 - d)
         for port, cable in tb.cables.items():
-            faults = LinkFaults(latency=300, seed=(seed << 4 | d << 2 | port) & (2**64 - 1),
-                                drop=loss, dup=loss, corrupt=loss, delay=loss / 2,
-                                reorder=loss / 2, delay_cycles=700, corrupt_kind="either",
-                                qpns=qpns)
+            faults = lossy_cable(loss, seed << 4 | d << 2 | port, qpns=qpns)
             faults.apply(cable)
             program.faults[d, port] = faults
             tb.log.info("cable from dev%d port %d: %s", d, port, faults.describe())

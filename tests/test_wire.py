@@ -757,9 +757,9 @@ async def test_answers_that_find_the_response_queue_full_are_discarded_and_recov
 async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     """RC WRITEs, SENDs, READs and WRITEs with immediate of 0 to 5000 bytes (up to five
     packets at a 1024-byte path MTU) from port 1 to port 2 and back over the device's own
-    cable, while each direction holds every packet 300 cycles and drops, duplicates and
-    corrupts (ICRC or VCRC) packets at `loss` each and delays or reorders them at loss / 2
-    each, and besides drops its third packet and corrupts its eighth (some 80 packets cross
+    cable, while each direction holds every packet 300 cycles, loses `loss` of them (half
+    dropped, half corrupted: ICRC or VCRC), duplicates them at `loss` and delays or reorders
+    them at loss / 2 each, and besides drops its third packet and corrupts its eighth (some 80 packets cross
     each way: the rates alone may leave a run without a loss). Every WR completes SUCCESS with
     what a perfect cable gives, memory is the model's (each WRITE landed once, each SEND took
     one receive), and the port counters agree with what the cable did: a port sent what its
