@@ -3,6 +3,39 @@
 // the AXI4 DMA master. Messages addressed to the sending port itself take the loopback bypass
 // through the DMA mover; everything else is packetized onto the port's link, and packets
 // arriving on a link are checked and delivered to the same responder (docs/packet-path.md).
+
+// Every block, so that this file alone (with -I rtl) elaborates the device in any tool; each
+// block file has an include guard, so reading it on its own as well is harmless.
+`include "host/ah_table.v"
+`include "host/cq_engine.v"
+`include "host/ctx_cmd.v"
+`include "host/prot_check.v"
+`include "host/qp_table.v"
+`include "host/rdma_regs.v"
+`include "host/sq_sched.v"
+`include "transport/completer.v"
+`include "transport/msg_arb.v"
+`include "transport/requester.v"
+`include "transport/responder.v"
+`include "transport/rx_engine.v"
+`include "dma/dma_axi_burst.v"
+`include "dma/dma_mover.v"
+`include "dma/dma_rd_engine.v"
+`include "dma/dma_realign.v"
+`include "dma/dma_sgl.v"
+`include "dma/dma_skid.v"
+`include "dma/dma_wr_engine.v"
+`include "port/axis_frame_mux.v"
+`include "port/crc_stream.v"
+`include "port/depacketizer.v"
+`include "port/ib_icrc.v"
+`include "port/packetizer.v"
+`include "port/pkt_append.v"
+`include "port/pkt_header.v"
+`include "port/port_counters.v"
+`include "port/port_tx.v"
+`include "req_arb.v"
+
 `default_nettype none
 
 module rdma_dev #(

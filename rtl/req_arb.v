@@ -1,6 +1,8 @@
 // Shares one request/response server (the DMA mover, the CQE writer, the protection checker)
 // among several clients. A client holds its request valid until it is granted; the grant is held
 // until the server answers, and the answer goes back only to that client. Lower index wins.
+`ifndef RDMA_REQ_ARB_V
+`define RDMA_REQ_ARB_V
 `default_nettype none
 
 module req_arb #(
@@ -66,3 +68,4 @@ end
 endmodule
 
 `resetall
+`endif

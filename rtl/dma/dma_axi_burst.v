@@ -2,6 +2,8 @@
 // at every BOUND_LOG-aligned address: that boundary is 4 KiB or 256 beats, whichever is
 // smaller, so no burst crosses a 4 KiB page or exceeds 256 beats. The W side of the engine
 // uses the same rule to place WLAST, which is why it never needs to see the AW stream.
+`ifndef RDMA_DMA_AXI_BURST_V
+`define RDMA_DMA_AXI_BURST_V
 `default_nettype none
 
 module dma_axi_burst #(
@@ -64,3 +66,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -36,6 +36,8 @@
 // so a long COPY streams one beat per cycle once the pipeline is full. A stream's lane offset
 // is just the low address bits of its side: the realigner and the strobes treat it like a
 // host address, so all it adds is the write stream's first-beat tkeep check.
+`ifndef RDMA_DMA_MOVER_V
+`define RDMA_DMA_MOVER_V
 `default_nettype none
 
 module dma_mover #(
@@ -373,3 +375,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -10,6 +10,8 @@
 // (the write side strobes only [dst, dst+len) anyway), and when tlast is late the rest of the
 // stream up to its tlast is taken and dropped, so the producer is never left hanging either.
 // tkeep only decides the error: the data lanes of every beat are passed on as they are.
+`ifndef RDMA_DMA_RD_ENGINE_V
+`define RDMA_DMA_RD_ENGINE_V
 `default_nettype none
 
 module dma_rd_engine #(
@@ -215,3 +217,4 @@ end
 endmodule
 
 `resetall
+`endif

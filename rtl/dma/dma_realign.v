@@ -7,6 +7,8 @@
 // more than that leaves, a final beat is made from the previous beat alone (cfg_flush).
 // Bytes outside the transfer are don't-care here (the write side masks them); they come out as
 // zero or as neighbouring source bytes, never X.
+`ifndef RDMA_DMA_REALIGN_V
+`define RDMA_DMA_REALIGN_V
 `default_nettype none
 
 module dma_realign #(
@@ -98,3 +100,4 @@ end
 endmodule
 
 `resetall
+`endif

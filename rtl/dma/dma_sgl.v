@@ -33,6 +33,8 @@
 // One piece at a time, each a whole mover command (a few cycles of seek, plan and the mover's
 // set-up between pieces): lists are short, and the mover stays the only place that knows AXI.
 // One m_done pulse per client command, its error the OR of the pieces' and the coverage's.
+`ifndef RDMA_DMA_SGL_V
+`define RDMA_DMA_SGL_V
 `default_nettype none
 
 module dma_sgl #(
@@ -488,3 +490,4 @@ end
 endmodule
 
 `resetall
+`endif

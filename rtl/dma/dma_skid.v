@@ -1,5 +1,7 @@
 // Two-entry register slice: full throughput, and both s_ready and m_valid come from flops so
 // no combinational path crosses it (used to keep RREADY independent of WREADY).
+`ifndef RDMA_DMA_SKID_V
+`define RDMA_DMA_SKID_V
 `default_nettype none
 
 module dma_skid #(
@@ -43,3 +45,4 @@ end
 endmodule
 
 `resetall
+`endif

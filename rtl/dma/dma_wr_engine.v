@@ -5,6 +5,8 @@
 //
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
+`ifndef RDMA_DMA_WR_ENGINE_V
+`define RDMA_DMA_WR_ENGINE_V
 `default_nettype none
 
 module dma_wr_engine #(
@@ -178,3 +180,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -1,4 +1,6 @@
 // Address handles: the address vectors UD work requests name by number (CREATE/DESTROY_AH).
+`ifndef RDMA_AH_TABLE_V
+`define RDMA_AH_TABLE_V
 `default_nettype none
 
 module ah_table #(
@@ -103,3 +105,4 @@ end
 endmodule
 
 `resetall
+`endif

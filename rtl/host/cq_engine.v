@@ -2,6 +2,8 @@
 // one CQE writer both paths use, and completion events. A CQE is written through the DMA mover
 // with its owner bit set from the pass over the ring; a full or destroyed CQ drops the CQE
 // and counts an overflow rather than overwrite an entry software has not consumed.
+`ifndef RDMA_CQ_ENGINE_V
+`define RDMA_CQ_ENGINE_V
 `default_nettype none
 
 module cq_engine #(
@@ -163,3 +165,4 @@ end
 endmodule
 
 `resetall
+`endif

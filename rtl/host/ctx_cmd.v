@@ -2,6 +2,8 @@
 // index in range, does the object exist, are the parameters acceptable. The owner supplies what
 // it knows about the indexed slot and acts on the create/destroy strobes in the same cycle;
 // this block registers the answer (docs/host-interface.md, command results).
+`ifndef RDMA_CTX_CMD_V
+`define RDMA_CTX_CMD_V
 `default_nettype none
 
 module ctx_cmd #(
@@ -46,3 +48,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -1,6 +1,8 @@
 // Memory regions and the one protection checker both paths share: a key, a range, the QP's PD
 // and the rights an access needs go in; whether the access is allowed and the host address of
 // its first byte come out one cycle later. REG_MR / DEREG_MR fill the table.
+`ifndef RDMA_PROT_CHECK_V
+`define RDMA_PROT_CHECK_V
 `default_nettype none
 
 module prot_check #(
@@ -104,3 +106,4 @@ end
 endmodule
 
 `resetall
+`endif

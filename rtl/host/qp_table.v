@@ -5,6 +5,8 @@
 // addressed to), ports D and E the completer (D: retransmission and errors, E: completions).
 // A send queue has three indices: the producer (doorbell), the next WQE to issue and the
 // consumer (completed); at most 2^SQ_WIN_LOG WQEs are between issue and completion.
+`ifndef RDMA_QP_TABLE_V
+`define RDMA_QP_TABLE_V
 `default_nettype none
 
 module qp_table #(
@@ -497,3 +499,4 @@ end
 endmodule
 
 `resetall
+`endif

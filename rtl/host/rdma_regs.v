@@ -1,6 +1,8 @@
 // Register slave of rdma_dev: device identity, per-port address settings, the command block,
 // doorbells and the device counters, behind one AXI-Lite port. Commands and doorbells leave as
 // one-cycle strobes to the blocks that own the contexts; see docs/host-interface.md.
+`ifndef RDMA_RDMA_REGS_V
+`define RDMA_RDMA_REGS_V
 `default_nettype none
 
 module rdma_regs #(
@@ -293,3 +295,4 @@ wire unused_prot = ^{s_axil_awprot, s_axil_arprot, wa[1:0]};
 endmodule
 
 `resetall
+`endif

@@ -1,4 +1,6 @@
 // Round-robin choice among the QPs that have work, so that one busy QP cannot starve the rest.
+`ifndef RDMA_SQ_SCHED_V
+`define RDMA_SQ_SCHED_V
 `default_nettype none
 
 module sq_sched #(
@@ -40,3 +42,4 @@ end
 endmodule
 
 `resetall
+`endif

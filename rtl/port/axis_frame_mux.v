@@ -1,6 +1,8 @@
 // Merges two frame streams into one, a whole frame at a time (input 0 first when both wait);
 // tid says which input the frame came from. Here: a port's receive side takes the physical
 // link (0) and the port's internal loopback (1).
+`ifndef RDMA_AXIS_FRAME_MUX_V
+`define RDMA_AXIS_FRAME_MUX_V
 `default_nettype none
 
 module axis_frame_mux #(
@@ -51,3 +53,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -15,6 +15,8 @@
 // so the beat's n bytes XOR the register are shifted to the top of the beat (zeros in front,
 // the disabled bytes shifted out), run through the constant full-beat matrix, and XORed with
 // the register shifted down by 8n bits.
+`ifndef RDMA_CRC_STREAM_V
+`define RDMA_CRC_STREAM_V
 `default_nettype none
 
 module crc_stream #(
@@ -119,3 +121,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -22,6 +22,8 @@
 // is free", a register. With BUFFERS = 2 and a consumer that takes headers and payload at once, a
 // buffer is free exactly when the link starts the packet after next, for the shortest header
 // (20 bytes) and a full 4096-byte payload, so back-to-back maximum packets stream without a gap.
+`ifndef RDMA_DEPACKETIZER_V
+`define RDMA_DEPACKETIZER_V
 `default_nettype none
 
 module depacketizer #(
@@ -546,3 +548,4 @@ end
 endmodule
 
 `resetall
+`endif

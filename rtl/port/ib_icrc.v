@@ -13,6 +13,8 @@
 //           GRH byte 7 = 0xFF (HopLmt), BTH byte 4 = 0xFF (GRH at byte 8, BTH at byte 48)
 // Every replacement sets bits, so each is an OR mask chosen by the beat's index in the packet;
 // the index saturates once the beat is past the last variant byte (packet byte 52).
+`ifndef RDMA_IB_ICRC_V
+`define RDMA_IB_ICRC_V
 `default_nettype none
 
 module ib_icrc #(
@@ -128,3 +130,4 @@ assign m_icrc_valid = s_valid & s_last;
 endmodule
 
 `resetall
+`endif

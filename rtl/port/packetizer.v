@@ -21,6 +21,8 @@
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
 // The descriptor stays valid for the whole message (its fields are read directly); it is
 // accepted (desc_ready) in the cycle after the last packet's last beat leaves, with done.
+`ifndef RDMA_PACKETIZER_V
+`define RDMA_PACKETIZER_V
 `default_nettype none
 
 module packetizer #(
@@ -478,3 +480,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -5,6 +5,8 @@
 // with s_valid & s_ready & s_last). The tail lands right after that beat's last enabled byte;
 // when it does not fit the beat, the rest goes in one extra beat, for which the input waits one
 // cycle. Every beat but a frame's last must be full; s_sb (sideband) rides with the frame.
+`ifndef RDMA_PKT_APPEND_V
+`define RDMA_PKT_APPEND_V
 `default_nettype none
 
 module pkt_append #(
@@ -119,3 +121,4 @@ end
 endmodule
 
 `resetall
+`endif

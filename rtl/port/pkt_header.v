@@ -6,6 +6,8 @@
 // The opcode follows from the message kind, the transport and the packet's place in the
 // message; it decides the extension headers, and with the payload length they decide PktLen,
 // PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload.
+`ifndef RDMA_PKT_HEADER_V
+`define RDMA_PKT_HEADER_V
 `default_nettype none
 
 module pkt_header (
@@ -173,3 +175,4 @@ end
 endmodule
 
 `resetall
+`endif

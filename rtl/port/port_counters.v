@@ -26,6 +26,8 @@
 // in one cycle; each counter moves by at most one of them. Priority per counter: clear (all
 // counters) over a write to the counter (that cycle's event is dropped for it) over its event.
 // A 64-bit counter read as lo then hi is not a snapshot: it may move between the two reads.
+`ifndef RDMA_PORT_COUNTERS_V
+`define RDMA_PORT_COUNTERS_V
 `default_nettype none
 
 module port_counters #(
@@ -138,3 +140,4 @@ assign rd_data = words[{rd_index, 5'b00000} +: 32];
 endmodule
 
 `resetall
+`endif

@@ -3,6 +3,8 @@
 // each packet's payload from host memory through the DMA mover (READ_STREAM), and sends the
 // packets on the physical link, or on the internal port loopback for a loopback message whose
 // bypass is switched off. Only physical-link packets are counted.
+`ifndef RDMA_PORT_TX_V
+`define RDMA_PORT_TX_V
 `default_nettype none
 
 module port_tx #(
@@ -200,3 +202,4 @@ wire unused = ^{pk_ready, pk_done_psn};
 endmodule
 
 `resetall
+`endif

@@ -15,6 +15,8 @@
 // A remote NAK or exhausted retries fail the oldest WQE, move the QP to ERR and flush the rest.
 // The completion stage then writes the send CQEs (signaled or failed) in slot order and frees
 // the ring slots.
+`ifndef RDMA_COMPLETER_V
+`define RDMA_COMPLETER_V
 `default_nettype none
 
 module completer #(
@@ -615,3 +617,4 @@ end
 endmodule
 
 `resetall
+`endif

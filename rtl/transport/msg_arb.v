@@ -4,6 +4,8 @@
 // comes keeps the grant for its next request, until it drops s_hold: the bypass holds it for a
 // whole message, the receive engine for one packet (the responder loads a SEND's receive WQE
 // again when another QP's message came between). Lower index wins otherwise.
+`ifndef RDMA_MSG_ARB_V
+`define RDMA_MSG_ARB_V
 `default_nettype none
 
 module msg_arb #(
@@ -55,3 +57,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -13,6 +13,8 @@
 // outstanding, a FENCE while any is,
 // and a bypass message while the QP has packets outstanding. A QP in ERR has every send WQE
 // flushed (WR_FLUSH_ERR) and the responder flushes its receive queue.
+`ifndef RDMA_REQUESTER_V
+`define RDMA_REQUESTER_V
 `default_nettype none
 
 module requester #(
@@ -662,3 +664,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -11,6 +11,8 @@
 // packet), END after the last; s_msg_offset is the piece's byte offset in the message. Messages
 // of different QPs may interleave: the receive WQE a SEND's START took stays at the QP's
 // rq_ci until its END, and is loaded again when another QP's message came in between.
+`ifndef RDMA_RESPONDER_V
+`define RDMA_RESPONDER_V
 `default_nettype none
 
 module responder #(
@@ -491,3 +493,4 @@ end
 endmodule
 
 `resetall
+`endif

@@ -20,6 +20,8 @@
 // PSN), so the packets of many QPs' messages may interleave on a link, as they do behind a
 // switch. Packets that fail the QP checks are dropped and reported per port (PortRcvErrors);
 // out-of-sequence packets are dropped silently.
+`ifndef RDMA_RX_ENGINE_V
+`define RDMA_RX_ENGINE_V
 `default_nettype none
 
 module rx_engine #(
@@ -616,3 +618,4 @@ end
 endmodule
 
 `resetall
+`endif
