@@ -1,6 +1,8 @@
 // Shares one request/response server (the DMA mover, the CQE writer, the protection checker)
 // among several clients. A client holds its request valid until it is granted; the grant is held
-// until the server answers, and the answer goes back only to that client. Lower index wins.
+// until the server answers, and the answer goes back only to that client. Lower index wins. The
+// cycle of an answer may already pass the next request on (if the server is ready for it), so a
+// busy server loses no cycle between requests.
 `ifndef RDMA_REQ_ARB_V
 `define RDMA_REQ_ARB_V
 `default_nettype none
@@ -33,8 +35,9 @@ localparam SEL_WIDTH = CLIENTS > 1 ? $clog2(CLIENTS) : 1;
 
 reg                  busy;      // a request has been passed on and its answer is awaited
 reg [SEL_WIDTH-1:0]  owner;     // the client that request came from
+wire                 free = !busy || m_rsp_valid;   // a new request may be passed on
 
-// The first requesting client; only used while not busy.
+// The first requesting client; only used while free.
 reg [SEL_WIDTH-1:0]  pick;
 integer i;
 always @* begin
@@ -45,20 +48,20 @@ end
 
 wire any_req = |s_req_valid;
 
-assign m_req_valid = !busy && any_req;
+assign m_req_valid = free && any_req;
 assign m_req_data  = s_req_data[pick*REQ_WIDTH +: REQ_WIDTH];
-assign s_req_ready = (!busy && m_req_ready) ? ({{(CLIENTS-1){1'b0}}, 1'b1} << pick) : {CLIENTS{1'b0}};
+assign s_req_ready = (free && m_req_ready) ? ({{(CLIENTS-1){1'b0}}, 1'b1} << pick) : {CLIENTS{1'b0}};
 assign s_rsp_valid = m_rsp_valid ? ({{(CLIENTS-1){1'b0}}, 1'b1} << owner) : {CLIENTS{1'b0}};
 assign s_rsp_data  = m_rsp_data;
 assign m_owner     = busy ? ({{(CLIENTS-1){1'b0}}, 1'b1} << owner) : {CLIENTS{1'b0}};
 
 always @(posedge clk) begin
+    if (m_rsp_valid)
+        busy <= 1'b0;
     if (m_req_valid && m_req_ready) begin
         busy  <= 1'b1;
         owner <= pick;
     end
-    if (m_rsp_valid)
-        busy <= 1'b0;
     if (rst) begin
         busy  <= 1'b0;
         owner <= {SEL_WIDTH{1'b0}};

@@ -9,7 +9,8 @@ and its effect checked packet by packet:
   FENCE), the local ACK timeout (4.096 us x 2^timeout at 250 MHz, restarted by progress)
   and its edges, go-back-N resends from the oldest unacknowledged PSN inside a message,
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
-  AckReq every 16 PSNs, PSN wrap;
+  AckReq every 16 PSNs, PSN wrap, a WR that fails before it is sent letting the WRs before
+  it be resent;
 - responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
   executed twice, duplicate READ requests served again from their PSN, duplicate atomics
   answered from the record of their result and never executed twice, ACKs only where asked,
@@ -27,11 +28,11 @@ from tb import simrun
 from tb.ib_packet import (
     AETH, BTH, LRH, PSN_MASK, RETH, AtomicAckETH, AtomicETH, Packet, build, packetize,
 )
-from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, work_request
+from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, unregistered_key, work_request
 from tb.rdma_tb import LinkInjector
 from tb.verbs import (
-    MTU, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp,
-    atomic_fetch_and_add,
+    MTU, SGE, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode,
+    atomic_cmp_and_swp, atomic_fetch_and_add,
 )
 
 PORT = 1
@@ -464,6 +465,32 @@ async def test_a_remote_nak_fails_its_wr_and_flushes_the_ones_after_it(dut):
         (0xF1, WCStatus.SUCCESS), (0xF2, WCStatus.REM_ACCESS_ERR), (0xF3, WCStatus.WR_FLUSH_ERR)]
     await rdma.assert_state(qp, QPState.ERR)
     await peer.quiet(3000, "after the QP went to ERR")
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_a_wr_failing_locally_lets_the_wrs_before_it_be_resent(dut):
+    """A SEND goes out; the RDMA WRITE behind it names no MR, which the requester finds before
+    sending anything (LOC_PROT_ERR), and holds back the WRs behind it. The SEND's ACK is lost:
+    one ACK timeout later the SEND goes again (the failed WR holds back what follows it, not
+    the resend of what precedes it), its ACK completes it SUCCESS, then the WRITE completes
+    LOC_PROT_ERR, the SEND behind it flushes and the QP is in ERR."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x900)
+    src = await rdma.region(4096)
+    no_mr = SGE(src.mr.addr, 16, unregistered_key(rdma.dev))
+    await qp.post_send([work_request(WROpcode.SEND, src.sge(0, 20), wr_id=0xE1),
+                        work_request(WROpcode.RDMA_WRITE, no_mr, src.remote(0), wr_id=0xE2),
+                        work_request(WROpcode.SEND, src.sge(0, 20), wr_id=0xE3)])
+    [first] = await peer.sent(1, "the first SEND")
+    [again] = await peer.sent(1, "the first SEND resent after the ACK timeout")
+    assert again.packet == first.packet
+    await peer.answer(qp, 0x900, msn=1)
+    wcs = await rdma.poll_until(qp.send_cq, 3, cycles=WAIT)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [
+        (0xE1, WCStatus.SUCCESS), (0xE2, WCStatus.LOC_PROT_ERR), (0xE3, WCStatus.WR_FLUSH_ERR)]
+    await rdma.assert_state(qp, QPState.ERR)
+    await peer.quiet(3 * ACK_UNIT * 2, "after the QP went to ERR")
     await finish(rdma)
 
 

@@ -34,10 +34,13 @@ localparam [8:0] BLK_BEATS = 9'd1 << (BOUND_LOG - BEAT_LOG);
 reg [ABW-1:0]       addr;   // next burst's beat address
 reg [LEN_WIDTH-1:0] left;   // beats not yet put into a burst
 
-// Beats from addr up to the next boundary, 1 .. BLK_BEATS.
-wire [8:0] to_bound = BLK_BEATS - (addr[8:0] & (BLK_BEATS - 9'd1));
-wire       left_small = left < {{(LEN_WIDTH-9){1'b0}}, to_bound};
-wire [8:0] burst = left_small ? left[8:0] : to_bound;
+// The transfer as it stands: a new one presents its first burst in the cycle after start.
+wire [ABW-1:0]       at   = start ? start_addr : addr;
+wire [LEN_WIDTH-1:0] rest = start ? start_beats : left;
+// Beats from there up to the next boundary, 1 .. BLK_BEATS.
+wire [8:0] to_bound = BLK_BEATS - (at[8:0] & (BLK_BEATS - 9'd1));
+wire       rest_small = rest < {{(LEN_WIDTH-9){1'b0}}, to_bound};
+wire [8:0] burst = rest_small ? rest[8:0] : to_bound;
 wire [7:0] burst_m1 = burst[7:0] - 8'd1;   // 256 beats wrap to AxLEN 255
 
 assign busy = ax_valid || (left != {LEN_WIDTH{1'b0}});
@@ -46,15 +49,15 @@ always @(posedge clk) begin
     if (ax_valid && ax_ready)
         ax_valid <= 1'b0;
 
-    if (start) begin
+    if ((!ax_valid || ax_ready) && allow && rest != {LEN_WIDTH{1'b0}}) begin
+        ax_valid <= 1'b1;
+        ax_addr  <= {at, {BEAT_LOG{1'b0}}};
+        ax_len   <= burst_m1;
+        addr     <= at + {{(ABW-9){1'b0}}, burst};
+        left     <= rest - {{(LEN_WIDTH-9){1'b0}}, burst};
+    end else if (start) begin
         addr <= start_addr;
         left <= start_beats;
-    end else if ((!ax_valid || ax_ready) && allow && left != {LEN_WIDTH{1'b0}}) begin
-        ax_valid <= 1'b1;
-        ax_addr  <= {addr, {BEAT_LOG{1'b0}}};
-        ax_len   <= burst_m1;
-        addr     <= addr + {{(ABW-9){1'b0}}, burst};
-        left     <= left - {{(LEN_WIDTH-9){1'b0}}, burst};
     end
 
     if (rst) begin

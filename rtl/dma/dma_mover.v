@@ -128,7 +128,7 @@ localparam [2:0] MODE_WR_STREAM = 3'd4; // s_axis_wr -> host (COPY is mode 0)
 localparam [2:0] MODE_ATOMIC = 3'd5;    // a LOAD, then a STORE of the new value (above 5 is no command)
 
 localparam [1:0] ST_IDLE = 2'd0;   // waiting for a command
-localparam [1:0] ST_SETUP = 2'd1;  // command latched: derive the set-up and start the engines
+localparam [1:0] ST_SETUP = 2'd1;  // an ATOMIC's write latched: start the engines on it
 localparam [1:0] ST_RUN = 2'd2;    // engines running until the last beat and B are done
 localparam [1:0] ST_ATOMIC = 2'd3; // an ATOMIC's read is done: decide its write
 
@@ -145,36 +145,46 @@ reg [128:0]           atom_op;    // ... and its operands
 assign s_cmd_ready = cmd_ready;
 
 wire cmd_fire = s_cmd_valid && cmd_ready;
-wire start = state == ST_SETUP;
-
-// Per-command set-up, from the latched command (STORE reads its block from offset 0, LOAD
-// delivers its result from offset 0). The stream modes take their lane offset from the low
-// bits of the stream's side: to the realigner and the strobes it is just an address offset
-// (the upper bits are dropped; no AR for WRITE_STREAM, no AW for READ_STREAM).
-wire is_store = cmd_mode == MODE_STORE;
-wire is_load = cmd_mode == MODE_LOAD;
-wire is_rd_stream = cmd_mode == MODE_RD_STREAM;
-wire is_wr_stream = cmd_mode == MODE_WR_STREAM;
-wire dst_local = is_load || is_rd_stream;   // destination is m_done_data or the read stream
-wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : cmd_src[BL-1:0];
-wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : cmd_dst[BL-1:0];
-wire [ADDR_WIDTH-1:0] dst_addr = dst_local ? {{(ADDR_WIDTH-BL){1'b0}}, dst_off} : cmd_dst;
 wire bad_mode = s_cmd_mode > MODE_ATOMIC;
 wire is_atomic_cmd = s_cmd_mode == MODE_ATOMIC;
+// a command with bytes to move starts the engines in the cycle it is taken (an ATOMIC's write
+// one cycle after its read, from ST_SETUP)
+wire take = cmd_fire && s_cmd_len != {LEN_WIDTH{1'b0}} && !bad_mode;
+wire start = take || state == ST_SETUP;
+
+// The command the engines start on: the one being taken (an ATOMIC starts as a LOAD of its 8
+// bytes), else the latched one.
+wire [2:0]            c_mode = take ? (is_atomic_cmd ? MODE_LOAD : s_cmd_mode) : cmd_mode;
+wire [ADDR_WIDTH-1:0] c_src  = take ? (is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr) : cmd_src;
+wire [ADDR_WIDTH-1:0] c_dst  = take ? s_cmd_dst_addr : cmd_dst;
+wire [LEN_WIDTH-1:0]  c_len  = take ? s_cmd_len : cmd_len;
+
+// Per-command set-up (STORE reads its block from offset 0, LOAD delivers its result from
+// offset 0). The stream modes take their lane offset from the low bits of the stream's side:
+// to the realigner and the strobes it is just an address offset (the upper bits are dropped;
+// no AR for WRITE_STREAM, no AW for READ_STREAM).
+wire is_store = c_mode == MODE_STORE;
+wire is_load = c_mode == MODE_LOAD;
+wire is_rd_stream = c_mode == MODE_RD_STREAM;
+wire is_wr_stream = c_mode == MODE_WR_STREAM;
+wire dst_local = is_load || is_rd_stream;   // destination is m_done_data or the read stream
+wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : c_src[BL-1:0];
+wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : c_dst[BL-1:0];
+wire [ADDR_WIDTH-1:0] dst_addr = dst_local ? {{(ADDR_WIDTH-BL){1'b0}}, dst_off} : c_dst;
 // the ATOMIC's new value from the original the read returned
 wire [63:0] atom_orig = m_done_data[63:0];
 wire        atom_cas = atom_op[ATOM_IS_CAS];
 wire [63:0] atom_new = atom_cas ? atom_op[ATOM_SWAP +: 64] : atom_orig + atom_op[ATOM_CMP_ADD +: 64];
 wire        atom_write = !atom_cas || atom_orig == atom_op[ATOM_CMP_ADD +: 64];
 
-wire [LEN_WIDTH:0] in_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
-wire [LEN_WIDTH:0] out_beats = ({1'b0, cmd_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
+wire [LEN_WIDTH:0] in_beats = ({1'b0, c_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
+wire [LEN_WIDTH:0] out_beats = ({1'b0, c_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
 wire [BL-1:0] rl_shift = src_off + ~dst_off;
 wire rl_skip = src_off > dst_off;
 // the realigner makes in_beats - skip beats by itself; one more when the destination needs it
 wire rl_flush = (out_beats + {{LEN_WIDTH{1'b0}}, rl_skip}) > in_beats;
-wire [BL-1:0] last_off = dst_off + cmd_len[BL-1:0] - 1'b1;
-wire [BL-1:0] src_last_off = src_off + cmd_len[BL-1:0] - 1'b1;   // WRITE_STREAM: last byte's lane
+wire [BL-1:0] last_off = dst_off + c_len[BL-1:0] - 1'b1;
+wire [BL-1:0] src_last_off = src_off + c_len[BL-1:0] - 1'b1;   // WRITE_STREAM: last byte's lane
 
 // pipeline links
 wire [DATA_WIDTH-1:0] src_data;
@@ -199,7 +209,7 @@ dma_rd_engine #(
     .cfg_stream(is_wr_stream),
     .cfg_first_off(src_off),
     .cfg_last_off(src_last_off),
-    .cfg_addr(cmd_src[ADDR_WIDTH-1:BL]),
+    .cfg_addr(c_src[ADDR_WIDTH-1:BL]),
     .cfg_beats(in_beats[LEN_WIDTH-1:0]),
     .store_data(cmd_data),
     .m_axi_arid(m_axi_arid),
@@ -321,7 +331,7 @@ always @(posedge clk) begin
                     m_done_error <= bad_mode;
                 end else begin
                     cmd_ready <= 1'b0;
-                    state     <= ST_SETUP;
+                    state     <= ST_RUN;
                 end
             end
         end

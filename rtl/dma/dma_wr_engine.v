@@ -62,8 +62,8 @@ module dma_wr_engine #(
     input  wire                     m_axis_tready,
     output wire                     m_axis_tlast,
 
-    output reg                      wr_error,     // a B response of this command was not OKAY
-    output wire                     done          // every beat taken and every B received
+    output wire                     wr_error,     // a B response of this command was not OKAY (so far, this cycle's included)
+    output wire                     done          // every beat taken and every B received (this cycle's included)
 );
 
 localparam B = DATA_WIDTH / 8;                // bytes per beat
@@ -82,6 +82,7 @@ reg [BB-1:0]          pos;         // beat position between burst boundaries
 reg [B-1:0]           first_mask;  // strobes of the first beat: from the start offset up
 reg [B-1:0]           last_mask;   // strobes of the last beat: up to the last byte
 reg [LEN_WIDTH-1:0]   b_pending;   // AWs accepted whose B has not returned
+reg                   b_error;     // an earlier B of this command was not OKAY
 
 wire aw_busy;
 wire aw_fire = m_axi_awvalid && m_axi_awready;
@@ -119,7 +120,15 @@ generate
     end
 endgenerate
 
-assign done = !active && !aw_busy && b_pending == {LEN_WIDTH{1'b0}};
+// a response with a foreign ID is as wrong as an error response
+wire b_bad = b_fire && (m_axi_bresp != 2'b00 || m_axi_bid != {AXI_ID_WIDTH{1'b0}});
+assign wr_error = b_error || b_bad;
+// The command is done in the cycle its last beat or its last B is taken, so that the mover
+// answers on the next edge.
+wire beats_done = !active || (beat_fire && s_last);
+wire bs_done = b_pending == {LEN_WIDTH{1'b0}} ||
+               (b_pending == {{(LEN_WIDTH-1){1'b0}}, 1'b1} && b_fire && !aw_fire);
+assign done = beats_done && !aw_busy && bs_done;
 
 dma_axi_burst #(
     .ADDR_WIDTH(ADDR_WIDTH),
@@ -150,7 +159,7 @@ always @(posedge clk) begin
         first_mask <= {B{1'b1}} << cfg_addr[BEAT_LOG-1:0];
         last_mask  <= {B{1'b1}} >> ~cfg_last_off;
         ld_idx     <= {LIW{1'b0}};
-        wr_error   <= 1'b0;
+        b_error    <= 1'b0;
     end else if (beat_fire) begin
         first  <= 1'b0;
         pos    <= pos + 1'b1;
@@ -159,9 +168,8 @@ always @(posedge clk) begin
             active <= 1'b0;
     end
 
-    // a response with a foreign ID is as wrong as an error response
-    if (b_fire && (m_axi_bresp != 2'b00 || m_axi_bid != {AXI_ID_WIDTH{1'b0}}))
-        wr_error <= 1'b1;
+    if (b_bad)
+        b_error <= 1'b1;
 
     case ({aw_fire, b_fire})
         2'b10: b_pending <= b_pending + 1'b1;
@@ -173,7 +181,7 @@ always @(posedge clk) begin
         active    <= 1'b0;
         stream    <= 1'b0;
         b_pending <= {LEN_WIDTH{1'b0}};
-        wr_error  <= 1'b0;
+        b_error   <= 1'b0;
     end
 end
 

@@ -384,7 +384,9 @@ always @(posedge clk) begin
         default: c_state <= C_IDLE;
     endcase
 
-    if (iss_hold)
+    // The requester decided from busy a cycle ago: a QP that has meanwhile gone idle has no
+    // WQE left to finish and wake it (A_IDLE clears held for the same reason)
+    if (iss_hold && busy[iss_qpn])
         held[iss_qpn] <= 1'b1;
 
     // ---- the matcher ----
@@ -394,6 +396,8 @@ always @(posedge clk) begin
             // go back: the requester issues again from the oldest unfinished WQE, at its PSN
             rewind[w_q]   <= 1'b0;
             held[w_q]     <= 1'b0;
+            // the WQEs before one that failed in the requester go again, and it fails again
+            stopped[w_q]  <= 1'b0;
             busy[w_q]     <= 1'b0;
             q_reads[w_q]  <= 8'd0;
             timer_on[w_q] <= 1'b0;
@@ -402,6 +406,7 @@ always @(posedge clk) begin
         end
         A_IDLE: begin
             walk[w_q]        <= 1'b0;
+            held[w_q]        <= 1'b0;
             busy[w_q]        <= 1'b0;
             timer_on[w_q]    <= 1'b0;
             timer_fired[w_q] <= 1'b0;
