@@ -10,7 +10,7 @@ and its effect checked packet by packet:
   and its edges, go-back-N resends from the oldest unacknowledged PSN inside a message,
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
   AckReq every 16 PSNs, PSN wrap, a WR that fails before it is sent letting the WRs before
-  it be resent;
+  it be resent, a WR held back for a READ going out whichever cycle the READ finishes in;
 - responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
   executed twice, duplicate READ requests served again from their PSN, duplicate atomics
   answered from the record of their result and never executed twice, ACKs only where asked,
@@ -526,6 +526,48 @@ async def test_max_rd_atomic_and_fence_hold_wrs_back(dut):
     assert [local.read(i * 64, 64) for i in range(3)] == data
     await finish(rdma)
 
+
+
+@cocotb.test()
+async def test_a_fenced_wr_goes_out_whenever_the_read_before_it_finishes(dut):
+    """A SEND with FENCE posted while a READ is in flight waits for it. The READ is of 0 bytes:
+    its response stores nothing, so it finishes in whatever cycle it arrives, not in a turn of
+    the DMA engine the requester also uses. The response and the SEND's doorbell start
+    together, one of them delayed by up to 63 cycles, so the READ finishes at each of 96
+    successive cycles around the requester's look at the SEND: before it, while it decides to
+    hold the SEND back, in the same cycle, and after. Each time the SEND goes out once the READ
+    is done: a hold decided from the QP's state a cycle old must not outlive the READ it waited
+    for (it once did, on a QP then idle, which nothing woke again)."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, sq_psn=0x100, timeout=LONG_TIMEOUT)
+    local, src = await rdma.region(4096), await rdma.region(4096)
+
+    async def after(cycles, action):
+        if cycles:
+            await rdma.cycles(cycles)
+        await action
+
+    psn = 0x100
+    for offset in range(-32, 64):
+        read = work_request(WROpcode.RDMA_READ, local.sge(0, 0), wr_id=0x1000 + psn)
+        await qp.post_send(replace(read, remote_addr=0x8000, rkey=0x99))
+        await peer.sent(1, "the READ")
+        send = work_request(WROpcode.SEND, src.sge(0, 8), wr_id=0x1000 + psn + 1,
+                            flags=SendFlags.SIGNALED | SendFlags.FENCE)
+        answer = peer.put(peer.read_responses(qp, b"", psn, msn=psn))
+        both = [cocotb.start_soon(after(max(-offset, 0), qp.post_send(send))),
+                cocotb.start_soon(after(max(offset, 0), answer))]
+        for task in both:
+            await task
+        [sent] = await peer.sent(1, f"the fenced SEND, the READ answered {offset} cycles "
+                                    f"after its doorbell")
+        assert (sent.packet.bth.opcode, sent.packet.bth.psn) == (0x04, psn + 1)
+        await peer.answer(qp, psn + 1, msn=psn + 1)
+        wcs = await rdma.poll_until(qp.send_cq, 2, cycles=WAIT)
+        assert [(wc.wr_id, wc.status) for wc in wcs] == [
+            (0x1000 + psn, WCStatus.SUCCESS), (0x1000 + psn + 1, WCStatus.SUCCESS)], offset
+        psn += 2
+    await finish(rdma)
 
 # ---------------------------------------------------------------------------------------------
 # Responder
