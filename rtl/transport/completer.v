@@ -396,7 +396,7 @@ always @(posedge clk) begin
             // go back: the requester issues again from the oldest unfinished WQE, at its PSN
             rewind[w_q]   <= 1'b0;
             held[w_q]     <= 1'b0;
-            // the WQEs before one that failed in the requester go again, and it fails again
+            // the WQEs before one that failed in the requester go again, and it is checked again
             stopped[w_q]  <= 1'b0;
             busy[w_q]     <= 1'b0;
             q_reads[w_q]  <= 8'd0;
