@@ -321,6 +321,11 @@ LOSSY_OPCODES = (WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ,
 LOSSY_SLOT = 5120        # bytes of each WR's own slot in the regions
 
 
+# Forced faults for a short lossy run: its third packet dropped, its eighth corrupted. A run of
+# some tens of packets per cable may otherwise cross at 1 % without a single loss.
+SURE_LOSSES = {2: "drop", 7: "corrupt"}
+
+
 def lossy_cable(loss, seed, **extra):
     """A cable that holds every packet 300 cycles and loses `loss` of them, half dropped and
     half corrupted (ICRC or VCRC), duplicates packets at `loss` and delays or reorders them at

@@ -22,7 +22,7 @@ import pytest
 from tb import simrun
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
-    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, Rdma,
+    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SURE_LOSSES, Rdma,
     assert_all_succeed, assert_counters_follow_cable, assert_wc, grh_bytes, long_read,
     long_read_timeout, lossy_cable, post_lossy_rc, work_request,
 )
@@ -350,8 +350,7 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
     cables = {}
     for d in (0, 1):
         for port in CABLES:
-            # some 35 packets cross each cable: the rates alone may leave a run without a loss
-            faults = lossy_cable(loss, SEED * 4 + 2 * d + port, forced={2: "drop", 7: "corrupt"})
+            faults = lossy_cable(loss, SEED * 4 + 2 * d + port, forced=SURE_LOSSES)
             faults.apply(fabric.cable(d, port))
             dut._log.info("cable dev%d port %d: %s", d, port, faults.describe())
             cables[d, port] = fabric.cable(d, port)

@@ -20,8 +20,9 @@ from tb.link_faults import LinkFaults
 from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
-    SRC_PATH_BITS, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable, assert_wc,
-    long_read, long_read_timeout, lossy_cable, post_lossy_rc, unregistered_key, work_request,
+    SRC_PATH_BITS, SURE_LOSSES, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable,
+    assert_wc, long_read, long_read_timeout, lossy_cable, post_lossy_rc, unregistered_key,
+    work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
@@ -759,8 +760,8 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     packets at a 1024-byte path MTU) from port 1 to port 2 and back over the device's own
     cable, while each direction holds every packet 300 cycles, loses `loss` of them (half
     dropped, half corrupted: ICRC or VCRC), duplicates them at `loss` and delays or reorders
-    them at loss / 2 each, and besides drops its third packet and corrupts its eighth (some 80 packets cross
-    each way: the rates alone may leave a run without a loss). Every WR completes SUCCESS with
+    them at loss / 2 each, and besides drops its third packet and corrupts its eighth (some 80
+    packets cross each way: the rates alone may leave a run without a loss). Every WR completes SUCCESS with
     what a perfect cable gives, memory is the model's (each WRITE landed once, each SEND took
     one receive), and the port counters agree with what the cable did: a port sent what its
     direction took, and what arrived counted good, or in PortRcvErrors when corrupted. The
@@ -769,7 +770,7 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     rdma.sb.model.links_lossy()
     rdma.tb.watch_arrivals()
     for port, cable in rdma.tb.cables.items():
-        faults = lossy_cable(loss, SEED * 2 + port, forced={2: "drop", 7: "corrupt"})
+        faults = lossy_cable(loss, SEED * 2 + port, forced=SURE_LOSSES)
         faults.apply(cable)
         dut._log.info("cable from port %d: %s", port, faults.describe())
     a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024, timeout=3, retry_cnt=7)
