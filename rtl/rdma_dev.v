@@ -112,8 +112,8 @@ module rdma_dev #(
     output wire                             m_axi_rready,
 
     // per-port link streams, port p in slice p
-    output wire [NUM_PORTS*DATA_WIDTH-1:0]  m_axis_tx_tdata,
-    output wire [NUM_PORTS*DATA_WIDTH/8-1:0] m_axis_tx_tkeep,
+    output reg  [NUM_PORTS*DATA_WIDTH-1:0]  m_axis_tx_tdata,
+    output reg  [NUM_PORTS*DATA_WIDTH/8-1:0] m_axis_tx_tkeep,
     output wire [NUM_PORTS-1:0]             m_axis_tx_tvalid,
     input  wire [NUM_PORTS-1:0]             m_axis_tx_tready,
     output wire [NUM_PORTS-1:0]             m_axis_tx_tlast,
@@ -231,7 +231,7 @@ wire [7:0]            a_max_rd;
 wire [2:0]            a_rnr_left, a_rnr_retry, a_retry_cnt;
 wire                  a_rnr_waiting;
 wire [4:0]            a_timeout;
-wire [47:0]           a_rnr_until;
+wire [47:0]           a_rnr_cycles;
 wire                  a_sq_issue, a_rnr_wait;
 wire [2:0]            a_mtu;
 wire [3:0]            a_rate;
@@ -263,7 +263,7 @@ wire [2:0]            d_state, d_rnr_left, d_rnr_retry;
 wire [15:0]           d_sq_ni, d_ni_value, e_sq_ci;
 wire [23:0]           d_psn_value;
 wire                  d_rewind, d_set_err, d_rnr_wait;
-wire [47:0]           d_rnr_until;
+wire [47:0]           d_rnr_cycles;
 wire [CQN_BITS-1:0]   e_scq;
 wire                  e_sq_advance, e_rnr_clear;
 wire [NUM_QP-1:0]     sq_hold, sq_busy;
@@ -294,7 +294,7 @@ qp_table #(
     .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry), .a_retry_cnt(a_retry_cnt),
     .a_rnr_waiting(a_rnr_waiting),
     .a_timeout(a_timeout), .a_sq_issue(a_sq_issue),
-    .a_rnr_wait(a_rnr_wait), .a_rnr_until(a_rnr_until),
+    .a_rnr_wait(a_rnr_wait), .a_rnr_cycles(a_rnr_cycles),
     .a_mtu(a_mtu), .a_rate(a_rate), .a_sq_psn(a_sq_psn), .a_set_psn(a_set_psn),
     .a_psn_value(a_psn_value),
     .b_qpn(b_qpn), .b_valid(b_valid), .b_type(b_type), .b_state(b_state), .b_pd(b_pd),
@@ -308,7 +308,7 @@ qp_table #(
     .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
     .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
     .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
-    .d_rnr_until(d_rnr_until),
+    .d_rnr_cycles(d_rnr_cycles),
     .e_qpn(e_qpn), .e_sq_ci(e_sq_ci), .e_scq(e_scq), .e_sq_advance(e_sq_advance),
     .e_rnr_clear(e_rnr_clear)
 );
@@ -336,9 +336,14 @@ ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS)) ahs (
 );
 
 // ---------------------------------------------------------------- shared services
+// The arbiters take their clients' requests as one flat vector. Each client drives a net of its
+// own and the vector is assembled in one place: a vector driven in slices by several instances
+// is rebuilt bit by bit in Icarus whenever any slice changes.
+
 // protection checker: requester (0) and responder (1)
 wire [1:0]                  prot_c_valid, prot_c_ready, prot_c_rsp;
-wire [2*PROT_REQ_WIDTH-1:0] prot_c_data;
+wire [PROT_REQ_WIDTH-1:0]   req_prot_data, resp_prot_data;
+wire [2*PROT_REQ_WIDTH-1:0] prot_c_data = {resp_prot_data, req_prot_data};
 wire [PROT_RSP_WIDTH-1:0]   prot_rsp_data;
 wire                        prot_valid, prot_ready, prot_rsp_valid;
 wire [PROT_REQ_WIDTH-1:0]   prot_data;
@@ -363,7 +368,8 @@ prot_check #(.NUM_MR(NUM_MR), .ADDR_WIDTH(ADDR_WIDTH)) prot (
 
 // CQE writer: completer (0) and responder (1)
 wire [1:0]                  cqe_c_valid, cqe_c_ready, cqe_c_rsp;
-wire [2*CQE_REQ_WIDTH-1:0]  cqe_c_data;
+wire [CQE_REQ_WIDTH-1:0]    cmp_cqe_data, resp_cqe_data;
+wire [2*CQE_REQ_WIDTH-1:0]  cqe_c_data = {resp_cqe_data, cmp_cqe_data};
 wire                        cqe_valid, cqe_ready, cqe_rsp_valid;
 wire [CQE_REQ_WIDTH-1:0]    cqe_data;
 wire                        cqe_rsp_unused;
@@ -380,7 +386,12 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 // DMA mover: CQE writer (0), responder (1), receive engine (2), port p's transmit side (3 + p),
 // requester (3 + NUM_PORTS)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
-wire [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
+wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
+reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
+integer c;
+always @*
+    for (c = 0; c < DMA_CLIENTS; c = c + 1)
+        dma_c_data[c*DMA_REQ_WIDTH +: DMA_REQ_WIDTH] = dma_c_req[c];
 wire [DMA_RSP_WIDTH-1:0]    dma_rsp_data;
 wire                        dma_valid, dma_ready;
 wire [DMA_REQ_WIDTH-1:0]    dma_data;
@@ -448,7 +459,7 @@ cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH)) cqs (
     .s_req_valid(cqe_valid), .s_req_ready(cqe_ready), .s_req_data(cqe_data),
     .m_rsp_valid(cqe_rsp_valid),
     .m_dma_valid(dma_c_valid[0]), .m_dma_ready(dma_c_ready[0]),
-    .m_dma_data(dma_c_data[0 +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[0]),
+    .m_dma_data(dma_c_req[0]), .s_dma_done(dma_c_done[0]),
     .cq_event(cq_event), .cq_event_clear(cq_event_clear), .overflows(cq_overflows)
 );
 
@@ -462,7 +473,7 @@ sq_sched #(.NUM_QP(NUM_QP)) sched (
 
 // the responder's two message sources: the requester's bypass (0) and the receive engine (1)
 wire [1:0]              msg_c_valid, msg_c_ready, msg_c_hold, msg_c_answer;
-wire [2*MSG_WIDTH-1:0]  msg_c_data;
+wire [MSG_WIDTH-1:0]    rx_msg_data;
 wire                    msg_valid, msg_ready;
 wire [MSG_WIDTH-1:0]    msg;
 wire                    rsp_valid, rsp_place, rsp_rnr;
@@ -485,10 +496,11 @@ wire [3:0]            req_msg_sl;
 wire [7:0]            req_msg_tclass, req_msg_hop;
 wire [19:0]           req_msg_flow;
 wire [127:0]          req_msg_sgid, req_msg_dgid;
-assign msg_c_data[0 +: MSG_WIDTH] = {req_msg_offset, req_msg_dgid, req_msg_sgid, req_msg_hop,
-    req_msg_flow, req_msg_tclass, req_msg_global, req_msg_sl, req_msg_dlid, req_msg_slid,
-    req_msg_solicited, req_msg_qkey, req_msg_imm, req_msg_rkey, req_msg_raddr, req_msg_len,
-    req_msg_port, req_msg_src_qpn, req_msg_dest_qpn, req_msg_type, req_msg_op, req_msg_kind};
+wire [2*MSG_WIDTH-1:0] msg_c_data = {rx_msg_data, req_msg_offset, req_msg_dgid, req_msg_sgid,
+    req_msg_hop, req_msg_flow, req_msg_tclass, req_msg_global, req_msg_sl, req_msg_dlid,
+    req_msg_slid, req_msg_solicited, req_msg_qkey, req_msg_imm, req_msg_rkey, req_msg_raddr,
+    req_msg_len, req_msg_port, req_msg_src_qpn, req_msg_dest_qpn, req_msg_type, req_msg_op,
+    req_msg_kind};
 
 msg_arb #(.REQ_WIDTH(MSG_WIDTH)) msgs (
     .clk(clk), .rst(rst),
@@ -529,7 +541,7 @@ requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
     .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
 ) req (
-    .clk(clk), .rst(rst), .now(now),
+    .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
     .port_pkey(port_pkey), .bypass_en(bypass_en),
@@ -541,7 +553,7 @@ requester #(
     .qp_sq_ni(a_sq_ni), .qp_max_rd(a_max_rd),
     .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_rnr_waiting(a_rnr_waiting),
     .qp_sq_issue(a_sq_issue),
-    .qp_rnr_wait(a_rnr_wait), .qp_rnr_until(a_rnr_until),
+    .qp_rnr_wait(a_rnr_wait), .qp_rnr_cycles(a_rnr_cycles),
     .qp_mtu(a_mtu), .qp_rate(a_rate), .qp_sq_psn(a_sq_psn), .qp_set_psn(a_set_psn),
     .qp_psn_value(a_psn_value),
     .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
@@ -569,10 +581,10 @@ requester #(
     .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_una_valid(win_una_valid),
     .win_una(win_una), .win_reads(win_reads),
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
-    .m_prot_data(prot_c_data[0 +: PROT_REQ_WIDTH]),
+    .m_prot_data(req_prot_data),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[DMA_REQUESTER]), .m_dma_ready(dma_c_ready[DMA_REQUESTER]),
-    .m_dma_data(dma_c_data[DMA_REQUESTER*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+    .m_dma_data(dma_c_req[DMA_REQUESTER]),
     .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_rsp_data[0]),
     .s_dma_rdata(dma_rsp_data[512:1]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
@@ -600,11 +612,11 @@ completer #(
     .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
     .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
     .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
-    .d_rnr_until(d_rnr_until),
+    .d_rnr_cycles(d_rnr_cycles),
     .e_qpn(e_qpn), .e_sq_ci(e_sq_ci), .e_scq(e_scq), .e_sq_advance(e_sq_advance),
     .e_rnr_clear(e_rnr_clear),
     .m_cqe_valid(cqe_c_valid[0]), .m_cqe_ready(cqe_c_ready[0]),
-    .m_cqe_data(cqe_c_data[0 +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[0])
+    .m_cqe_data(cmp_cqe_data), .s_cqe_done(cqe_c_rsp[0])
 );
 
 responder #(
@@ -632,20 +644,37 @@ responder #(
     .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_sge(b_rq_sge), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
     .qp_rq_advance(b_rq_advance), .qp_set_err(b_set_err),
     .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
-    .m_prot_data(prot_c_data[PROT_REQ_WIDTH +: PROT_REQ_WIDTH]),
+    .m_prot_data(resp_prot_data),
     .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[1]), .m_dma_ready(dma_c_ready[1]),
-    .m_dma_data(dma_c_data[DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+    .m_dma_data(dma_c_req[1]),
     .s_dma_done(dma_c_done[1]), .s_dma_rdata(dma_rsp_data[512:1]),
     .m_cqe_valid(cqe_c_valid[1]), .m_cqe_ready(cqe_c_ready[1]),
-    .m_cqe_data(cqe_c_data[CQE_REQ_WIDTH +: CQE_REQ_WIDTH]), .s_cqe_done(cqe_c_rsp[1])
+    .m_cqe_data(resp_cqe_data), .s_cqe_done(cqe_c_rsp[1])
 );
 
 // ---------------------------------------------------------------- ports
 wire [NUM_PORTS-1:0]              hdr_valid, hdr_ready, pl_tvalid, pl_tready, pl_tlast, pl_drop;
 wire [NUM_PORTS*RXH_WIDTH-1:0]    hdr_data;
-wire [NUM_PORTS*DATA_WIDTH-1:0]   pl_tdata;
-wire [NUM_PORTS*DATA_WIDTH/8-1:0] pl_tkeep;
+// the ports' payload streams to the receive engine and their TX links: one net per port,
+// gathered into the flat vectors (as the arbiters' requests above)
+wire [DATA_WIDTH-1:0]             pl_tdata_p [0:NUM_PORTS-1];
+wire [DATA_WIDTH/8-1:0]           pl_tkeep_p [0:NUM_PORTS-1];
+reg  [NUM_PORTS*DATA_WIDTH-1:0]   pl_tdata;
+reg  [NUM_PORTS*DATA_WIDTH/8-1:0] pl_tkeep;
+wire [DATA_WIDTH-1:0]             tx_tdata_p [0:NUM_PORTS-1];
+wire [DATA_WIDTH/8-1:0]           tx_tkeep_p [0:NUM_PORTS-1];
+integer pl, tx;
+always @*
+    for (pl = 0; pl < NUM_PORTS; pl = pl + 1) begin
+        pl_tdata[pl*DATA_WIDTH +: DATA_WIDTH] = pl_tdata_p[pl];
+        pl_tkeep[pl*DATA_WIDTH/8 +: DATA_WIDTH/8] = pl_tkeep_p[pl];
+    end
+always @*
+    for (tx = 0; tx < NUM_PORTS; tx = tx + 1) begin
+        m_axis_tx_tdata[tx*DATA_WIDTH +: DATA_WIDTH] = tx_tdata_p[tx];
+        m_axis_tx_tkeep[tx*DATA_WIDTH/8 +: DATA_WIDTH/8] = tx_tkeep_p[tx];
+    end
 wire [NUM_PORTS-1:0]              tx_rsp_valid, tx_rsp_ready, rcv_drop, rsp_discard;
 wire [TXD_WIDTH-1:0]              tx_rsp_desc;
 
@@ -662,11 +691,11 @@ rx_engine #(
     .qp_msn(c_msn), .qp_set_epsn(c_set_epsn), .qp_epsn_value(c_epsn_value),
     .qp_msn_inc(c_msn_inc), .qp_restart(qp_restart), .qp_restart_qpn(qp_restart_qpn),
     .m_msg_valid(msg_c_valid[1]), .m_msg_ready(msg_c_ready[1]),
-    .m_msg_data(msg_c_data[MSG_WIDTH +: MSG_WIDTH]), .m_msg_hold(msg_c_hold[1]),
+    .m_msg_data(rx_msg_data), .m_msg_hold(msg_c_hold[1]),
     .s_rsp_valid(msg_c_answer[1]), .s_rsp_status(rsp_status), .s_rsp_place(rsp_place),
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr), .s_rsp_sgl(rsp_sgl),
     .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
-    .m_dma_data(dma_c_data[2*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]), .s_dma_done(dma_c_done[2]),
+    .m_dma_data(dma_c_req[2]), .s_dma_done(dma_c_done[2]),
     .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),
     .m_axis_wr_tdata(dma_wr_tdata), .m_axis_wr_tkeep(dma_wr_tkeep),
     .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready),
@@ -697,13 +726,12 @@ generate
             .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
             .m_dma_valid(dma_c_valid[3+p]), .m_dma_ready(dma_c_ready[3+p]),
-            .m_dma_data(dma_c_data[(3+p)*DMA_REQ_WIDTH +: DMA_REQ_WIDTH]),
+            .m_dma_data(dma_c_req[3+p]),
             .s_dma_done(dma_c_done[3+p]), .dma_stream_mine(dma_rd_mine[p]),
             .s_axis_pl_tdata(dma_rd_tdata), .s_axis_pl_tkeep(dma_rd_tkeep),
             .s_axis_pl_tvalid(dma_rd_tvalid), .s_axis_pl_tready(dma_rd_port_ready[p]),
             .s_axis_pl_tlast(dma_rd_tlast),
-            .m_axis_tx_tdata(m_axis_tx_tdata[p*DATA_WIDTH +: DATA_WIDTH]),
-            .m_axis_tx_tkeep(m_axis_tx_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]),
+            .m_axis_tx_tdata(tx_tdata_p[p]), .m_axis_tx_tkeep(tx_tkeep_p[p]),
             .m_axis_tx_tvalid(m_axis_tx_tvalid[p]), .m_axis_tx_tready(m_axis_tx_tready[p]),
             .m_axis_tx_tlast(m_axis_tx_tlast[p]), .m_axis_tx_tuser(m_axis_tx_tuser[p]),
             .m_axis_loop_tdata(loop_tdata), .m_axis_loop_tkeep(loop_tkeep),
@@ -767,8 +795,7 @@ generate
             .m_hdr_internal(hdr_data[p*RXH_WIDTH + RXH_INTERNAL]),
             .m_hdr_atomic_a(hdr_data[p*RXH_WIDTH + RXH_ATOMIC_A +: 64]),
             .m_hdr_atomic_b(hdr_data[p*RXH_WIDTH + RXH_ATOMIC_B +: 64]),
-            .m_axis_pl_tdata(pl_tdata[p*DATA_WIDTH +: DATA_WIDTH]),
-            .m_axis_pl_tkeep(pl_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]),
+            .m_axis_pl_tdata(pl_tdata_p[p]), .m_axis_pl_tkeep(pl_tkeep_p[p]),
             .m_axis_pl_tvalid(pl_tvalid[p]), .m_axis_pl_tready(pl_tready[p]),
             .m_axis_pl_tlast(pl_tlast[p]), .pl_drop(pl_drop[p]),
             .rcv_pkt(rcv_pkt), .rcv_pktlen(rcv_pktlen), .rcv_error(rcv_error),

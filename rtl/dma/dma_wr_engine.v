@@ -74,6 +74,8 @@ localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
 localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
 
+`include "keep_bits.vh"
+
 reg                   load;
 reg                   stream;
 reg                   active;      // destination beats still expected
@@ -113,12 +115,9 @@ assign m_axis_tkeep = strb;
 assign m_axis_tvalid = s_valid && stream;
 assign m_axis_tlast = s_last;
 
-genvar i;
-generate
-    for (i = 0; i < B; i = i + 1) begin : g_ld_mask
-        assign ld_data[8*i +: 8] = strb[i] ? s_data[8*i +: 8] : 8'h00;
-    end
-endgenerate
+reg [DATA_WIDTH-1:0] strb_bits;
+always @* strb_bits = keep_bits(strb);
+assign ld_data = s_data & strb_bits;
 
 // a response with a foreign ID is as wrong as an error response
 wire b_bad = b_fire && (m_axi_bresp != 2'b00 || m_axi_bid != {AXI_ID_WIDTH{1'b0}});

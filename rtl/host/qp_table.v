@@ -75,7 +75,7 @@ module qp_table #(
     output wire [4:0]               a_timeout,      // local ACK timeout exponent, 0 = none
     input  wire                     a_sq_issue,     // the next WQE is issued
     input  wire                     a_rnr_wait,     // receiver not ready: count a retry, back off
-    input  wire [47:0]              a_rnr_until,    // ... until this cycle (`now`)
+    input  wire [47:0]              a_rnr_cycles,   // ... for this many cycles
     output wire [2:0]               a_mtu,          // path MTU enum
     output wire [3:0]               a_rate,         // static rate divisor
     output wire [23:0]              a_sq_psn,       // PSN of the next request packet
@@ -127,7 +127,7 @@ module qp_table #(
     input  wire [23:0]              d_psn_value,    // ... with this PSN
     input  wire                     d_set_err,      // move the QP to ERR
     input  wire                     d_rnr_wait,     // receiver not ready: count a retry, back off
-    input  wire [47:0]              d_rnr_until,    // ... until this cycle (`now`)
+    input  wire [47:0]              d_rnr_cycles,   // ... for this many cycles
 
     // port E: the completer's completion QP
     input  wire [QPN_BITS-1:0]      e_qpn,
@@ -323,11 +323,12 @@ wire db_ok = q_valid[db_qpn] && q_state[db_qpn] != QPS_RESET &&
              {1'b0, db_value - db_pi} <= db_free;
 
 // A QP met receiver-not-ready (the bypass's responder or an RNR NAK from the wire): count a
-// retry (7 is infinite) and take its work away until cycle `due`.
-task rnr_back_off(input [QPN_BITS-1:0] qpn, input [47:0] due);
+// retry (7 is infinite) and take its work away for `cycles` (the engines give a length, not a
+// cycle: `now` in their combinational logic would wake it every cycle in simulation).
+task rnr_back_off(input [QPN_BITS-1:0] qpn, input [47:0] cycles);
     begin
         q_rnr_wait[qpn]  <= 1'b1;
-        q_rnr_until[qpn] <= due;
+        q_rnr_until[qpn] <= now + cycles;
         if (q_rnr_retry[qpn] != 3'd7)
             q_rnr_left[qpn] <= q_rnr_left[qpn] - 3'd1;
     end
@@ -347,7 +348,7 @@ always @(posedge clk) begin
     if (a_sq_issue)
         q_sq_ni[a_qpn] <= q_sq_ni[a_qpn] + 16'd1;
     if (a_rnr_wait)
-        rnr_back_off(a_qpn, a_rnr_until);
+        rnr_back_off(a_qpn, a_rnr_cycles);
     if (d_rewind) begin
         q_sq_ni[d_qpn]  <= d_ni_value;
         q_sq_psn[d_qpn] <= d_psn_value;
@@ -355,7 +356,7 @@ always @(posedge clk) begin
     if (d_set_err)
         q_state[d_qpn] <= QPS_ERR;
     if (d_rnr_wait)
-        rnr_back_off(d_qpn, d_rnr_until);
+        rnr_back_off(d_qpn, d_rnr_cycles);
     if (e_sq_advance)
         q_sq_ci[e_qpn] <= q_sq_ci[e_qpn] + 16'd1;
     if (e_rnr_clear)

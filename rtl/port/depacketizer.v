@@ -120,6 +120,7 @@ function [BUF_BITS-1:0] next_buf(input [BUF_BITS-1:0] b);
 endfunction
 
 `include "wire_order.vh"
+`include "keep_bits.vh"
 
 // Per-buffer state, in ring order: occ (a frame ended in it), vdone (its verdict is made),
 // good, and which of the two readers (header, fetch) has passed it.
@@ -153,16 +154,17 @@ always @(posedge clk) begin
         mem[w_addr[MEM_BITS-1:0]] <= s_axis_rx_tdata;
 end
 
-// The first HDR_MAX bytes of the frame (stale bytes past a short frame's end are never used:
-// the length checks reject a packet whose headers do not fit).
-reg [8*HDR_MAX-1:0] cap;
+// The frame's first beats, as far as they may hold header bytes (the first HDR_MAX bytes;
+// stale bytes past a short frame's end are never used: the length checks reject a packet whose
+// headers do not fit). A whole beat per write: simulators pay for a loop over bytes every beat.
+localparam CAP_BEATS = (8 * HDR_MAX + DATA_WIDTH - 1) / DATA_WIDTH;
+/* verilator lint_off UNUSEDSIGNAL */  // the bytes of the last beat past HDR_MAX
+reg [CAP_BEATS*DATA_WIDTH-1:0] cap;
+/* verilator lint_on UNUSEDSIGNAL */
 wire [31:0] w_beat32 = {{(32-CNT_BITS){1'b0}}, w_beat};
-integer p;
 always @(posedge clk) begin
-    if (rx_xfer)    // (the loop outside the condition costs simulators every idle cycle)
-        for (p = 0; p < HDR_MAX; p = p + 1)
-            if (w_beat32 == p / KEEP_WIDTH)
-                cap[8*p +: 8] <= s_axis_rx_tdata[8*(p % KEEP_WIDTH) +: 8];
+    if (rx_xfer && w_beat32 < CAP_BEATS)
+        cap[w_beat32*DATA_WIDTH +: DATA_WIDTH] <= s_axis_rx_tdata;
 end
 
 // Bytes in this beat.
@@ -479,11 +481,7 @@ wire [2*DATA_WIDTH-1:0] a_pair = {a_hi, a_lo} >> {a_shift, 3'b000};   // the low
 
 // Bytes past the payload's end read as zero (not the pad, ICRC or an older packet's bytes).
 reg  [DATA_WIDTH-1:0] a_keep_bits;
-integer kb;
-always @* begin
-    for (kb = 0; kb < KEEP_WIDTH; kb = kb + 1)
-        a_keep_bits[8*kb +: 8] = {8{a_keep[kb]}};
-end
+always @* a_keep_bits = keep_bits(a_keep);
 
 reg  [DATA_WIDTH-1:0] o_data;
 reg  [KEEP_WIDTH-1:0] o_keep;

@@ -83,8 +83,9 @@ endfunction
 // A counter changes only in a cycle with an event, a write, a clear or reset.
 wire touch = |event_hit || wr_en || clear || rst;
 
-// Every readable word, word k in bits [32*k +: 32]; reserved words stay 0.
-wire [32*32-1:0] words;
+// Every readable word; reserved words stay 0. An array, not one vector driven in parts, which
+// Icarus rebuilds bit by bit whenever a part changes.
+wire [31:0] words [0:31];
 
 genvar i;
 generate
@@ -122,20 +123,20 @@ generate
             end
         end
 
-        assign words[32*BASE_IDX +: 32] = base;
-        assign words[32*LO_IDX +: 32] = ext[31:0];
-        assign words[32*HI_IDX +: 32] = ext[63:32];
+        assign words[BASE_IDX] = base;
+        assign words[LO_IDX] = ext[31:0];
+        assign words[HI_IDX] = ext[63:32];
     end
 
     for (i = NUM_COUNTERS; i < EXT_BASE; i = i + 1) begin : rsv_mid
-        assign words[32*i +: 32] = 32'd0;
+        assign words[i] = 32'd0;
     end
     for (i = EXT_BASE + 2 * NUM_COUNTERS; i < 32; i = i + 1) begin : rsv_top
-        assign words[32*i +: 32] = 32'd0;
+        assign words[i] = 32'd0;
     end
 endgenerate
 
-assign rd_data = words[{rd_index, 5'b00000} +: 32];
+assign rd_data = words[rd_index];
 
 endmodule
 

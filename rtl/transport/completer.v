@@ -99,7 +99,7 @@ module completer #(
     output reg  [23:0]              d_psn_value,
     output reg                      d_set_err,
     output reg                      d_rnr_wait,
-    output reg  [47:0]              d_rnr_until,
+    output reg  [47:0]              d_rnr_cycles,
 
     // qp_table port E
     output reg  [QPN_BITS-1:0]      e_qpn,
@@ -288,7 +288,7 @@ always @* begin
     d_psn_value = w_first;
     d_set_err   = w_act == A_FINISH && (w_fails || (w_err && d_state != QPS_ERR));
     d_rnr_wait  = w_act == A_RNR && w_rnr_ok;
-    d_rnr_until = now + rnr_cycles(q_rnr_code[w_q]);
+    d_rnr_cycles = rnr_cycles(q_rnr_code[w_q]);
 end
 
 // ---- what arrived ----

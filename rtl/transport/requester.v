@@ -28,7 +28,6 @@ module requester #(
 ) (
     input  wire                     clk,
     input  wire                     rst,
-    input  wire [47:0]              now,              // cycles since reset
 
     // scheduler
     input  wire                     sched_valid,
@@ -72,7 +71,7 @@ module requester #(
     input  wire                     qp_rnr_waiting,
     output reg                      qp_sq_issue,
     output reg                      qp_rnr_wait,
-    output reg  [47:0]              qp_rnr_until,
+    output reg  [47:0]              qp_rnr_cycles,
     input  wire [2:0]               qp_mtu,
     input  wire [3:0]               qp_rate,
     input  wire [23:0]              qp_sq_psn,
@@ -577,7 +576,7 @@ always @(posedge clk) begin
                 end else begin
                     // leave the WQE at the head of the queue and back off
                     qp_rnr_wait  <= 1'b1;
-                    qp_rnr_until <= now + rnr_cycles(s_rsp_rnr_timer);
+                    qp_rnr_cycles <= rnr_cycles(s_rsp_rnr_timer);
                     state <= S_IDLE;
                 end
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin

@@ -123,6 +123,7 @@ module rx_engine #(
 
 `include "rdma_defs.vh"
 `include "pkt_fields.vh"
+`include "keep_bits.vh"
 
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
@@ -258,13 +259,8 @@ assign m_dma_data =
 // bytes outside tkeep are don't-care on the stream; zero them so nothing undefined reaches
 // the AXI write data (the strobes mask them anyway)
 wire [KEEP_WIDTH-1:0] wr_keep = s_axis_pl_tkeep[cur*KEEP_WIDTH +: KEEP_WIDTH];
-wire [DATA_WIDTH-1:0] wr_keep_bits;     // each keep bit widened to its byte
-genvar k;
-generate
-    for (k = 0; k < KEEP_WIDTH; k = k + 1) begin : g_keep_bits
-        assign wr_keep_bits[k*8 +: 8] = {8{wr_keep[k]}};
-    end
-endgenerate
+reg  [DATA_WIDTH-1:0] wr_keep_bits;
+always @* wr_keep_bits = keep_bits(wr_keep);
 wire [DATA_WIDTH-1:0] wr_data = s_axis_pl_tdata[cur*DATA_WIDTH +: DATA_WIDTH] & wr_keep_bits;
 assign m_axis_wr_tdata  = wr_data;
 assign m_axis_wr_tkeep  = wr_keep;
