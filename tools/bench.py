@@ -357,6 +357,14 @@ RATE_TARGET = 32            # cycles per 64-byte message over 16 QPs, 500 cycles
 LATENCY_SHARE = 0.9         # 64 KiB stream at 500 cycles of latency, of the zero-latency goodput
 LOSS_SHARE = 0.7            # ... and at 1 % loss, of the lossless goodput
 SPEED_RUNS = (("tb_rdma_dev", "bench_bypass"), ("tb_fabric", "bench_wire$"))
+# The same run's wall time varies by a third from one run to the next on a shared machine; the
+# fastest of a few measures the simulator rather than its neighbours.
+SPEED_REPEATS = 3
+# Icarus AXI beats per second at 256 bits before the HDL host memory and link taps (README,
+# measured 2026-12-01 with cocotb's AXI RAM, register master and per-beat sniffers), and the
+# factor the issue asks on top of them
+SPEED_BEFORE = {"bypass": 3500, "wire": 460}
+SPEED_GAIN = 5
 SIMULATORS = ("icarus", "verilator")
 TARGET_WIDTH = 256          # the wire targets are the issue's, at 256 bits
 WIRE_GOODPUT_SHARE = 0.95   # of the theoretical link goodput, 64 KiB wire RDMA WRITE
@@ -436,17 +444,27 @@ def print_dma_mover(records):
                   f"read bursts in flight")
 
 
+def fastest(speeds):
+    """Of each simulator's runs of each benchmark, the fastest, with the number of runs."""
+    groups = {}
+    for r in speeds:
+        groups.setdefault((r["simulator"], r["bench"]), []).append(r)
+    return [dict(max(runs, key=lambda r: r["cycles_per_s"]), runs=len(runs))
+            for runs in groups.values()]
+
+
 def print_speed(speeds):
-    print("\nsimulation speed (wall clock of each benchmark, set-up and checks included):")
+    print("\nsimulation speed (wall clock of each benchmark, set-up and checks included; the "
+          "fastest of each one's runs):")
     print(f"  {'simulator':10} {'bench':16} {'width':>5} {'cycles':>9} {'AXI beats':>10} "
-          f"{'wall s':>8} {'cycles/s':>9} {'beats/s':>9}")
+          f"{'wall s':>8} {'cycles/s':>9} {'beats/s':>9} {'runs':>5}")
     for r in speeds:
         print(f"  {r['simulator']:10} {r['bench']:16} {r['data_width']:>5} {r['cycles']:>9} "
               f"{r['axi_beats']:>10} {r['wall_s']:>8.2f} {r['cycles_per_s']:>9} "
-              f"{r['axi_beats_per_s']:>9}")
+              f"{r['axi_beats_per_s']:>9} {r['runs']:>5}")
 
 
-def check_targets(records):
+def check_targets(records, speeds):
     """Print each target's verdict; the ones missed."""
     failures = []
 
@@ -537,6 +555,19 @@ def check_targets(records):
         verdict(share >= LOSS_SHARE,
                 f"64 KiB RC WRITE stream at 1 % loss: >= {LOSS_SHARE:.0%} of the lossless "
                 f"goodput: {share:.1%}")
+
+    speed = {(r["simulator"], r["bench"]): r for r in speeds}
+    for bench, before in SPEED_BEFORE.items():
+        icarus, verilator = speed.get(("icarus", bench)), speed.get(("verilator", bench))
+        if icarus is None or verilator is None:
+            verdict(False, f"{bench} simulation speed: no record")
+            continue
+        verdict(icarus["axi_beats_per_s"] >= SPEED_GAIN * before,
+                f"Icarus {bench} benchmark >= {SPEED_GAIN} x {before} AXI beats/s: "
+                f"{icarus['axi_beats_per_s']} ({icarus['axi_beats_per_s'] / before:.1f} x)")
+        verdict(verilator["axi_beats_per_s"] > icarus["axi_beats_per_s"],
+                f"Verilator faster than Icarus on the {bench} benchmark: "
+                f"{verilator['axi_beats_per_s']} AXI beats/s")
     return failures
 
 
@@ -551,12 +582,12 @@ def main():
               and r["bench"] in ("bypass", "wire")]
     first = simrun.simulator()
     for sim in SIMULATORS:
-        if sim == first:
-            continue
         os.environ["SIM"] = sim
-        speeds += [r for harness, tests in SPEED_RUNS
-                   for r in run(simrun, harness, tests, TARGET_WIDTH) if r["path"] == "speed"]
+        for _ in range(SPEED_REPEATS - (sim == first)):
+            speeds += [r for harness, tests in SPEED_RUNS
+                       for r in run(simrun, harness, tests, TARGET_WIDTH) if r["path"] == "speed"]
     os.environ["SIM"] = first
+    speeds = fastest(speeds)
     cycles = [r for r in records if r["path"] != "speed"]
     print_table(cycles)
     print_transport(cycles)
@@ -564,7 +595,7 @@ def main():
     print_speed(speeds)
     (simrun.OUT / "bench.json").write_text(json.dumps(cycles + speeds, indent=1) + "\n")
     print(f"\nrecords in {simrun.OUT / 'bench.json'}")
-    sys.exit(1 if check_targets(cycles) else 0)
+    sys.exit(1 if check_targets(cycles, speeds) else 0)
 
 
 if __name__ == "__main__":
