@@ -10,7 +10,8 @@ and its effect checked packet by packet:
   and its edges, go-back-N resends from the oldest unacknowledged PSN inside a message,
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
   AckReq every 16 PSNs, PSN wrap, a WR that fails before it is sent letting the WRs before
-  it be resent, a WR held back for a READ going out whichever cycle the READ finishes in;
+  it be resent, a WR held back for a READ going out whichever cycle the READ finishes in, an
+  ACK taken whichever cycle around a go-back it arrives in;
 - responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
   executed twice, duplicate READ requests served again from their PSN, duplicate atomics
   answered from the record of their result and never executed twice, ACKs only where asked,
@@ -491,6 +492,36 @@ async def test_a_wr_failing_locally_lets_the_wrs_before_it_be_resent(dut):
         (0xE1, WCStatus.SUCCESS), (0xE2, WCStatus.LOC_PROT_ERR), (0xE3, WCStatus.WR_FLUSH_ERR)]
     await rdma.assert_state(qp, QPState.ERR)
     await peer.quiet(3 * ACK_UNIT * 2, "after the QP went to ERR")
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_an_ack_arriving_as_the_timer_fires_still_completes_the_wr(dut):
+    """A SEND's one ACK arrives at one of 96 successive cycles around the SEND's resend, and
+    the peer answers nothing more: before the ACK timer fires, between the go-back it starts
+    and the SEND's issue again, or after, the ACK completes the SEND SUCCESS. An answer on its
+    way when a go-back begins still covers the PSNs sent before it (dropped, it left the SEND
+    resent to a peer that answered no more, as a responder gone to ERR does, until
+    RETRY_EXC_ERR: the random program at 1 % loss between devices, SEED=927104090)."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, timeout=1, retry_cnt=1, sq_psn=0x300)
+    src = await rdma.region(64)
+    await qp.post_send(work_request(WROpcode.SEND, src.sge(0, 64), wr_id=0))
+    one, two = (await peer.sent(1, "the SEND"))[0], (await peer.sent(1, "its resend"))[0]
+    resend = two.cycle - one.cycle      # a SEND not answered goes again this much later
+    await peer.answer(qp, 0x300)
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0, status=WCStatus.SUCCESS)
+    for k, offset in enumerate(range(-88, 8), start=1):
+        psn = 0x300 + k
+        await qp.post_send(work_request(WROpcode.SEND, src.sge(0, 64), wr_id=k))
+        sent = (await peer.sent(1, f"SEND {k}"))[0]
+        while sent.packet.bth.psn != psn:          # the previous SEND's resend
+            sent = (await peer.sent(1, f"SEND {k}"))[0]
+        await rdma.cycles(max(1, sent.cycle + resend + offset - rdma.tb.cycle()))
+        await peer.answer(qp, psn, msn=k + 1)
+        [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+        assert_wc(wc, wr_id=k, status=WCStatus.SUCCESS)
     await finish(rdma)
 
 

@@ -204,10 +204,18 @@ assign iss_una       = q_una[iss_qpn];
 assign iss_reads     = q_reads[iss_qpn];
 assign iss_busy_qp   = busy[iss_qpn];
 
+// Answers are taken while a QP has RC packets out: while WQEs are in its window, and after a
+// go-back until the requester has issued them again. An answer on its way when the go-back
+// began still covers the PSNs sent before it; dropped, it would leave nothing to complete them
+// if the responder has failed since (it answers no resent packet then).
+function answerable(input busy_q, input fresh_q, input [23:0] una, input [23:0] sent);
+    answerable = busy_q || (!fresh_q && psn_lt(una, sent));
+endfunction
+
 // ---- the receive engine's QP: a READ response is taken at una, in the oldest WQE ----
 wire [SLOT_BITS-1:0] rsp_head = {rsp_qpn, q_aw[rsp_qpn][SQ_WIN_LOG-1:0]};
 wire [23:0] rsp_off = q_una[rsp_qpn] - s_first[rsp_head];
-assign rsp_active = busy[rsp_qpn];
+assign rsp_active = answerable(busy[rsp_qpn], fresh[rsp_qpn], q_una[rsp_qpn], q_sent[rsp_qpn]);
 assign rsp_wait   = walk[rsp_qpn];
 assign rsp_una    = q_una[rsp_qpn];
 assign rsp_read   = s_kind[rsp_head] == REC_RC && s_read[rsp_head] &&
@@ -294,6 +302,7 @@ end
 // ---- what arrived ----
 wire [QPN_BITS-1:0] a_q = s_ack_qpn;
 wire [23:0] a_una  = q_una[a_q];
+wire a_open = answerable(busy[a_q], fresh[a_q], a_una, q_sent[a_q]);
 wire [23:0] a_next = s_ack_psn + 24'd1;
 // in range: from una to the last PSN sent (the PSN one past it for a sequence NAK)
 wire a_in      = psn_lt(s_ack_psn, q_sent[a_q]) && !psn_lt(s_ack_psn, a_una);
@@ -528,7 +537,7 @@ always @(posedge clk) begin
     end
 
     // ---- answers: taken the cycle they arrive, matched to WQEs by the matcher ----
-    if (s_ack_valid && busy[a_q] && !failed[a_q]) begin
+    if (s_ack_valid && a_open && !failed[a_q]) begin
         if (s_ack_kind == 2'd1) begin
             // the READ response at una is stored
             progress(a_q, a_una + 24'd1);
