@@ -515,7 +515,7 @@ wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire                   rec_valid, rec_read, rec_atomic, rec_signaled;
+wire                   rec_valid, rec_tx, rec_read, rec_atomic, rec_signaled;
 wire [15:0]            rec_idx;
 wire [1:0]             rec_kind;
 wire [7:0]             rec_status, rec_wc_op;
@@ -573,8 +573,8 @@ requester #(
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr), .s_rsp_sgl(rsp_sgl),
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port),
-    .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_status(rec_status),
-    .rec_read(rec_read), .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end),
+    .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_tx(rec_tx),
+    .rec_status(rec_status), .rec_read(rec_read), .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end),
     .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op), .rec_len(rec_len),
     .rec_signaled(rec_signaled), .iss_busy(iss_busy), .iss_hold(iss_hold), .iss_kick(iss_kick),
@@ -597,8 +597,9 @@ completer #(
     .clk(clk), .rst(rst), .now(now),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .rec_valid(rec_valid), .rec_qpn(a_qpn), .rec_idx(rec_idx), .rec_kind(rec_kind),
-    .rec_status(rec_status), .rec_port(a_port), .rec_read(rec_read), .rec_atomic(rec_atomic), .rec_first(rec_first),
-    .rec_end(rec_end), .rec_addr(rec_addr), .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
+    .rec_status(rec_status), .rec_port(a_port), .rec_tx(rec_tx), .rec_read(rec_read),
+    .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
+    .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
     .rec_retry_cnt(a_retry_cnt), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op),
     .rec_len(rec_len), .rec_signaled(rec_signaled),
     .iss_busy(iss_busy), .iss_qpn(a_qpn), .iss_hold(iss_hold), .iss_kick(iss_kick),

@@ -44,6 +44,7 @@ module completer #(
     input  wire [1:0]               rec_kind,
     input  wire [7:0]               rec_status,
     input  wire [PORT_BITS-1:0]     rec_port,
+    input  wire                     rec_tx,           // its packets went to rec_port
     input  wire                     rec_read,         // answered by responses (READ, atomic)
     input  wire                     rec_atomic,       // ... by an atomic ACK
     input  wire [23:0]              rec_first,        // its first PSN
@@ -506,7 +507,9 @@ always @(posedge clk) begin
                 q_sent[rec_qpn]  <= rec_end;
             end
         end
-        if (rec_kind != REC_DONE) begin
+        // Only a WQE whose packets went to the port owns its done pulse: one issued again
+        // with every PSN acknowledged sends nothing, while another QP's message is leaving
+        if (rec_tx) begin
             pt_qpn[rec_port]  <= rec_qpn;
             pt_slot[rec_port] <= rec_slot;
             pt_kind[rec_port] <= rec_kind;

@@ -137,6 +137,7 @@ module requester #(
     output reg                      rec_valid,
     output wire [15:0]              rec_idx,
     output reg  [1:0]               rec_kind,
+    output reg                      rec_tx,           // its packets went to the port (m_tx_port)
     output wire [7:0]               rec_status,
     output wire                     rec_read,
     output wire                     rec_atomic,
@@ -537,6 +538,7 @@ always @(posedge clk) begin
                     qp_psn_value <= qp_sq_psn + msg_pkts;
                     qp_sq_issue  <= 1'b1;
                     rec_kind     <= REC_RC;
+                    rec_tx       <= 1'b0;
                     rec_valid    <= 1'b1;
                     state <= S_IDLE;
                 end else begin
@@ -629,6 +631,7 @@ always @(posedge clk) begin
             qp_psn_value <= end_psn;
             qp_sq_issue  <= 1'b1;
             rec_kind     <= is_rc ? REC_RC : REC_SENT;
+            rec_tx       <= 1'b1;
             rec_valid    <= 1'b1;
             state <= S_IDLE;
         end
@@ -638,6 +641,7 @@ always @(posedge clk) begin
         S_RECORD: begin
             qp_sq_issue <= 1'b1;
             rec_kind    <= REC_DONE;
+            rec_tx      <= 1'b0;
             rec_valid   <= 1'b1;
             state <= S_IDLE;
         end
