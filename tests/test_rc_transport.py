@@ -11,7 +11,8 @@ and its effect checked packet by packet:
   retry_cnt exhaustion, PSN sequence NAKs, RNR NAKs and their timer, lost READ responses,
   AckReq every 16 PSNs, PSN wrap, a WR that fails before it is sent letting the WRs before
   it be resent, a WR held back for a READ going out whichever cycle the READ finishes in, an
-  ACK taken whichever cycle around a go-back it arrives in;
+  ACK taken whichever cycle around a go-back it arrives in, a READ issued again already
+  answered (no packet) while another QP's message leaves the port;
 - responder: one NAK per sequence gap, duplicate SEND/WRITE acknowledged again and never
   executed twice, duplicate READ requests served again from their PSN, duplicate atomics
   answered from the record of their result and never executed twice, ACKs only where asked,
@@ -522,6 +523,46 @@ async def test_an_ack_arriving_as_the_timer_fires_still_completes_the_wr(dut):
         await peer.answer(qp, psn, msn=k + 1)
         [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
         assert_wc(wc, wr_id=k, status=WCStatus.SUCCESS)
+    await finish(rdma)
+
+
+@cocotb.test()
+async def test_a_wr_found_answered_when_issued_again_leaves_the_port_to_its_message(dut):
+    """An RDMA READ's ACK timer fires while the port is sending another QP's long UC SEND and
+    the requester waits to hand it a second one; the READ's response arrives in that gap and
+    is stored. When the requester comes back to the READ every PSN of it is answered: it
+    completes SUCCESS without going out again, and the second UC SEND, leaving the port
+    meanwhile, completes too (the READ's record, which sent nothing, took the port's done
+    pulse, and the UC QP completed nothing more: the random program at 10 % loss between
+    devices, SEED=3271372114)."""
+    rdma, peer = await open_peer(dut)
+    rc = await requester(rdma, sq_psn=0x400, timeout=1)
+    uc = await rdma.qp(QPType.UC)
+    await rdma.connect(uc, PEER_QPN + 1, port=PORT, dlid=PEER_LID, sq_psn=0x40,
+                       path_mtu=MTU.MTU256)
+    long = 512 * MTU_BYTES
+    src, local = await rdma.region(long), await rdma.region(64)
+    data = rdma.payload(64)
+    read = work_request(WROpcode.RDMA_READ, local.sge(0, len(data)), wr_id=0xA1)
+    await rc.post_send(replace(read, remote_addr=0x5000, rkey=0x77))
+    [first] = await peer.sent(1, "the READ request")
+    await uc.post_send([work_request(WROpcode.SEND, src.sge(0, long), wr_id=0xB1),
+                        work_request(WROpcode.SEND, src.sge(0, 64), wr_id=0xB2)])
+    await rdma.cycles(first.cycle + 2 * ACK_UNIT + 256 - rdma.tb.cycle())   # the timer fired
+
+    def sent_to(qpn):
+        return [c.packet for c in peer.sniffer.captures if c.packet.bth.dest_qp == qpn]
+    assert len(sent_to(PEER_QPN)) == 1, "the READ went again before the port was free"
+    assert len(sent_to(PEER_QPN + 1)) < long // MTU_BYTES, "the long UC SEND has left already"
+    await peer.put(peer.read_responses(rc, data, 0x400))
+    [wc] = await rdma.poll_until(rc.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    assert local.read(0, len(data)) == data
+    wcs = await rdma.poll_until(uc.send_cq, 2, cycles=WAIT)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(0xB1, WCStatus.SUCCESS),
+                                                     (0xB2, WCStatus.SUCCESS)]
+    assert len(sent_to(PEER_QPN)) == 1, "the answered READ was sent again"
+    assert len(sent_to(PEER_QPN + 1)) == long // MTU_BYTES + 1
     await finish(rdma)
 
 
