@@ -19,11 +19,13 @@
 `include "transport/responder.v"
 `include "transport/rx_engine.v"
 `include "dma/dma_axi_burst.v"
+`include "dma/dma_axi_mux.v"
+`include "dma/dma_engine.v"
+`include "dma/dma_fifo.v"
 `include "dma/dma_mover.v"
 `include "dma/dma_rd_engine.v"
 `include "dma/dma_realign.v"
 `include "dma/dma_sgl.v"
-`include "dma/dma_skid.v"
 `include "dma/dma_wr_engine.v"
 `include "port/axis_frame_mux.v"
 `include "port/crc_stream.v"
@@ -136,7 +138,6 @@ localparam DMA_CLIENTS = 4 + NUM_PORTS;                    // CQE, responder, rx
 localparam DMA_REQUESTER = 3 + NUM_PORTS;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
-localparam DMA_RSP_WIDTH = 512 + 1;                        // {load data, error}
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
 localparam PROT_RSP_WIDTH = ADDR_WIDTH + 1;                // {host address, allowed}
 localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, cqn, cqe}
@@ -383,8 +384,9 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
     .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0), .m_owner(cqe_owner_unused)
 );
 
-// DMA mover: CQE writer (0), responder (1), receive engine (2), port p's transmit side (3 + p),
-// requester (3 + NUM_PORTS)
+// DMA engine: a mover per client, CQE writer (0), responder (1), receive engine (2), port p's
+// transmit side (3 + p), requester (3 + NUM_PORTS); the ports' and the requester's movers have
+// the deep read buffers (their payload moves are long and must hide the host's read latency)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -392,49 +394,39 @@ integer c;
 always @*
     for (c = 0; c < DMA_CLIENTS; c = c + 1)
         dma_c_data[c*DMA_REQ_WIDTH +: DMA_REQ_WIDTH] = dma_c_req[c];
-wire [DMA_RSP_WIDTH-1:0]    dma_rsp_data;
-wire                        dma_valid, dma_ready;
-wire [DMA_REQ_WIDTH-1:0]    dma_data;
-wire                        dma_done, dma_error;
-wire [511:0]                dma_rdata;
-
-req_arb #(.CLIENTS(DMA_CLIENTS), .REQ_WIDTH(DMA_REQ_WIDTH), .RSP_WIDTH(DMA_RSP_WIDTH)) dma_arb (
-    .clk(clk), .rst(rst),
-    .s_req_valid(dma_c_valid), .s_req_ready(dma_c_ready), .s_req_data(dma_c_data),
-    .s_rsp_valid(dma_c_done), .s_rsp_data(dma_rsp_data),
-    .m_req_valid(dma_valid), .m_req_ready(dma_ready), .m_req_data(dma_data),
-    .m_rsp_valid(dma_done), .m_rsp_data({dma_rdata, dma_error}), .m_owner(dma_owner)
-);
-
-// the mover's streams: READ_STREAM feeds the port whose chunk is in the mover, WRITE_STREAM
-// stores the receive engine's packet payload
-wire [DATA_WIDTH-1:0]   dma_rd_tdata;
-wire [DATA_WIDTH/8-1:0] dma_rd_tkeep;
-wire                    dma_rd_tvalid, dma_rd_tready, dma_rd_tlast;
-wire [NUM_PORTS-1:0]    dma_rd_mine, dma_rd_port_ready;
-wire [DMA_CLIENTS-1:0]  dma_owner;
-assign dma_rd_mine = dma_owner[3 +: NUM_PORTS];
-assign dma_rd_tready = |(dma_rd_mine & dma_rd_port_ready);
+// Not every client uses every answer and stream: the CQE writer, the responder and the ports
+// take no error bit, only the requester, responder and receive engine load data, only the
+// ports read a stream (READ_STREAM: packet payload) and only the receive engine writes one
+// (WRITE_STREAM: packet payload to host memory). The bits left over are not gathered into
+// an `unused` reduction: they change every beat, and a simulator would recompute it each time.
+/* verilator lint_off UNUSEDSIGNAL */
+wire [DMA_CLIENTS-1:0]              dma_c_error;
+wire [DMA_CLIENTS*512-1:0]          dma_c_rdata;
+wire [DMA_CLIENTS*DATA_WIDTH-1:0]   dma_rd_tdata;
+wire [DMA_CLIENTS*DATA_WIDTH/8-1:0] dma_rd_tkeep;
+wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_wr_tready;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [NUM_PORTS-1:0]                dma_rd_port_ready;
+wire [DMA_CLIENTS-1:0]              dma_rd_tready = {1'b1, dma_rd_port_ready, 3'b111};
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
-wire                    dma_wr_tvalid, dma_wr_tready, dma_wr_tlast;
-dma_sgl #(
-    .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH), .LEN_WIDTH(32)
-) mover (
+wire                    dma_wr_tvalid, dma_wr_tlast;
+
+dma_engine #(
+    .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
+    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + 1)) - 32'd1) << 3)
+) dma (
     .clk(clk), .rst(rst),
-    .s_cmd_valid(dma_valid), .s_cmd_ready(dma_ready),
-    .s_cmd_mode(dma_data[2:0]),
-    .s_cmd_src_addr(dma_data[3 +: ADDR_WIDTH]),
-    .s_cmd_dst_addr(dma_data[3+ADDR_WIDTH +: ADDR_WIDTH]),
-    .s_cmd_len(dma_data[3+2*ADDR_WIDTH +: 32]),
-    .s_cmd_data(dma_data[3+2*ADDR_WIDTH+32 +: 512]),
-    .m_done_valid(dma_done), .m_done_error(dma_error), .m_done_data(dma_rdata),
+    .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),
+    .m_done_valid(dma_c_done), .m_done_error(dma_c_error), .m_done_data(dma_c_rdata),
     .m_axis_rd_tdata(dma_rd_tdata), .m_axis_rd_tkeep(dma_rd_tkeep),
     .m_axis_rd_tvalid(dma_rd_tvalid), .m_axis_rd_tready(dma_rd_tready),
     .m_axis_rd_tlast(dma_rd_tlast),
-    .s_axis_wr_tdata(dma_wr_tdata), .s_axis_wr_tkeep(dma_wr_tkeep),
-    .s_axis_wr_tvalid(dma_wr_tvalid), .s_axis_wr_tready(dma_wr_tready),
-    .s_axis_wr_tlast(dma_wr_tlast),
+    .s_axis_wr_tdata({{(DMA_CLIENTS-3)*DATA_WIDTH{1'b0}}, dma_wr_tdata, {2*DATA_WIDTH{1'b0}}}),
+    .s_axis_wr_tkeep({{(DMA_CLIENTS-3)*DATA_WIDTH/8{1'b0}}, dma_wr_tkeep, {2*DATA_WIDTH/8{1'b0}}}),
+    .s_axis_wr_tvalid({{(DMA_CLIENTS-3){1'b0}}, dma_wr_tvalid, 2'b00}),
+    .s_axis_wr_tready(dma_wr_tready),
+    .s_axis_wr_tlast({{(DMA_CLIENTS-3){1'b0}}, dma_wr_tlast, 2'b00}),
     .m_axi_awid(m_axi_awid), .m_axi_awaddr(m_axi_awaddr), .m_axi_awlen(m_axi_awlen),
     .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst), .m_axi_awlock(m_axi_awlock),
     .m_axi_awcache(m_axi_awcache), .m_axi_awprot(m_axi_awprot),
@@ -585,8 +577,8 @@ requester #(
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[DMA_REQUESTER]), .m_dma_ready(dma_c_ready[DMA_REQUESTER]),
     .m_dma_data(dma_c_req[DMA_REQUESTER]),
-    .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_rsp_data[0]),
-    .s_dma_rdata(dma_rsp_data[512:1]),
+    .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_c_error[DMA_REQUESTER]),
+    .s_dma_rdata(dma_c_rdata[DMA_REQUESTER*512 +: 512]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
 );
 
@@ -649,7 +641,7 @@ responder #(
     .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[1]), .m_dma_ready(dma_c_ready[1]),
     .m_dma_data(dma_c_req[1]),
-    .s_dma_done(dma_c_done[1]), .s_dma_rdata(dma_rsp_data[512:1]),
+    .s_dma_done(dma_c_done[1]), .s_dma_rdata(dma_c_rdata[512 +: 512]),
     .m_cqe_valid(cqe_c_valid[1]), .m_cqe_ready(cqe_c_ready[1]),
     .m_cqe_data(resp_cqe_data), .s_cqe_done(cqe_c_rsp[1])
 );
@@ -697,9 +689,9 @@ rx_engine #(
     .s_rsp_rnr(rsp_rnr), .s_rsp_rnr_timer(rsp_rnr_timer), .s_rsp_addr(rsp_addr), .s_rsp_sgl(rsp_sgl),
     .m_dma_valid(dma_c_valid[2]), .m_dma_ready(dma_c_ready[2]),
     .m_dma_data(dma_c_req[2]), .s_dma_done(dma_c_done[2]),
-    .s_dma_error(dma_rsp_data[0]), .s_dma_rdata(dma_rsp_data[512:1]),
+    .s_dma_error(dma_c_error[2]), .s_dma_rdata(dma_c_rdata[2*512 +: 512]),
     .m_axis_wr_tdata(dma_wr_tdata), .m_axis_wr_tkeep(dma_wr_tkeep),
-    .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready),
+    .m_axis_wr_tvalid(dma_wr_tvalid), .m_axis_wr_tready(dma_wr_tready[2]),
     .m_axis_wr_tlast(dma_wr_tlast),
     .m_tx_valid(tx_rsp_valid), .m_tx_ready(tx_rsp_ready), .m_tx_desc(tx_rsp_desc),
     .req_active(rsp_active), .req_wait(rsp_wait), .req_una(rsp_una), .req_read(rsp_read),
@@ -728,10 +720,11 @@ generate
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
             .m_dma_valid(dma_c_valid[3+p]), .m_dma_ready(dma_c_ready[3+p]),
             .m_dma_data(dma_c_req[3+p]),
-            .s_dma_done(dma_c_done[3+p]), .dma_stream_mine(dma_rd_mine[p]),
-            .s_axis_pl_tdata(dma_rd_tdata), .s_axis_pl_tkeep(dma_rd_tkeep),
-            .s_axis_pl_tvalid(dma_rd_tvalid), .s_axis_pl_tready(dma_rd_port_ready[p]),
-            .s_axis_pl_tlast(dma_rd_tlast),
+            .s_dma_done(dma_c_done[3+p]),
+            .s_axis_pl_tdata(dma_rd_tdata[(3+p)*DATA_WIDTH +: DATA_WIDTH]),
+            .s_axis_pl_tkeep(dma_rd_tkeep[(3+p)*DATA_WIDTH/8 +: DATA_WIDTH/8]),
+            .s_axis_pl_tvalid(dma_rd_tvalid[3+p]), .s_axis_pl_tready(dma_rd_port_ready[p]),
+            .s_axis_pl_tlast(dma_rd_tlast[3+p]),
             .m_axis_tx_tdata(tx_tdata_p[p]), .m_axis_tx_tkeep(tx_tkeep_p[p]),
             .m_axis_tx_tvalid(m_axis_tx_tvalid[p]), .m_axis_tx_tready(m_axis_tx_tready[p]),
             .m_axis_tx_tlast(m_axis_tx_tlast[p]), .m_axis_tx_tuser(m_axis_tx_tuser[p]),
@@ -815,8 +808,7 @@ generate
     end
 endgenerate
 
-wire unused = ^{cqe_rsp_unused, prot_owner_unused, cqe_owner_unused, dma_owner[2:0],
-                dma_owner[DMA_CLIENTS-1]};
+wire unused = ^{cqe_rsp_unused, prot_owner_unused, cqe_owner_unused};
 
 endmodule
 

@@ -16,7 +16,7 @@ from .seed import SEED, rng_for
 # the build: the engine's RTL files (dma_sgl around dma_mover) and the harness parameters
 # besides DATA_WIDTH
 RTL_FILES = ["dma_sgl.v", "dma_mover.v", "dma_rd_engine.v", "dma_wr_engine.v", "dma_realign.v",
-             "dma_axi_burst.v", "dma_skid.v"]
+             "dma_axi_burst.v", "dma_fifo.v"]
 PARAMETERS = {"ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "LEN_WIDTH": 32}
 
 MODE_COPY = 0

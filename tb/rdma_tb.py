@@ -11,8 +11,10 @@ cabled to each other.
 """
 
 import logging
+import os
+import random
 
-from cocotb.triggers import First, Lock, RisingEdge, Timer, ValueChange
+from cocotb.triggers import FallingEdge, First, Lock, RisingEdge, Timer, ValueChange
 
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
@@ -23,6 +25,35 @@ from .sniffer import LinkSniffer
 PORTS = (1, 2)
 CLOCK_PERIOD_NS = 4  # the harness toggles clk every 2 ns
 REGISTER_TIMEOUT_CYCLES = 10000   # a register access that takes longer is a hung bus
+
+# Host memory timings a device runs under: (read latency in cycles from AR to the first R beat,
+# stall rate: each AXI handshake held off with probability rate/256). "ideal" is the harness's
+# own; MEM_TIMING=<name> runs any test under another, and some tests name theirs.
+MEM_TIMINGS = {"ideal": (2, 0), "latency100": (100, 0), "latency500": (500, 0),
+               "stalls": (100, 64)}
+
+
+def mem_timing(name=None):
+    """The timing to run under: `name`, else $MEM_TIMING, else "ideal"."""
+    name = name or os.environ.get("MEM_TIMING", "ideal")
+    if name not in MEM_TIMINGS:
+        raise ValueError(f"MEM_TIMING={name}: not one of {', '.join(MEM_TIMINGS)}")
+    return name
+
+
+async def set_mem_timing(tbs, name, seed):
+    """Every host memory of `tbs` answers with timing `name` (MEM_TIMINGS), its stalls drawn
+    from `seed`. Set between clock edges: a deposit in the time step of an edge (or at time 0)
+    can leave sim_axi_ram's stall generator at X on Icarus."""
+    read_latency, stall_rate = MEM_TIMINGS[name]
+    rng = random.Random(seed)
+    await FallingEdge(tbs[0].dut.clk)
+    for tb in tbs:
+        tb.mem.configure(read_latency=read_latency, stall_rate=stall_rate,
+                         seed=rng.randrange(1, 1 << 32))
+    if name != "ideal":
+        tbs[0].log.info("host memory: %s (read latency %d, stall rate %d/256)", name,
+                        read_latency, stall_rate)
 
 
 class Registers:
@@ -180,15 +211,17 @@ PORT_SETUP = {
 }
 
 
-async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=False):
+async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=False, timing=None):
     """Reset the DUT and return (tb, dev, scoreboard) with the model observing from the start
     and both ports addressed. `cabled`: the harness was built with CABLE = 1 (port 1 and port
-    2 are cabled to each other), and the model must know."""
+    2 are cabled to each other), and the model must know. `timing`: the host memory's
+    (mem_timing())."""
     from .scoreboard import Scoreboard
     from .verbs import Device
 
     tb = RdmaTB(dut, mem_size=mem_size)
     await tb.reset()
+    await set_mem_timing([tb], mem_timing(timing), seed)
     tb.perfect_cables()
     dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,
                  seed=seed)
@@ -213,11 +246,11 @@ FABRIC_PORT_SETUP = (
 FABRIC_CABLES = ((1, 1), (2, 2))   # (dev0 port, dev1 port) joined by a cable in tb_fabric.v
 
 
-async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
+async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24, timing=None):
     """Reset tb_fabric once and return ((tb0, dev0, sb0), (tb1, dev1, sb1)): each device with
     its own AxiRam host memory, register bus, sniffers on its two TX links and scoreboard, the
     two models cabled as the harness is (dev0 port p <-> dev1 port p), and every port addressed
-    from `ports` (dev0's, dev1's)."""
+    from `ports` (dev0's, dev1's); both host memories with `timing` (mem_timing())."""
     from .scoreboard import Scoreboard
     from .verbs import Device
 
@@ -225,6 +258,7 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24):
            for d in range(2)]
     await tbs[0].reset()    # rst is shared: one reset for both devices
     tbs[1].start_sniffers()
+    await set_mem_timing(tbs, mem_timing(timing), seed)
     for tb in tbs:
         tb.perfect_cables()
     devices = []

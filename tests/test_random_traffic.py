@@ -58,7 +58,10 @@ import pytest
 
 from tb import simrun
 from tb.rdma_program import lossy_cable
-from tb.rdma_tb import CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, PORT_SETUP, open_device, open_fabric
+from tb.rdma_tb import (
+    CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, MEM_TIMINGS, PORT_SETUP, mem_timing, open_device,
+    open_fabric,
+)
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
     ATOMIC_OPS, GRH_BYTES, MAX_SGE, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
@@ -1204,12 +1207,28 @@ TRANSPARENCY_WIDTH = 256
 # independent runs of each, each with its own seed: $RANDOM_RUNS (`make regress` sets it)
 RUNS = range(int(os.environ.get("RANDOM_RUNS", "1")))
 
+# The host memory's timing (tb/rdma_tb.py, MEM_TIMINGS) differs between the program's runs, so
+# the engine's concurrency is exercised with the reads answered at once, late and unevenly:
+# each run has its own, the next runs of make regress take the next timings in turn (500
+# cycles of read latency among them: too slow to simulate for make test), and
+# MEM_TIMING=<name> makes every run use that one.
+TIMINGS = tuple(MEM_TIMINGS)
+FIRST_TIMING = {64: "latency100", 256: "ideal", 512: "stalls", "lossy": "stalls",
+                "other_device": "latency100"}
+
+
+def timing_of(kind, run):
+    if "MEM_TIMING" in os.environ:
+        return mem_timing()
+    return TIMINGS[(TIMINGS.index(FIRST_TIMING[kind]) + run) % len(TIMINGS)]
+
 
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_random_traffic(w, run):
     seed = seed_from_env()
-    print(f"random traffic at DATA_WIDTH={w}: SEED={seed}")
+    timing = timing_of(w, run)
+    print(f"random traffic at DATA_WIDTH={w}: SEED={seed} MEM_TIMING={timing}")
     runs = {"COCOTB_TEST_FILTER": r"^test_random_traffic\.random_traffic_loopback$"}
     if w == TRANSPARENCY_WIDTH:
         runs = {"COCOTB_TEST_FILTER":
@@ -1217,13 +1236,13 @@ def test_random_traffic(w, run):
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}_{run}",
-                   extra_env={"SEED": str(seed), **runs})
+                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, **runs})
         return
     except AssertionError as failed:  # simrun's report of the cocotb failures
         report = str(failed)
     # The seed leads the message, even when the simulator stopped before the test named it.
-    pytest.fail(f"random traffic at DATA_WIDTH={w}: replay with SEED={seed}\n{report}",
-                pytrace=False)
+    pytest.fail(f"random traffic at DATA_WIDTH={w}: replay with SEED={seed} MEM_TIMING={timing}"
+                f"\n{report}", pytrace=False)
 
 
 def fabric_shape():
@@ -1239,18 +1258,20 @@ def test_random_traffic_lossy(loss):
     if loss > 0.01 and not REGRESS:
         pytest.skip("10 % loss runs under make regress")
     seed = seed_from_env()
-    print(f"random traffic between devices at {loss:.0%} loss: SEED={seed}")
+    timing = timing_of("lossy", 0)
+    print(f"random traffic between devices at {loss:.0%} loss: SEED={seed} MEM_TIMING={timing}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_lossy_{loss}",
-                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), **fabric_shape(),
+                   extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), "MEM_TIMING": timing,
+                              **fabric_shape(),
                               "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device_lossy)$"})
         return
     except AssertionError as failed:
         report = str(failed)
-    pytest.fail(f"random traffic between devices at {loss:.0%} loss: replay with SEED={seed}\n"
-                f"{report}", pytrace=False)
+    pytest.fail(f"random traffic between devices at {loss:.0%} loss: replay with SEED={seed} "
+                f"MEM_TIMING={timing}\n{report}", pytrace=False)
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -1259,14 +1280,16 @@ def test_random_traffic_other_device(run):
     on one device's own ports (both in one simulation of tb_fabric), at 256 bits (a program of
     FABRIC_WRS send WRs in make test)."""
     seed = seed_from_env()
-    print(f"random traffic between devices: SEED={seed}")
+    timing = timing_of("other_device", run)
+    print(f"random traffic between devices: SEED={seed} MEM_TIMING={timing}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_fabric_{run}",
-                   extra_env={"SEED": str(seed), **fabric_shape(), "COCOTB_TEST_FILTER":
+                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, **fabric_shape(),
+                              "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device)$"})
         return
     except AssertionError as failed:
         report = str(failed)
-    pytest.fail(f"random traffic between devices: replay with SEED={seed}\n{report}",
-                pytrace=False)
+    pytest.fail(f"random traffic between devices: replay with SEED={seed} MEM_TIMING={timing}\n"
+                f"{report}", pytrace=False)

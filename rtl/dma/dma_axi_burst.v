@@ -25,7 +25,9 @@ module dma_axi_burst #(
     output reg                    ax_valid,
     input  wire                   ax_ready,
 
-    output wire                   busy          // bursts left to issue or one still presented
+    output wire                   busy,         // bursts left to issue or one still presented
+    output wire [8:0]             next_beats,   // beats of the burst presented next (valid while bursts are left)
+    output wire                   load          // a burst is being presented this cycle (next_beats of them)
 );
 
 localparam ABW = ADDR_WIDTH - BEAT_LOG;           // beat address width
@@ -44,20 +46,24 @@ wire [8:0] burst = rest_small ? rest[8:0] : to_bound;
 wire [7:0] burst_m1 = burst[7:0] - 8'd1;   // 256 beats wrap to AxLEN 255
 
 assign busy = ax_valid || (left != {LEN_WIDTH{1'b0}});
+assign next_beats = burst;
+assign load = (!ax_valid || ax_ready) && allow && rest != {LEN_WIDTH{1'b0}};
 
 always @(posedge clk) begin
-    if (ax_valid && ax_ready)
-        ax_valid <= 1'b0;
+    if (busy || start) begin    // (at rest a simulator skips the rest)
+        if (ax_valid && ax_ready)
+            ax_valid <= 1'b0;
 
-    if ((!ax_valid || ax_ready) && allow && rest != {LEN_WIDTH{1'b0}}) begin
-        ax_valid <= 1'b1;
-        ax_addr  <= {at, {BEAT_LOG{1'b0}}};
-        ax_len   <= burst_m1;
-        addr     <= at + {{(ABW-9){1'b0}}, burst};
-        left     <= rest - {{(LEN_WIDTH-9){1'b0}}, burst};
-    end else if (start) begin
-        addr <= start_addr;
-        left <= start_beats;
+        if (load) begin
+            ax_valid <= 1'b1;
+            ax_addr  <= {at, {BEAT_LOG{1'b0}}};
+            ax_len   <= burst_m1;
+            addr     <= at + {{(ABW-9){1'b0}}, burst};
+            left     <= rest - {{(LEN_WIDTH-9){1'b0}}, burst};
+        end else if (start) begin
+            addr <= start_addr;
+            left <= start_beats;
+        end
     end
 
     if (rst) begin

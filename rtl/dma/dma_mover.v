@@ -1,4 +1,5 @@
-// The device's DMA engine: one command at a time, over one AXI4 master.
+// A DMA mover: one command at a time, over one AXI4 master (the device has one per client,
+// sharing the host bus through dma_axi_mux).
 //
 //   COPY         (mode 0): len bytes host src -> host dst, any alignment of either, any length
 //   STORE        (mode 1): len (1..64) bytes of s_cmd_data -> host dst
@@ -17,9 +18,10 @@
 //                          one command: FetchAdd (s_cmd_data[128] = 0) adds s_cmd_data[63:0];
 //                          CompareSwap (s_cmd_data[128] = 1) writes s_cmd_data[127:64] when
 //                          they equal s_cmd_data[63:0] (else writes nothing). m_done_data has
-//                          the original value. The mover is the device's only AXI master and
-//                          takes no other command until the write is answered, so no other
-//                          device access can come between the read and the write.
+//                          the original value. m_lock is high from the ATOMIC's acceptance to
+//                          its done with the 8 bytes' address on m_lock_addr: the engines'
+//                          AXI mux (dma_axi_mux) lets no other access to them come between the
+//                          read and the write
 //   modes 6-7 are not commands: they complete at once with m_done_error set
 // A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
 // repeats the data block, LOAD wraps around m_done_data) rather than hanging. A WRITE_STREAM
@@ -44,7 +46,8 @@ module dma_mover #(
     parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
-    parameter LEN_WIDTH = 32       // command length width in bytes
+    parameter LEN_WIDTH = 32,      // command length width in bytes
+    parameter RD_BUF_LOG = 4       // read buffer of 2^RD_BUF_LOG beats: the most read beats in flight
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -60,6 +63,8 @@ module dma_mover #(
     output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
     output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
     output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
+    output reg                      m_lock,          // an ATOMIC runs: no other access to its 8 bytes
+    output wire [ADDR_WIDTH-1:0]    m_lock_addr,     // ... at this address
 
     // READ_STREAM output; lanes outside tkeep are zero
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
@@ -143,6 +148,7 @@ reg                   atomic;     // the LOAD running is an ATOMIC's read
 reg [128:0]           atom_op;    // ... and its operands
 
 assign s_cmd_ready = cmd_ready;
+assign m_lock_addr = cmd_dst;
 
 wire cmd_fire = s_cmd_valid && cmd_ready;
 wire bad_mode = s_cmd_mode > MODE_ATOMIC;
@@ -200,7 +206,8 @@ dma_rd_engine #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH)
+    .LEN_WIDTH(LEN_WIDTH),
+    .RD_BUF_LOG(RD_BUF_LOG)
 ) u_rd (
     .clk(clk),
     .rst(rst),
@@ -271,6 +278,7 @@ dma_wr_engine #(
     .start(start),
     .cfg_load(dst_local),
     .cfg_stream(is_rd_stream),
+    .cfg_wait(c_mode == DMA_COPY),
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),
     .cfg_last_off(last_off),
@@ -331,6 +339,7 @@ always @(posedge clk) begin
                     m_done_error <= bad_mode;
                 end else begin
                     cmd_ready <= 1'b0;
+                    m_lock    <= is_atomic_cmd;
                     state     <= ST_RUN;
                 end
             end
@@ -348,6 +357,7 @@ always @(posedge clk) begin
                 m_done_valid <= 1'b1;
                 m_done_error <= 1'b0;
                 cmd_ready    <= 1'b1;
+                m_lock       <= 1'b0;
                 state        <= ST_IDLE;
             end
         end
@@ -359,6 +369,7 @@ always @(posedge clk) begin
                 m_done_valid <= 1'b1;
                 m_done_error <= rd_error || wr_error;
                 cmd_ready    <= 1'b1;
+                m_lock       <= 1'b0;
                 state        <= ST_IDLE;
             end
         end
@@ -374,6 +385,7 @@ always @(posedge clk) begin
         state        <= ST_IDLE;
         cmd_ready    <= 1'b0;
         atomic       <= 1'b0;
+        m_lock       <= 1'b0;
         m_done_valid <= 1'b0;
         m_done_error <= 1'b0;
         m_done_data  <= 512'd0;

@@ -10,6 +10,13 @@
 // (the write side strobes only [dst, dst+len) anyway), and when tlast is late the rest of the
 // stream up to its tlast is taken and dropped, so the producer is never left hanging either.
 // tkeep only decides the error: the data lanes of every beat are passed on as they are.
+//
+// Every beat goes through a read buffer of 2^RD_BUF_LOG beats, and an AR goes out only when the
+// buffer has room for all the beats already asked for plus its own: R is never held up by this
+// engine, whatever its consumer does (a port's stalled link, a write waiting for the W channel).
+// Several engines share one R channel (dma_axi_mux), so that is what keeps one engine's consumer
+// from stopping another's reads. The buffer is also what hides the host's read latency: up to
+// 2^RD_BUF_LOG beats are in flight, in bursts no longer than the buffer.
 `ifndef RDMA_DMA_RD_ENGINE_V
 `define RDMA_DMA_RD_ENGINE_V
 `default_nettype none
@@ -19,7 +26,8 @@ module dma_rd_engine #(
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // beat count width
-    parameter MAX_RD_BURSTS = 8    // read bursts in flight at most (ARs accepted, RLAST not yet seen)
+    parameter MAX_RD_BURSTS = 8,   // read bursts in flight at most (ARs accepted, RLAST not yet seen)
+    parameter RD_BUF_LOG = 4       // read buffer of 2^RD_BUF_LOG beats (at least 64 bytes of them)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -67,7 +75,10 @@ module dma_rd_engine #(
 );
 
 localparam BEAT_LOG = $clog2(DATA_WIDTH / 8);
-localparam BOUND_LOG = (BEAT_LOG + 8 < 12) ? BEAT_LOG + 8 : 12;
+localparam CAP_LOG = (RD_BUF_LOG < 8) ? RD_BUF_LOG : 8;   // log2 of the longest burst in beats
+localparam BOUND_LOG = (BEAT_LOG + CAP_LOG < 12) ? BEAT_LOG + CAP_LOG : 12;
+localparam CW = (RD_BUF_LOG + 2 > 10) ? RD_BUF_LOG + 2 : 10;   // width of the beat credits
+localparam [CW-1:0] BUF_BEATS = 1 << RD_BUF_LOG;
 localparam NSB = 512 / DATA_WIDTH;            // beats in the STORE data block
 localparam OW = $clog2(MAX_RD_BURSTS) + 1;    // outstanding-burst counter width
 localparam [OW-1:0] OUT_LIMIT = MAX_RD_BURSTS - 1;
@@ -80,29 +91,36 @@ reg                  drain;      // stream: all beats taken but no tlast yet, dr
 reg                  first;      // stream: the next beat is the first
 reg [DATA_WIDTH/8-1:0] first_keep; // stream: the first beat's tkeep: lanes from the first byte up
 reg [DATA_WIDTH/8-1:0] last_keep; // stream: the last beat's tkeep: lanes up to the last byte
-reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the slice
+reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the buffer
 reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
+reg [CW-1:0]         coming;        // beats of the ARs presented whose R beats have not arrived
 
 wire run = left != {LEN_WIDTH{1'b0}};
 wire last = left == {{(LEN_WIDTH-1){1'b0}}, 1'b1};
 
-wire slice_ready;
+wire buf_ready;
 wire ar_busy;
+wire ar_load;
+wire [8:0] ar_next;
+wire [RD_BUF_LOG:0] buf_count;
+// room in the buffer for every beat asked for and the next burst's
+wire [CW-1:0] asked = coming + {{(CW-RD_BUF_LOG-1){1'b0}}, buf_count} + {{(CW-9){1'b0}}, ar_next};
+wire room = asked <= BUF_BEATS;
 wire [DATA_WIDTH-1:0] store_beat;
 wire from_axis = stream && !ended;   // the next beat comes from the write stream
 wire src_valid = run && (store || (stream ? (ended || s_axis_tvalid) : m_axi_rvalid));
-wire src_fire = src_valid && slice_ready;
+wire src_fire = src_valid && buf_ready;
 wire ar_fire = m_axi_arvalid && m_axi_arready;
 wire r_fire = m_axi_rvalid && m_axi_rready;
 wire axis_fire = src_fire && from_axis;
 wire [DATA_WIDTH/8-1:0] want_keep = (first ? first_keep : {(DATA_WIDTH/8){1'b1}})
                                   & (last ? last_keep : {(DATA_WIDTH/8){1'b1}});
 
-assign m_axi_rready = run && !store && !stream && slice_ready;
-assign s_axis_tready = drain || (run && from_axis && slice_ready);
+assign m_axi_rready = run && !store && !stream && buf_ready;
+assign s_axis_tready = drain || (run && from_axis && buf_ready);
 assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}} && !drain;
 
-// the beat entering the slice: store block, stream beat (zeros once ended) or R data
+// the beat entering the buffer: store block, stream beat (zeros once ended) or R data
 reg [DATA_WIDTH-1:0] src_data;
 always @* begin
     if (store)
@@ -131,12 +149,14 @@ dma_axi_burst #(
     .start(start && !cfg_store && !cfg_stream),
     .start_addr(cfg_addr),
     .start_beats(cfg_beats),
-    .allow(out_bursts < OUT_LIMIT),
+    .allow(out_bursts < OUT_LIMIT && room),
     .ax_addr(m_axi_araddr),
     .ax_len(m_axi_arlen),
     .ax_valid(m_axi_arvalid),
     .ax_ready(m_axi_arready),
-    .busy(ar_busy)
+    .busy(ar_busy),
+    .next_beats(ar_next),
+    .load(ar_load)
 );
 
 generate
@@ -154,55 +174,65 @@ generate
     end
 endgenerate
 
-// The slice keeps RREADY a flop output, so the slave never sees WREADY reflected in RREADY.
-dma_skid #(
-    .WIDTH(DATA_WIDTH + 1)
-) u_slice (
+// The buffer's ready comes from flops, so the slave never sees WREADY reflected in RREADY.
+dma_fifo #(
+    .WIDTH(DATA_WIDTH + 1),
+    .DEPTH_LOG(RD_BUF_LOG)
+) u_buf (
     .clk(clk),
     .rst(rst),
     .s_data({last, src_data}),
     .s_valid(src_valid),
-    .s_ready(slice_ready),
+    .s_ready(buf_ready),
     .m_data({m_last, m_data}),
     .m_valid(m_valid),
-    .m_ready(m_ready)
+    .m_ready(m_ready),
+    .count(buf_count)
 );
 
+// Nothing below can change while no command runs here: a simulator then skips the block.
+wire awake = start || run || drain || ar_busy;
+
 always @(posedge clk) begin
-    if (start) begin
-        store      <= cfg_store;
-        stream     <= cfg_stream;
-        ended      <= 1'b0;
-        first      <= 1'b1;
-        first_keep <= {(DATA_WIDTH/8){1'b1}} << cfg_first_off;
-        last_keep  <= {(DATA_WIDTH/8){1'b1}} >> ~cfg_last_off;
-        left       <= cfg_beats;
-        rd_error   <= 1'b0;
-    end else if (src_fire) begin
-        left  <= left - 1'b1;
-        first <= 1'b0;
-    end
+    if (awake) begin
+        if (start) begin
+            store      <= cfg_store;
+            stream     <= cfg_stream;
+            ended      <= 1'b0;
+            first      <= 1'b1;
+            first_keep <= {(DATA_WIDTH/8){1'b1}} << cfg_first_off;
+            last_keep  <= {(DATA_WIDTH/8){1'b1}} >> ~cfg_last_off;
+            left       <= cfg_beats;
+            rd_error   <= 1'b0;
+        end else if (src_fire) begin
+            left  <= left - 1'b1;
+            first <= 1'b0;
+        end
 
-    if (axis_fire) begin
-        if (s_axis_tkeep != want_keep || s_axis_tlast != last)
+        if (axis_fire) begin
+            if (s_axis_tkeep != want_keep || s_axis_tlast != last)
+                rd_error <= 1'b1;
+            if (s_axis_tlast && !last)
+                ended <= 1'b1;
+            if (last && !s_axis_tlast)
+                drain <= 1'b1;
+        end else if (drain && s_axis_tvalid && s_axis_tlast) begin
+            drain <= 1'b0;
+        end
+
+        // a beat with a foreign ID is as wrong as an error response
+        if (r_fire && (m_axi_rresp != 2'b00 || m_axi_rid != {AXI_ID_WIDTH{1'b0}}))
             rd_error <= 1'b1;
-        if (s_axis_tlast && !last)
-            ended <= 1'b1;
-        if (last && !s_axis_tlast)
-            drain <= 1'b1;
-    end else if (drain && s_axis_tvalid && s_axis_tlast) begin
-        drain <= 1'b0;
+
+        coming <= coming + (ar_load ? {{(CW-9){1'b0}}, ar_next} : {CW{1'b0}})
+                         - {{(CW-1){1'b0}}, r_fire};
+
+        case ({ar_fire, r_fire && m_axi_rlast})
+            2'b10: out_bursts <= out_bursts + 1'b1;
+            2'b01: out_bursts <= out_bursts - 1'b1;
+            default: ;
+        endcase
     end
-
-    // a beat with a foreign ID is as wrong as an error response
-    if (r_fire && (m_axi_rresp != 2'b00 || m_axi_rid != {AXI_ID_WIDTH{1'b0}}))
-        rd_error <= 1'b1;
-
-    case ({ar_fire, r_fire && m_axi_rlast})
-        2'b10: out_bursts <= out_bursts + 1'b1;
-        2'b01: out_bursts <= out_bursts - 1'b1;
-        default: ;
-    endcase
 
     if (rst) begin
         left       <= {LEN_WIDTH{1'b0}};
@@ -210,6 +240,7 @@ always @(posedge clk) begin
         stream     <= 1'b0;
         ended      <= 1'b0;
         out_bursts <= {OW{1'b0}};
+        coming     <= {CW{1'b0}};
         rd_error   <= 1'b0;
     end
 end

@@ -61,33 +61,39 @@ wire [CW-1:0] cat_shifted = cat >> {shift, 3'b000};     // the output is its low
 /* verilator lint_on UNUSEDSIGNAL */
 wire [DATA_WIDTH-1:0] shifted = cat_shifted[DATA_WIDTH-1:0];
 
+// Nothing below can change without a beat in or out or a new command: a simulator then
+// skips the block.
+wire awake = start || s_valid || m_valid || flushing;
+
 always @(posedge clk) begin
-    if (m_valid && m_ready)
-        m_valid <= 1'b0;
+    if (awake) begin
+        if (m_valid && m_ready)
+            m_valid <= 1'b0;
 
-    if (start) begin
-        shift <= cfg_shift;
-        skip  <= cfg_skip;
-        flush <= cfg_flush;
-        first <= 1'b1;
-    end
-
-    if (in_fire) begin
-        prev_hi <= s_data[DATA_WIDTH-1:8];
-        first   <= s_last && !flush;
-        if (s_last && flush)
-            flushing <= 1'b1;
-        if (!take_skip) begin
-            m_data  <= shifted;
-            m_last  <= s_last && !flush;
-            m_valid <= 1'b1;
+        if (start) begin
+            shift <= cfg_shift;
+            skip  <= cfg_skip;
+            flush <= cfg_flush;
+            first <= 1'b1;
         end
-    end else if (flushing && out_free) begin
-        m_data   <= shifted;
-        m_last   <= 1'b1;
-        m_valid  <= 1'b1;
-        flushing <= 1'b0;
-        first    <= 1'b1;
+
+        if (in_fire) begin
+            prev_hi <= s_data[DATA_WIDTH-1:8];
+            first   <= s_last && !flush;
+            if (s_last && flush)
+                flushing <= 1'b1;
+            if (!take_skip) begin
+                m_data  <= shifted;
+                m_last  <= s_last && !flush;
+                m_valid <= 1'b1;
+            end
+        end else if (flushing && out_free) begin
+            m_data   <= shifted;
+            m_last   <= 1'b1;
+            m_valid  <= 1'b1;
+            flushing <= 1'b0;
+            first    <= 1'b1;
+        end
     end
 
     if (rst) begin

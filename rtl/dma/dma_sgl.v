@@ -1,6 +1,6 @@
-// The device's DMA engine with scatter/gather lists: dma_mover behind a splitter, with
-// dma_mover's parameters and ports, so clients hand over a whole list and a byte range of it
-// and the list handling lives here once.
+// A DMA mover with scatter/gather lists (one per client of the DMA engine, dma_engine):
+// dma_mover behind a splitter, with dma_mover's parameters and ports, so clients hand over a
+// whole list and a byte range of it and the list handling lives here once.
 //
 // COPY, READ_STREAM and WRITE_STREAM carry two lists in s_cmd_data: the source list in bits
 // [255:0], the destination list in [511:256]. A list has 4 entries, entry e in bits
@@ -41,7 +41,8 @@ module dma_sgl #(
     parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
-    parameter LEN_WIDTH = 32       // command length width in bytes
+    parameter LEN_WIDTH = 32,      // command length width in bytes
+    parameter RD_BUF_LOG = 4       // the mover's read buffer: 2^RD_BUF_LOG beats
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -57,6 +58,8 @@ module dma_sgl #(
     output wire                     m_done_valid,    // one-cycle pulse when the whole command is finished
     output wire                     m_done_error,    // with m_done_valid: a bus error, a stream mismatch or a list too short
     output wire [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
+    output wire                     m_lock,          // an ATOMIC runs (dma_mover)
+    output wire [ADDR_WIDTH-1:0]    m_lock_addr,     // ... on these 8 bytes
 
     // READ_STREAM output; lanes outside tkeep are zero
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
@@ -293,7 +296,8 @@ dma_mover #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH)
+    .LEN_WIDTH(LEN_WIDTH),
+    .RD_BUF_LOG(RD_BUF_LOG)
 ) u_mover (
     .clk(clk),
     .rst(rst),
@@ -307,6 +311,8 @@ dma_mover #(
     .m_done_valid(mv_done_valid),
     .m_done_error(mv_done_error),
     .m_done_data(m_done_data),
+    .m_lock(m_lock),
+    .m_lock_addr(m_lock_addr),
     .m_axis_rd_tdata(mv_rd_tdata),
     .m_axis_rd_tkeep(mv_rd_tkeep),
     .m_axis_rd_tvalid(mv_rd_tvalid),
@@ -354,124 +360,130 @@ dma_mover #(
     .m_axi_rready(m_axi_rready)
 );
 
+// Nothing below can change while no list command runs or starts: a simulator then skips
+// the block.
+wire awake = !idle || rd_list || wr_list || done_q || cmd_fire;
+
 always @(posedge clk) begin
-    done_q <= 1'b0;
+    if (awake) begin
+        done_q <= 1'b0;
 
-    if (rd_list && rs_fire) begin
-        hold_data <= absorb ? m_axis_rd_tdata : {DATA_WIDTH{1'b0}};
-        hold_keep <= absorb ? m_axis_rd_tkeep : {B{1'b0}};
-    end
-
-    if (trk_step && !trk_last) begin
-        trk_rem <= trk_rem + trk_lo_w - B_W;
-        trk_lo  <= {BL{1'b0}};
-    end
-
-    if (wr_list && in_fire && s_axis_wr_tlast)
-        in_done <= 1'b1;
-
-    // A list command has finished: the streams pass straight through again. A command taken
-    // in this cycle has no stream beat before its set-up, and a list one sets these below.
-    if (done_q) begin
-        rd_list <= 1'b0;
-        wr_list <= 1'b0;
-        p_final <= 1'b1;
-    end
-
-    case (state)
-        ST_IDLE: begin
-            if (cmd_fire && list_cmd) begin
-                c_mode   <= s_cmd_mode;
-                rd_list  <= s_cmd_mode == MODE_RD_STREAM;
-                wr_list  <= s_cmd_mode == MODE_WR_STREAM;
-                sl       <= use_sl;
-                dl       <= use_dl;
-                s_list   <= s_cmd_data[255:0];
-                d_list   <= s_cmd_data[511:256];
-                s_idx    <= 3'd0;
-                d_idx    <= 3'd0;
-                s_off    <= src_w;
-                d_off    <= dst_w;
-                len_left <= len_w;
-                lane     <= {BL{1'b0}};
-                err      <= 1'b0;
-                in_done  <= 1'b0;
-                state    <= ST_SEEK;
-            end
+        if (rd_list && rs_fire) begin
+            hold_data <= absorb ? m_axis_rd_tdata : {DATA_WIDTH{1'b0}};
+            hold_keep <= absorb ? m_axis_rd_tkeep : {B{1'b0}};
         end
-        ST_SEEK: begin
-            // one entry per cycle and side: at most four steps per list
-            if (s_skip) begin
-                s_off <= s_off - s_len_w;
-                s_idx <= s_idx + 1'b1;
-            end
-            if (d_skip) begin
-                d_off <= d_off - d_len_w;
-                d_idx <= d_idx + 1'b1;
-            end
-            if (!s_skip && !d_skip)
-                state <= ST_PLAN;
+
+        if (trk_step && !trk_last) begin
+            trk_rem <= trk_rem + trk_lo_w - B_W;
+            trk_lo  <= {BL{1'b0}};
         end
-        ST_PLAN: begin
-            p_len   <= n;
-            p_src   <= wr_list ? lane_w : sl ? s_addr_w + s_off : s_off;
-            p_dst   <= rd_list ? lane_w : dl ? d_addr_w + d_off : d_off;
-            p_final <= n == len_left;
-            trk_lo  <= lane;
-            trk_rem <= n;
-            if (len_left == {W{1'b0}}) begin
-                done_q <= 1'b1;
-                state  <= ST_IDLE;
-            end else if (wr_list && in_done) begin
-                // the input ended before len: no piece may wait for bytes that never come
-                err    <= 1'b1;
-                done_q <= 1'b1;
-                state  <= ST_IDLE;
-            end else if (n == {W{1'b0}}) begin
-                // the list ends before len
-                err <= 1'b1;
-                if (rd_list) begin
-                    p_final <= 1'b1;
-                    trk_rem <= len_left;
-                    state   <= ST_ZFILL;
-                end else if (wr_list) begin
-                    state <= ST_WDRAIN;
+
+        if (wr_list && in_fire && s_axis_wr_tlast)
+            in_done <= 1'b1;
+
+        // A list command has finished: the streams pass straight through again. A command taken
+        // in this cycle has no stream beat before its set-up, and a list one sets these below.
+        if (done_q) begin
+            rd_list <= 1'b0;
+            wr_list <= 1'b0;
+            p_final <= 1'b1;
+        end
+
+        case (state)
+            ST_IDLE: begin
+                if (cmd_fire && list_cmd) begin
+                    c_mode   <= s_cmd_mode;
+                    rd_list  <= s_cmd_mode == MODE_RD_STREAM;
+                    wr_list  <= s_cmd_mode == MODE_WR_STREAM;
+                    sl       <= use_sl;
+                    dl       <= use_dl;
+                    s_list   <= s_cmd_data[255:0];
+                    d_list   <= s_cmd_data[511:256];
+                    s_idx    <= 3'd0;
+                    d_idx    <= 3'd0;
+                    s_off    <= src_w;
+                    d_off    <= dst_w;
+                    len_left <= len_w;
+                    lane     <= {BL{1'b0}};
+                    err      <= 1'b0;
+                    in_done  <= 1'b0;
+                    state    <= ST_SEEK;
+                end
+            end
+            ST_SEEK: begin
+                // one entry per cycle and side: at most four steps per list
+                if (s_skip) begin
+                    s_off <= s_off - s_len_w;
+                    s_idx <= s_idx + 1'b1;
+                end
+                if (d_skip) begin
+                    d_off <= d_off - d_len_w;
+                    d_idx <= d_idx + 1'b1;
+                end
+                if (!s_skip && !d_skip)
+                    state <= ST_PLAN;
+            end
+            ST_PLAN: begin
+                p_len   <= n;
+                p_src   <= wr_list ? lane_w : sl ? s_addr_w + s_off : s_off;
+                p_dst   <= rd_list ? lane_w : dl ? d_addr_w + d_off : d_off;
+                p_final <= n == len_left;
+                trk_lo  <= lane;
+                trk_rem <= n;
+                if (len_left == {W{1'b0}}) begin
+                    done_q <= 1'b1;
+                    state  <= ST_IDLE;
+                end else if (wr_list && in_done) begin
+                    // the input ended before len: no piece may wait for bytes that never come
+                    err    <= 1'b1;
+                    done_q <= 1'b1;
+                    state  <= ST_IDLE;
+                end else if (n == {W{1'b0}}) begin
+                    // the list ends before len
+                    err <= 1'b1;
+                    if (rd_list) begin
+                        p_final <= 1'b1;
+                        trk_rem <= len_left;
+                        state   <= ST_ZFILL;
+                    end else if (wr_list) begin
+                        state <= ST_WDRAIN;
+                    end else begin
+                        done_q <= 1'b1;
+                        state  <= ST_IDLE;
+                    end
                 end else begin
+                    state <= ST_ISSUE;
+                end
+            end
+            ST_ISSUE: begin
+                if (mv_cmd_fire) begin
+                    s_off    <= s_off + p_len;
+                    d_off    <= d_off + p_len;
+                    len_left <= len_left - p_len;
+                    lane     <= lane + p_len[BL-1:0];
+                    state    <= ST_WAIT;
+                end
+            end
+            ST_WAIT: begin
+                if (mv_done_valid) begin
+                    err   <= err || mv_done_error;
+                    state <= ST_SEEK;
+                end
+            end
+            ST_ZFILL: begin
+                if (rs_fire && trk_last) begin
                     done_q <= 1'b1;
                     state  <= ST_IDLE;
                 end
-            end else begin
-                state <= ST_ISSUE;
             end
-        end
-        ST_ISSUE: begin
-            if (mv_cmd_fire) begin
-                s_off    <= s_off + p_len;
-                d_off    <= d_off + p_len;
-                len_left <= len_left - p_len;
-                lane     <= lane + p_len[BL-1:0];
-                state    <= ST_WAIT;
+            default: begin   // ST_WDRAIN
+                if (in_fire && s_axis_wr_tlast) begin
+                    done_q <= 1'b1;
+                    state  <= ST_IDLE;
+                end
             end
-        end
-        ST_WAIT: begin
-            if (mv_done_valid) begin
-                err   <= err || mv_done_error;
-                state <= ST_SEEK;
-            end
-        end
-        ST_ZFILL: begin
-            if (rs_fire && trk_last) begin
-                done_q <= 1'b1;
-                state  <= ST_IDLE;
-            end
-        end
-        default: begin   // ST_WDRAIN
-            if (in_fire && s_axis_wr_tlast) begin
-                done_q <= 1'b1;
-                state  <= ST_IDLE;
-            end
-        end
-    endcase
+        endcase
+    end
 
     if (rst) begin
         state     <= ST_IDLE;

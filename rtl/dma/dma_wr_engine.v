@@ -3,6 +3,12 @@
 // responses counted), or hands them to the top as LOAD result beats, or (READ_STREAM) puts them
 // out on the m_axis read stream, where the consumer's tready is the only flow control.
 //
+// The W channel is shared (dma_axi_mux passes W bursts in the order of their AWs), so an AW
+// must not go out long before its data: a burst whose beats come from a host read (COPY,
+// cfg_wait) is presented once beats are at hand, at most one burst ahead of the one being
+// written; the data is then sure to follow (R is never held up, see dma_rd_engine). A STORE's
+// block and a WRITE_STREAM's beats are at hand from the start.
+//
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
 `ifndef RDMA_DMA_WR_ENGINE_V
@@ -21,6 +27,7 @@ module dma_wr_engine #(
     input  wire                     start,        // one pulse per command with bytes to move
     input  wire                     cfg_load,     // beats go to the LOAD result or the read stream, not to memory
     input  wire                     cfg_stream,   // with cfg_load: beats go to the read stream
+    input  wire                     cfg_wait,     // the beats come from a host read: each AW waits for data
     input  wire [ADDR_WIDTH-1:0]    cfg_addr,     // destination byte address (offset 0 for LOAD)
     input  wire [LEN_WIDTH-1:0]     cfg_beats,    // destination beats, at least 1
     input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // byte offset of the last byte in its beat
@@ -85,8 +92,13 @@ reg [B-1:0]           first_mask;  // strobes of the first beat: from the start 
 reg [B-1:0]           last_mask;   // strobes of the last beat: up to the last byte
 reg [LEN_WIDTH-1:0]   b_pending;   // AWs accepted whose B has not returned
 reg                   b_error;     // an earlier B of this command was not OKAY
+reg                   wait_data;   // AWs wait for beats at hand (cfg_wait)
+reg [LEN_WIDTH-1:0]   w_open;      // AWs presented whose WLAST has not gone out
 
 wire aw_busy;
+wire aw_load;
+wire [8:0] aw_next_unused;
+wire w_end = m_axi_wvalid && m_axi_wready && m_axi_wlast;
 wire aw_fire = m_axi_awvalid && m_axi_awready;
 wire b_fire = m_axi_bvalid && m_axi_bready;
 wire beat_fire = s_valid && s_ready;
@@ -140,47 +152,63 @@ dma_axi_burst #(
     .start(start && !cfg_load),
     .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
     .start_beats(cfg_beats),
-    .allow(1'b1),
+    .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2})),
     .ax_addr(m_axi_awaddr),
     .ax_len(m_axi_awlen),
     .ax_valid(m_axi_awvalid),
     .ax_ready(m_axi_awready),
-    .busy(aw_busy)
+    .busy(aw_busy),
+    .next_beats(aw_next_unused),
+    .load(aw_load)
 );
 
+// Nothing below can change while no command runs here: a simulator then skips the block.
+wire awake = start || active || aw_busy || m_axi_bvalid;
+
 always @(posedge clk) begin
-    if (start) begin
-        load       <= cfg_load;
-        stream     <= cfg_stream;
-        active     <= 1'b1;
-        first      <= 1'b1;
-        pos        <= cfg_addr[BOUND_LOG-1:BEAT_LOG];
-        first_mask <= {B{1'b1}} << cfg_addr[BEAT_LOG-1:0];
-        last_mask  <= {B{1'b1}} >> ~cfg_last_off;
-        ld_idx     <= {LIW{1'b0}};
-        b_error    <= 1'b0;
-    end else if (beat_fire) begin
-        first  <= 1'b0;
-        pos    <= pos + 1'b1;
-        ld_idx <= ld_idx + 1'b1;
-        if (s_last)
-            active <= 1'b0;
+    if (awake) begin
+        if (start) begin
+            load       <= cfg_load;
+            stream     <= cfg_stream;
+            active     <= 1'b1;
+            first      <= 1'b1;
+            pos        <= cfg_addr[BOUND_LOG-1:BEAT_LOG];
+            first_mask <= {B{1'b1}} << cfg_addr[BEAT_LOG-1:0];
+            last_mask  <= {B{1'b1}} >> ~cfg_last_off;
+            ld_idx     <= {LIW{1'b0}};
+            b_error    <= 1'b0;
+            wait_data  <= cfg_wait;
+        end else if (beat_fire) begin
+            first  <= 1'b0;
+            pos    <= pos + 1'b1;
+            ld_idx <= ld_idx + 1'b1;
+            if (s_last)
+                active <= 1'b0;
+        end
+
+        if (b_bad)
+            b_error <= 1'b1;
+
+        case ({aw_load, w_end})
+            2'b10: w_open <= w_open + 1'b1;
+            2'b01: w_open <= w_open - 1'b1;
+            default: ;
+        endcase
+
+        case ({aw_fire, b_fire})
+            2'b10: b_pending <= b_pending + 1'b1;
+            2'b01: b_pending <= b_pending - 1'b1;
+            default: ;
+        endcase
     end
-
-    if (b_bad)
-        b_error <= 1'b1;
-
-    case ({aw_fire, b_fire})
-        2'b10: b_pending <= b_pending + 1'b1;
-        2'b01: b_pending <= b_pending - 1'b1;
-        default: ;
-    endcase
 
     if (rst) begin
         active    <= 1'b0;
         stream    <= 1'b0;
         b_pending <= {LEN_WIDTH{1'b0}};
         b_error   <= 1'b0;
+        wait_data <= 1'b0;
+        w_open    <= {LEN_WIDTH{1'b0}};
     end
 end
 

@@ -31,9 +31,8 @@ module port_tx #(
     input  wire                     m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
     input  wire                     s_dma_done,
-    input  wire                     dma_stream_mine,  // the mover holds this port's chunk command
 
-    // the mover's read stream, this port's only while dma_stream_mine
+    // the read stream of this port's DMA mover: the chunks' payload
     input  wire [DATA_WIDTH-1:0]    s_axis_pl_tdata,
     input  wire [DATA_WIDTH/8-1:0]  s_axis_pl_tkeep,
     input  wire                     s_axis_pl_tvalid,
@@ -148,9 +147,7 @@ wire [DATA_WIDTH/8-1:0] tx_tkeep;
 wire                    tx_tvalid, tx_tready, tx_tlast, tx_tuser;
 wire                    pkt_sent;
 wire                    pk_pl_tready;
-// a chunk request waits in the DMA arbiter until the mover takes it: only then is the read
-// stream this port's (another port's chunk may be streaming meanwhile)
-assign s_axis_pl_tready = pk_pl_tready && dma_stream_mine;
+assign s_axis_pl_tready = pk_pl_tready;
 wire [10:0]             pkt_sent_len;
 
 packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
@@ -173,7 +170,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
     .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len),
     .s_axis_pl_tdata(s_axis_pl_tdata), .s_axis_pl_tkeep(s_axis_pl_tkeep),
-    .s_axis_pl_tvalid(s_axis_pl_tvalid && dma_stream_mine), .s_axis_pl_tready(pk_pl_tready),
+    .s_axis_pl_tvalid(s_axis_pl_tvalid), .s_axis_pl_tready(pk_pl_tready),
     .s_axis_pl_tlast(s_axis_pl_tlast),
     .m_axis_tx_tdata(tx_tdata), .m_axis_tx_tkeep(tx_tkeep), .m_axis_tx_tvalid(tx_tvalid),
     .m_axis_tx_tready(tx_tready), .m_axis_tx_tlast(tx_tlast), .m_axis_tx_tuser(tx_tuser),

@@ -11,7 +11,8 @@ module tb_dma_mover #(
     parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width
-    parameter LEN_WIDTH = 32       // command length width in bytes
+    parameter LEN_WIDTH = 32,      // command length width in bytes
+    parameter RD_BUF_LOG = 9       // read buffer of 2^RD_BUF_LOG beats (the device's payload movers')
 ) (
     input  wire                     rst,
 
@@ -25,6 +26,8 @@ module tb_dma_mover #(
     output wire                     m_done_valid,
     output wire                     m_done_error,
     output wire [511:0]             m_done_data,
+    output wire                     m_lock,
+    output wire [ADDR_WIDTH-1:0]    m_lock_addr,
 
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
     output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
@@ -117,7 +120,8 @@ dma_sgl #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH)
+    .LEN_WIDTH(LEN_WIDTH),
+    .RD_BUF_LOG(RD_BUF_LOG)
 ) dut (
     .clk(clk),
     .rst(rst),
@@ -125,6 +129,7 @@ dma_sgl #(
     .s_cmd_src_addr(s_cmd_src_addr), .s_cmd_dst_addr(s_cmd_dst_addr),
     .s_cmd_len(s_cmd_len), .s_cmd_data(s_cmd_data),
     .m_done_valid(m_done_valid), .m_done_error(m_done_error), .m_done_data(m_done_data),
+    .m_lock(m_lock), .m_lock_addr(m_lock_addr),
     .m_axis_rd_tdata(rd_tdata), .m_axis_rd_tkeep(rd_tkeep),
     .m_axis_rd_tvalid(rd_tvalid), .m_axis_rd_tready(m_axis_rd_tready),
     .m_axis_rd_tlast(rd_tlast),

@@ -1,0 +1,52 @@
+// First-word-fall-through FIFO: the head entry is on m_data whenever m_valid is high. The DMA
+// engine's read buffer: a read engine asks the host for no more beats than its buffer can take,
+// so R is never held up by one engine's consumer (dma_rd_engine); `count` is what it checks.
+`ifndef RDMA_DMA_FIFO_V
+`define RDMA_DMA_FIFO_V
+`default_nettype none
+
+module dma_fifo #(
+    parameter WIDTH = 8,           // entry width in bits
+    parameter DEPTH_LOG = 4        // 2^DEPTH_LOG entries
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+
+    input  wire [WIDTH-1:0]     s_data,
+    input  wire                 s_valid,
+    output wire                 s_ready,
+
+    output wire [WIDTH-1:0]     m_data,
+    output wire                 m_valid,
+    input  wire                 m_ready,
+
+    output wire [DEPTH_LOG:0]   count          // entries held
+);
+
+reg [WIDTH-1:0]   mem [0:(1<<DEPTH_LOG)-1];
+reg [DEPTH_LOG:0] wr_ptr, rd_ptr;
+
+assign count   = wr_ptr - rd_ptr;
+assign s_ready = !count[DEPTH_LOG];
+assign m_valid = wr_ptr != rd_ptr;
+assign m_data  = mem[rd_ptr[DEPTH_LOG-1:0]];
+
+always @(posedge clk) begin
+    if (s_valid || m_valid) begin   // (empty and idle, a simulator skips the rest)
+        if (s_valid && s_ready) begin
+            mem[wr_ptr[DEPTH_LOG-1:0]] <= s_data;
+            wr_ptr <= wr_ptr + 1'b1;
+        end
+        if (m_valid && m_ready)
+            rd_ptr <= rd_ptr + 1'b1;
+    end
+    if (rst) begin
+        wr_ptr <= {(DEPTH_LOG+1){1'b0}};
+        rd_ptr <= {(DEPTH_LOG+1){1'b0}};
+    end
+end
+
+endmodule
+
+`resetall
+`endif
