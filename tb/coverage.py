@@ -6,7 +6,10 @@ Sampled in every simulation, from the places that know the facts:
     size class against the path MTU, source/destination byte alignment, completion status;
   - every register access and every command result (a driver observer);
   - every packet a link sniffer captured (ACK and NAK syndromes, READ responses);
-  - every bad packet a test injected and saw dropped and counted (`sample_drop`).
+  - every bad packet a test injected and saw dropped and counted (`sample_drop`);
+  - at each check, the DMA engine's concurrency as the harness watched it (tb/hdl/
+    sim_dma_watch.v: how many movers had commands at once, which had one beside another)
+    and the host memory's timing (`tb/rdma_tb.py`, MEM_TIMINGS).
 
 With FUNCTIONAL_COVERAGE=1 each simulation writes its database to sim/out/coverage/<run>.yml after each
 scoreboard check; `python -m tb.coverage sim/out/coverage` (`make coverage`) merges them,
@@ -331,6 +334,48 @@ def sample_drop(reason):
 
 
 # ---------------------------------------------------------------------------------------------
+# The DMA engine's concurrency and the host memory's timing
+
+DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2", "requester"]
+DMA_TOGETHER = [str(n) for n in range(1, len(DMA_CLIENTS) + 1)]
+MEM_TIMING_NAMES = ["ideal", "latency100", "latency500", "stalls"]
+
+
+@CoverPoint("rdma.dma.movers_busy_at_once", xf=lambda n: n, bins=DMA_TOGETHER)
+def _sample_together(n):
+    pass
+
+
+@CoverPoint("rdma.dma.busy_beside_another", xf=lambda client: client, bins=DMA_CLIENTS)
+def _sample_alongside(client):
+    pass
+
+
+@CoverPoint("rdma.mem.timing", xf=lambda name: name, bins=MEM_TIMING_NAMES)
+def _sample_timing(name):
+    pass
+
+
+def sample_dma(together, alongside, timing):
+    """A device's DMA concurrency seen so far (sim_dma_watch's masks) and its memory timing."""
+    for n in range(1, len(DMA_CLIENTS) + 1):
+        if together >> n & 1:
+            _sample_together(str(n))
+    for c, client in enumerate(DMA_CLIENTS):
+        if alongside >> c & 1:
+            _sample_alongside(client)
+    _sample_timing(timing)
+
+
+_before_save = []
+
+
+def before_save(sampler):
+    """Call `sampler()` before each save (a device samples what its harness watched)."""
+    _before_save.append(sampler)
+
+
+# ---------------------------------------------------------------------------------------------
 # Saving one simulation's database, merging many
 
 def enabled():
@@ -341,6 +386,8 @@ def save():
     """Write this simulation's database (FUNCTIONAL_COVERAGE=1): sim/out/coverage/<sim>-<run>.yml."""
     if not enabled():
         return
+    for sampler in _before_save:
+        sampler()
     folder = OUT / "coverage"
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{os.environ.get('SIM', 'icarus')}-{Path.cwd().name}.yml"

@@ -143,10 +143,11 @@ class Rdma:
         self.rng = random.Random(SEED)
 
     @classmethod
-    async def open(cls, dut, cabled=False):
-        """`cabled`: the harness has port 1 and port 2 cabled to each other (CABLE = 1)."""
+    async def open(cls, dut, cabled=False, timing=None):
+        """`cabled`: the harness has port 1 and port 2 cabled to each other (CABLE = 1);
+        `timing`: the host memory's (rdma_tb.MEM_TIMINGS; $MEM_TIMING or "ideal" by default)."""
         dut._log.info("SEED=%d (replay with SEED=%d)", SEED, SEED)
-        tb, dev, sb = await open_device(dut, seed=SEED, cabled=cabled)
+        tb, dev, sb = await open_device(dut, seed=SEED, cabled=cabled, timing=timing)
         return cls(dut, tb, dev, sb)
 
     @classmethod

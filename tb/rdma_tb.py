@@ -18,6 +18,7 @@ from cocotb.triggers import FallingEdge, First, Lock, RisingEdge, Timer, ValueCh
 
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
+from . import coverage
 from .host_mem import HostMemory
 from .link_faults import LinkFaults
 from .sniffer import LinkSniffer
@@ -51,6 +52,7 @@ async def set_mem_timing(tbs, name, seed):
     for tb in tbs:
         tb.mem.configure(read_latency=read_latency, stall_rate=stall_rate,
                          seed=rng.randrange(1, 1 << 32))
+        tb.mem_timing = name
     if name != "ideal":
         tbs[0].log.info("host memory: %s (read latency %d, stall rate %d/256)", name,
                         read_latency, stall_rate)
@@ -126,6 +128,10 @@ class RdmaTB:
             raise ValueError(f"the harness's host memory has {int(ram.MEM_BYTES.value)} bytes, "
                              f"not {mem_size}")
         self.mem = HostMemory(ram, mem_size)
+        self.mem_timing = "ideal"
+        self.dma_watch = getattr(dut, f"{prefix}dma_watch")
+        if coverage.enabled():
+            coverage.before_save(self._sample_coverage)
         self.regs = Registers(getattr(dut, f"{prefix}regs"))
         self.mem_size = mem_size
         self.data_width = len(getattr(dut, f"{prefix}m_axi_wdata"))
@@ -152,6 +158,10 @@ class RdmaTB:
             getattr(dut, f"rx{p}_axis_tkeep").value = 0
             getattr(dut, f"rx{p}_axis_tlast").value = 0
             getattr(dut, f"rx{p}_axis_tuser").value = 0
+
+    def _sample_coverage(self):
+        coverage.sample_dma(int(self.dma_watch.together.value),
+                            int(self.dma_watch.alongside.value), self.mem_timing)
 
     async def reset(self):
         self.dut.rst.value = 1

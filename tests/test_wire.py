@@ -441,14 +441,17 @@ def u64(value):
 
 
 @cocotb.test()
-async def test_atomics_give_the_same_results_on_every_path(dut):
+@cocotb.parametrize(timing=["ideal", "latency500"])
+async def test_atomics_give_the_same_results_on_every_path(dut, timing):
     """FetchAdd and CompareSwap, posted together (all in flight at once), through the bypass,
     the internal loopback and the cable: FetchAdd wraps modulo 2^64 and adds 2^64 - 1 as -1,
     a CompareSwap that matches swaps and one that does not leaves the value; each WR's local
     SGE gets the original value, completes COMP_SWAP / FETCH_ADD with byte_len 8, and the three
     paths leave the same bytes (the bypass counts its messages in LB_MSGS / LB_BYTES, 8 bytes
-    each; only the cable moves port counters)."""
-    rdma = await Rdma.open(dut, cabled=True)
+    each; only the cable moves port counters). Also with the host memory answering reads 500
+    cycles late, so every read-modify-write holds the DMA engine's lock that long while the
+    other WRs' traffic goes on."""
+    rdma = await Rdma.open(dut, cabled=True, timing=timing)
     start = (U64 - 1, 5, 0x1234)
     # (opcode, word, compare or add, swap, original it must return); WR i returns its original
     # to local word i, so WR 1 and WR 2 have the same offset on both sides

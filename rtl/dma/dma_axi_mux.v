@@ -214,21 +214,27 @@ assign s_axi_bvalid = (m_axi_bvalid && b_known) ? {{(N-1){1'b0}}, 1'b1} << b_to 
 assign m_axi_bready = !b_known || s_axi_bready[b_to];
 wire b_fire = m_axi_bvalid && m_axi_bready;
 
+// (each part runs only when its channel has something on it: idle, a simulator skips them)
 always @(posedge clk) begin
-    ar_hold <= m_axi_arvalid && !m_axi_arready;
-    ar_sel  <= ar_now;
-    if (ar_fire)
-        ar_last <= ar_now;
-    aw_hold <= m_axi_awvalid && !m_axi_awready;
-    aw_sel  <= aw_now;
-    if (aw_fire) begin
-        aw_last <= aw_now;
-        w_order[wo_wr[W_ORDER_LOG-1:0]] <= aw_now;
-        wo_wr <= wo_wr + 1'b1;
+    if (m_axi_arvalid) begin    // (a held burst is presented, so ar_hold is low otherwise)
+        ar_hold <= !m_axi_arready;
+        ar_sel  <= ar_now;
+        if (m_axi_arready)
+            ar_last <= ar_now;
+    end
+    if (m_axi_awvalid) begin
+        aw_hold <= !m_axi_awready;
+        aw_sel  <= aw_now;
+        if (m_axi_awready) begin
+            aw_last <= aw_now;
+            w_order[wo_wr[W_ORDER_LOG-1:0]] <= aw_now;
+            wo_wr <= wo_wr + 1'b1;
+        end
     end
     if (w_end)
         wo_rd <= wo_rd + 1'b1;
-    wr_out <= wr_out + {{(OUTW-1){1'b0}}, aw_fire} - {{(OUTW-1){1'b0}}, b_fire && b_known};
+    if (aw_fire != (b_fire && b_known))
+        wr_out <= aw_fire ? wr_out + 1'b1 : wr_out - 1'b1;
 
     // the lock: taken by the next mover asking, released when its owner lets go
     if (!lk_busy) begin

@@ -161,6 +161,9 @@ genvar c;
 generate
     for (c = 0; c < CLIENTS; c = c + 1) begin : client
         wire [REQ_WIDTH-1:0] cmd = s_cmd_data[c*REQ_WIDTH +: REQ_WIDTH];
+        // the R data as this mover sees it: still unless the beat is its own, so the other
+        // movers' logic does not run on every beat of the shared channel
+        wire [DATA_WIDTH-1:0] rdata_own = rvalid[c] ? rdata : {DATA_WIDTH{1'b0}};
         // the movers' own IDs and fixed burst attributes: the mux sets the ID, this module the rest
         wire [AXI_ID_WIDTH-1:0] awid_unused, arid_unused;
         wire [1:0] awburst_unused, arburst_unused;
@@ -200,7 +203,7 @@ generate
             .m_axi_arsize(arsize_c[c]), .m_axi_arburst(arburst_unused),
             .m_axi_arlock(arlock_unused), .m_axi_arcache(arcache_unused),
             .m_axi_arprot(arprot_unused), .m_axi_arvalid(arvalid[c]), .m_axi_arready(arready[c]),
-            .m_axi_rid({AXI_ID_WIDTH{1'b0}}), .m_axi_rdata(rdata), .m_axi_rresp(rresp),
+            .m_axi_rid({AXI_ID_WIDTH{1'b0}}), .m_axi_rdata(rdata_own), .m_axi_rresp(rresp),
             .m_axi_rlast(rlast), .m_axi_rvalid(rvalid[c]), .m_axi_rready(rready[c])
         );
     end

@@ -317,68 +317,73 @@ dma_wr_engine #(
     .done(wr_done)
 );
 
+// Nothing below changes while idle with no command offered: a simulator then skips it.
+wire awake = state != ST_IDLE || s_cmd_valid || m_done_valid || !cmd_ready;
+
 integer p;
 always @(posedge clk) begin
-    m_done_valid <= 1'b0;
+    if (awake) begin
+        m_done_valid <= 1'b0;
 
-    case (state)
-        ST_IDLE: begin
-            if (cmd_fire) begin
-                // an ATOMIC starts as a LOAD of its 8 bytes
-                cmd_mode    <= is_atomic_cmd ? MODE_LOAD : s_cmd_mode;
-                cmd_src     <= is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr;
-                atomic      <= is_atomic_cmd;
-                atom_op     <= s_cmd_data[128:0];
-                cmd_dst     <= s_cmd_dst_addr;
-                cmd_len     <= s_cmd_len;
-                cmd_data    <= s_cmd_data;
-                m_done_data <= 512'd0;
-                if (s_cmd_len == {LEN_WIDTH{1'b0}} || bad_mode) begin
-                    // nothing to move (or no such mode): finish now, ready stays up
-                    m_done_valid <= 1'b1;
-                    m_done_error <= bad_mode;
-                end else begin
-                    cmd_ready <= 1'b0;
-                    m_lock    <= is_atomic_cmd;
-                    state     <= ST_RUN;
+        case (state)
+            ST_IDLE: begin
+                if (cmd_fire) begin
+                    // an ATOMIC starts as a LOAD of its 8 bytes
+                    cmd_mode    <= is_atomic_cmd ? MODE_LOAD : s_cmd_mode;
+                    cmd_src     <= is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr;
+                    atomic      <= is_atomic_cmd;
+                    atom_op     <= s_cmd_data[128:0];
+                    cmd_dst     <= s_cmd_dst_addr;
+                    cmd_len     <= s_cmd_len;
+                    cmd_data    <= s_cmd_data;
+                    m_done_data <= 512'd0;
+                    if (s_cmd_len == {LEN_WIDTH{1'b0}} || bad_mode) begin
+                        // nothing to move (or no such mode): finish now, ready stays up
+                        m_done_valid <= 1'b1;
+                        m_done_error <= bad_mode;
+                    end else begin
+                        cmd_ready <= 1'b0;
+                        m_lock    <= is_atomic_cmd;
+                        state     <= ST_RUN;
+                    end
                 end
             end
-        end
-        ST_SETUP: begin
-            state <= ST_RUN;
-        end
-        ST_ATOMIC: begin
-            atomic <= 1'b0;
-            if (atom_write) begin
-                cmd_mode <= MODE_STORE;
-                cmd_data <= {448'd0, atom_new};
-                state    <= ST_SETUP;
-            end else begin
-                m_done_valid <= 1'b1;
-                m_done_error <= 1'b0;
-                cmd_ready    <= 1'b1;
-                m_lock       <= 1'b0;
-                state        <= ST_IDLE;
+            ST_SETUP: begin
+                state <= ST_RUN;
             end
-        end
-        default: begin
-            // wr_done covers the last beat and every B; rd_idle that every read burst drained
-            if (wr_done && rd_idle && atomic && !(rd_error || wr_error)) begin
-                state <= ST_ATOMIC;     // m_done_data has the original value next cycle
-            end else if (wr_done && rd_idle) begin
-                m_done_valid <= 1'b1;
-                m_done_error <= rd_error || wr_error;
-                cmd_ready    <= 1'b1;
-                m_lock       <= 1'b0;
-                state        <= ST_IDLE;
+            ST_ATOMIC: begin
+                atomic <= 1'b0;
+                if (atom_write) begin
+                    cmd_mode <= MODE_STORE;
+                    cmd_data <= {448'd0, atom_new};
+                    state    <= ST_SETUP;
+                end else begin
+                    m_done_valid <= 1'b1;
+                    m_done_error <= 1'b0;
+                    cmd_ready    <= 1'b1;
+                    m_lock       <= 1'b0;
+                    state        <= ST_IDLE;
+                end
             end
-        end
-    endcase
+            default: begin
+                // wr_done covers the last beat and every B; rd_idle that every read burst drained
+                if (wr_done && rd_idle && atomic && !(rd_error || wr_error)) begin
+                    state <= ST_ATOMIC;     // m_done_data has the original value next cycle
+                end else if (wr_done && rd_idle) begin
+                    m_done_valid <= 1'b1;
+                    m_done_error <= rd_error || wr_error;
+                    cmd_ready    <= 1'b1;
+                    m_lock       <= 1'b0;
+                    state        <= ST_IDLE;
+                end
+            end
+        endcase
 
-    if (ld_valid) begin
-        for (p = 0; p < NPOS; p = p + 1)
-            if (ld_idx == p[LIW-1:0])
-                m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data;
+        if (ld_valid) begin
+            for (p = 0; p < NPOS; p = p + 1)
+                if (ld_idx == p[LIW-1:0])
+                    m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data;
+        end
     end
 
     if (rst) begin

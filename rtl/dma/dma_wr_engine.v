@@ -62,7 +62,7 @@ module dma_wr_engine #(
     output reg  [((DATA_WIDTH < 512) ? $clog2(512/DATA_WIDTH) : 1)-1:0] ld_idx,
     output wire [DATA_WIDTH-1:0]    ld_data,      // bytes outside the transfer are zero
 
-    // READ_STREAM beats: byte 0 in tdata[7:0] of the first beat, lanes past the end are zero
+    // READ_STREAM beats: the first byte in the lane of cfg_addr's offset, lanes outside tkeep zero
     output wire [DATA_WIDTH-1:0]    m_axis_tdata,
     output wire [DATA_WIDTH/8-1:0]  m_axis_tkeep,
     output wire                     m_axis_tvalid,
@@ -122,8 +122,9 @@ assign m_axi_awprot = 3'b000;
 
 assign ld_valid = s_valid && load && !stream;
 
-assign m_axis_tdata = ld_data;
-assign m_axis_tkeep = strb;
+// (zero outside READ_STREAM, so the stream's nets stay still while a copy's beats go by)
+assign m_axis_tdata = stream ? ld_data : {DATA_WIDTH{1'b0}};
+assign m_axis_tkeep = stream ? strb : {B{1'b0}};
 assign m_axis_tvalid = s_valid && stream;
 assign m_axis_tlast = s_last;
 
