@@ -105,12 +105,15 @@ wire beat_fire = s_valid && s_ready;
 
 wire [B-1:0] strb = (first ? first_mask : {B{1'b1}}) & (s_last ? last_mask : {B{1'b1}});
 
-assign s_ready = load ? (!stream || m_axis_tready) : m_axi_wready;
+// A burst's beats wait for its AW when AWs wait for data: a slave that takes W ahead of AW
+// would otherwise take the last beats before the AW that needs them at hand is presented.
+wire w_ok = !wait_data || w_open != {LEN_WIDTH{1'b0}};
+assign s_ready = load ? (!stream || m_axis_tready) : m_axi_wready && w_ok;
 
 assign m_axi_wdata = s_data;
 assign m_axi_wstrb = strb;
 assign m_axi_wlast = s_last || (pos == {BB{1'b1}});
-assign m_axi_wvalid = s_valid && !load;
+assign m_axi_wvalid = s_valid && !load && w_ok;
 assign m_axi_bready = 1'b1;
 
 assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
