@@ -93,7 +93,7 @@ reg [DATA_WIDTH/8-1:0] first_keep; // stream: the first beat's tkeep: lanes from
 reg [DATA_WIDTH/8-1:0] last_keep; // stream: the last beat's tkeep: lanes up to the last byte
 reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the buffer
 reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
-reg [CW-1:0]         coming;        // beats of the ARs presented whose R beats have not arrived
+reg [CW-1:0]         coming;     // beats of the ARs presented whose R beats have not arrived
 
 wire run = left != {LEN_WIDTH{1'b0}};
 wire last = left == {{(LEN_WIDTH-1){1'b0}}, 1'b1};
