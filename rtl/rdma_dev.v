@@ -350,13 +350,12 @@ wire                        prot_valid, prot_ready, prot_rsp_valid;
 wire [PROT_REQ_WIDTH-1:0]   prot_data;
 wire [PROT_RSP_WIDTH-1:0]   prot_rsp;
 
-wire [1:0]                  prot_owner_unused;
 req_arb #(.CLIENTS(2), .REQ_WIDTH(PROT_REQ_WIDTH), .RSP_WIDTH(PROT_RSP_WIDTH)) prot_arb (
     .clk(clk), .rst(rst),
     .s_req_valid(prot_c_valid), .s_req_ready(prot_c_ready), .s_req_data(prot_c_data),
     .s_rsp_valid(prot_c_rsp), .s_rsp_data(prot_rsp_data),
     .m_req_valid(prot_valid), .m_req_ready(prot_ready), .m_req_data(prot_data),
-    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp), .m_owner(prot_owner_unused)
+    .m_rsp_valid(prot_rsp_valid), .m_rsp_data(prot_rsp)
 );
 
 prot_check #(.NUM_MR(NUM_MR), .ADDR_WIDTH(ADDR_WIDTH)) prot (
@@ -375,13 +374,12 @@ wire                        cqe_valid, cqe_ready, cqe_rsp_valid;
 wire [CQE_REQ_WIDTH-1:0]    cqe_data;
 wire                        cqe_rsp_unused;
 
-wire [1:0]                  cqe_owner_unused;
 req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
     .clk(clk), .rst(rst),
     .s_req_valid(cqe_c_valid), .s_req_ready(cqe_c_ready), .s_req_data(cqe_c_data),
     .s_rsp_valid(cqe_c_rsp), .s_rsp_data(cqe_rsp_unused),
     .m_req_valid(cqe_valid), .m_req_ready(cqe_ready), .m_req_data(cqe_data),
-    .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0), .m_owner(cqe_owner_unused)
+    .m_rsp_valid(cqe_rsp_valid), .m_rsp_data(1'b0)
 );
 
 // DMA engine: a mover per client, CQE writer (0), responder (1), receive engine (2), port p's
@@ -807,8 +805,6 @@ generate
         );
     end
 endgenerate
-
-wire unused = ^{cqe_rsp_unused, prot_owner_unused, cqe_owner_unused};
 
 endmodule
 

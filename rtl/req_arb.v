@@ -25,10 +25,7 @@ module req_arb #(
     input  wire                           m_req_ready,
     output wire [REQ_WIDTH-1:0]           m_req_data,
     input  wire                           m_rsp_valid,
-    input  wire [RSP_WIDTH-1:0]           m_rsp_data,
-
-    // the client whose request the server holds (a stream that comes with the answer is its)
-    output wire [CLIENTS-1:0]             m_owner
+    input  wire [RSP_WIDTH-1:0]           m_rsp_data
 );
 
 localparam SEL_WIDTH = CLIENTS > 1 ? $clog2(CLIENTS) : 1;
@@ -53,7 +50,6 @@ assign m_req_data  = s_req_data[pick*REQ_WIDTH +: REQ_WIDTH];
 assign s_req_ready = (free && m_req_ready) ? ({{(CLIENTS-1){1'b0}}, 1'b1} << pick) : {CLIENTS{1'b0}};
 assign s_rsp_valid = m_rsp_valid ? ({{(CLIENTS-1){1'b0}}, 1'b1} << owner) : {CLIENTS{1'b0}};
 assign s_rsp_data  = m_rsp_data;
-assign m_owner     = busy ? ({{(CLIENTS-1){1'b0}}, 1'b1} << owner) : {CLIENTS{1'b0}};
 
 always @(posedge clk) begin
     if (m_rsp_valid)
