@@ -15,6 +15,7 @@
 `include "host/sq_sched.v"
 `include "transport/completer.v"
 `include "transport/msg_arb.v"
+`include "transport/wqe_prefetch.v"
 `include "transport/requester.v"
 `include "transport/responder.v"
 `include "transport/rx_engine.v"
@@ -134,8 +135,9 @@ localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
-localparam DMA_CLIENTS = 4 + NUM_PORTS;                    // CQE, responder, rx engine, ports, requester
+localparam DMA_CLIENTS = 5 + NUM_PORTS;      // CQE, responder, rx engine, ports, requester, WQE fetch
 localparam DMA_REQUESTER = 3 + NUM_PORTS;
+localparam DMA_WQE = 4 + NUM_PORTS;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
@@ -383,8 +385,9 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 );
 
 // DMA engine: a mover per client, CQE writer (0), responder (1), receive engine (2), port p's
-// transmit side (3 + p), requester (3 + NUM_PORTS); the ports' and the requester's movers have
-// the deep read buffers (their payload moves are long and must hide the host's read latency)
+// transmit side (3 + p), requester (3 + NUM_PORTS), the requester's WQE read-ahead
+// (4 + NUM_PORTS); the ports', the requester's and the read-ahead's movers have the deep read
+// buffers (their moves are long and must hide the host's read latency)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -394,7 +397,8 @@ always @*
         dma_c_data[c*DMA_REQ_WIDTH +: DMA_REQ_WIDTH] = dma_c_req[c];
 // Not every client uses every answer and stream: the CQE writer, the responder and the ports
 // take no error bit, only the requester, responder and receive engine load data, only the
-// ports read a stream (READ_STREAM: packet payload) and only the receive engine writes one
+// ports and the read-ahead read a stream (READ_STREAM: packet payload, WQEs) and only the
+// receive engine writes one
 // (WRITE_STREAM: packet payload to host memory). The bits left over are not gathered into
 // an `unused` reduction: they change every beat, and a simulator would recompute it each time.
 /* verilator lint_off UNUSEDSIGNAL */
@@ -405,14 +409,14 @@ wire [DMA_CLIENTS*DATA_WIDTH/8-1:0] dma_rd_tkeep;
 wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_wr_tready;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [NUM_PORTS-1:0]                dma_rd_port_ready;
-wire [DMA_CLIENTS-1:0]              dma_rd_tready = {1'b1, dma_rd_port_ready, 3'b111};
+wire [DMA_CLIENTS-1:0]              dma_rd_tready = {2'b11, dma_rd_port_ready, 3'b111};
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
 wire                    dma_wr_tvalid, dma_wr_tlast;
 
 dma_engine #(
     .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
-    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + 1)) - 32'd1) << 3)
+    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + 2)) - 32'd1) << 3)
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),
@@ -529,7 +533,8 @@ wire [23:0]            ack_psn;
 
 requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
-    .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
+    .DATA_WIDTH(DATA_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ),
+    .TIMER_SHIFT(TIMER_SHIFT)
 ) req (
     .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
@@ -576,7 +581,12 @@ requester #(
     .m_dma_valid(dma_c_valid[DMA_REQUESTER]), .m_dma_ready(dma_c_ready[DMA_REQUESTER]),
     .m_dma_data(dma_c_req[DMA_REQUESTER]),
     .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_c_error[DMA_REQUESTER]),
-    .s_dma_rdata(dma_c_rdata[DMA_REQUESTER*512 +: 512]),
+    .s_dma_rdata(dma_c_rdata[DMA_REQUESTER*512 +: 64]),
+    .m_wqe_dma_valid(dma_c_valid[DMA_WQE]), .m_wqe_dma_ready(dma_c_ready[DMA_WQE]),
+    .m_wqe_dma_data(dma_c_req[DMA_WQE]),
+    .s_wqe_dma_done(dma_c_done[DMA_WQE]), .s_wqe_dma_error(dma_c_error[DMA_WQE]),
+    .s_wqe_axis_tdata(dma_rd_tdata[DMA_WQE*DATA_WIDTH +: DATA_WIDTH]),
+    .s_wqe_axis_tvalid(dma_rd_tvalid[DMA_WQE]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
 );
 

@@ -336,7 +336,8 @@ def sample_drop(reason):
 # ---------------------------------------------------------------------------------------------
 # The DMA engine's concurrency and the host memory's timing
 
-DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2", "requester"]
+DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2", "requester",
+               "WQE read-ahead"]
 DMA_TOGETHER = [str(n) for n in range(1, len(DMA_CLIENTS) + 1)]
 MEM_TIMING_NAMES = ["ideal", "latency100", "latency500", "stalls"]
 

@@ -17,6 +17,7 @@ from enum import Enum
 
 import cocotb
 import pytest
+from cocotb.triggers import Event, RisingEdge
 
 from tb import simrun
 from tb.rdma_program import (
@@ -371,23 +372,26 @@ MIXED = [WROpcode.RDMA_WRITE, WROpcode.SEND, WROpcode.RDMA_READ, WROpcode.RDMA_W
 
 @cocotb.test()
 async def test_many_qps_many_outstanding(dut):
-    """16 RC QPs each post 8 mixed WRs in one doorbell before any completion is polled: all
-    128 complete successfully, each send queue's completions in posting order, the queues
-    served round robin (the first-posted QP's last completion comes after the last-posted
-    QP's first), every receive queue consumed in order, and every message's data in place."""
+    """8 RC QPs each post 24 mixed WRs in one doorbell before any completion is polled: all
+    192 complete successfully, each send queue's completions in posting order, the queues
+    served round robin in turns (a turn is at most a send window, 16 WQEs, read ahead in one
+    fetch: no QP's run of completions is longer while another still has work, and the
+    first-posted QP's last completion comes after the last-posted QP's first), every receive
+    queue consumed in order, and every message's data in place."""
     rdma = await Rdma.open(dut)
-    send_cq = await rdma.dev.create_cq(256)
-    recv_cq = await rdma.dev.create_cq(256)
+    qps, per_qp, turn = 8, 24, 16
+    send_cq = await rdma.dev.create_cq(qps * per_qp)
+    recv_cq = await rdma.dev.create_cq(qps * per_qp)
     traffics = []
-    for i in range(16):
-        a, b = await rdma.connected_pair(QPType.RC, depth=8, cqs=(send_cq, recv_cq))
-        t = await Traffic.create(rdma, a, b, 8)
-        t.add_mix(8, MIXED, [1 + (97 * i + 131 * k) % MAX_LENGTH for k in range(8)])
+    for i in range(qps):
+        a, b = await rdma.connected_pair(QPType.RC, depth=per_qp, cqs=(send_cq, recv_cq))
+        t = await Traffic.create(rdma, a, b, per_qp)
+        t.add_mix(per_qp, MIXED, [1 + (97 * i + 131 * k) % MAX_LENGTH for k in range(per_qp)])
         traffics.append(t)
     for t in traffics:
         await t.post()
 
-    wcs = await wait_all(send_cq, 128)
+    wcs = await wait_all(send_cq, qps * per_qp)
     assert all(wc.status == WCStatus.SUCCESS for wc in wcs), [wc for wc in wcs if wc.status]
     groups = by_qp(wcs)
     for t in traffics:
@@ -397,12 +401,103 @@ async def test_many_qps_many_outstanding(dut):
     first, last = traffics[0].a.qp_num, traffics[-1].a.qp_num
     assert len(order) - order[::-1].index(first) > order.index(last), \
         "the first QP finished all its WRs before the last QP got its first: not round robin"
+    # runs of one QP's completions (a bypass message completes in the order it is issued),
+    # up to where only one QP has work left
+    alone = len(order) - next(k for k in range(len(order) - 1, -1, -1)
+                              if order[k] != order[-1]) - 1
+    run, longest = 0, 0
+    for k in range(len(order) - alone):
+        run = run + 1 if k and order[k] == order[k - 1] else 1
+        longest = max(longest, run)
+    assert longest <= turn, f"a QP was served {longest} WQEs in a row while others waited"
     rgroups = by_qp(await wait_all(recv_cq, sum(len(t.received) for t in traffics)))
     for t in traffics:
         assert [wc.wr_id for wc in rgroups[t.b.qp_num]] == t.received
         t.check_landed()
-    await rdma.assert_loopback_moves(128, sum(t.bytes for t in traffics))
+    await rdma.assert_loopback_moves(qps * per_qp, sum(t.bytes for t in traffics))
     await rdma.finish()
+
+
+async def ring_reads(dut, lo, hi, done):
+    """AXI read bursts whose first byte is in [lo, hi), counted until `done` is set."""
+    bursts = []
+    while not done.is_set():
+        await RisingEdge(dut.clk)
+        if dut.m_axi_arvalid.value == 1 and dut.m_axi_arready.value == 1:
+            addr = int(dut.m_axi_araddr.value)
+            if lo <= addr < hi:
+                bursts.append((addr, int(dut.m_axi_arlen.value) + 1))
+    return bursts
+
+
+@cocotb.test()
+@cocotb.parametrize(sges=[1, 3])
+async def test_send_queue_read_ahead(dut, sges):
+    """16 WRITEs posted with one doorbell: the device reads their WQEs (64 bytes, or 128 with
+    room for 3 SGEs) in one or two AXI bursts, not one read each, reads each WQE once, and
+    every WRITE lands and completes in posting order."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC, depth=16, sges=sges)
+    local, remote = await rdma.region(16 * 256), await rdma.region(16 * 256)
+    ring = (a.sq.base, a.sq.base + (a.sq.stride << a.sq.log2))
+    done = Event()
+    watch = cocotb.start_soon(ring_reads(dut, *ring, done))
+    # SGE k of a WR: 40 bytes at k * 64 of its 256-byte slot (1 or 3 of them)
+    wrs = [SendWR(WROpcode.RDMA_WRITE, [local.sge(256 * n + 64 * k, 40) for k in range(sges)],
+                  wr_id=n, remote_addr=remote.remote(256 * n).addr, rkey=remote.mr.rkey)
+           for n in range(16)]
+    await a.post_send(wrs)
+    wcs = await rdma.poll_until(a.send_cq, 16)
+    done.set()
+    bursts = await watch
+    assert [wc.wr_id for wc in wcs] == list(range(16))
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+    beats = sum(n for _, n in bursts)
+    assert 1 <= len(bursts) <= 2, f"16 WQEs read in {len(bursts)} bursts: {bursts}"
+    assert beats * rdma.tb.data_width // 8 == a.sq.stride * 16, \
+        f"{beats} beats read for 16 WQEs of {a.sq.stride} bytes"
+    for n in range(16):
+        want = b"".join(local.read(256 * n + 64 * k, 40) for k in range(sges))
+        assert remote.read(256 * n, 40 * sges) == want
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_wqe_read_error(dut):
+    """A send ring whose last two slots lie past the end of host memory (reads there answer
+    DECERR), and a doorbell for all four: the read-ahead's fetch fails as a whole, so each WQE
+    is fetched again alone; the two in memory run and complete, the first whose own read fails
+    completes with GENERAL_ERR (and the QP goes to ERR), the last is flushed, and nothing is
+    written outside the WRITEs' targets."""
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the model has no ring outside memory
+    dev = rdma.dev
+    end = int(dut.host_mem.MEM_BYTES.value)
+    allocate = dev.alloc
+
+    def ring_at_the_end(size, align=64, label=None):
+        if label and "send ring" in label:
+            dev.alloc = allocate
+            return end - 2 * 64
+        return allocate(size, align, label)
+
+    dev.alloc = ring_at_the_end
+    a, b = await rdma.connected_pair(QPType.RC, depth=4)
+    assert a.sq.base + 2 * a.sq.stride == end and a.sq.log2 == 2
+    local, remote = await rdma.region(4096), await rdma.region(4096)
+    for k in range(2):
+        dev.write(a.sq.slot(k), encode_send_wqe(
+            work_request(WROpcode.RDMA_WRITE, local.sge(64 * k, 64), remote.remote(64 * k),
+                         wr_id=0xA0 + k)))
+    await dev.write_reg(sq_db(a.qp_num), 4)
+    wcs = await rdma.poll_until(a.send_cq, 4)
+    assert [(wc.wr_id, wc.status) for wc in wcs[:2]] == [(0xA0, WCStatus.SUCCESS),
+                                                         (0xA1, WCStatus.SUCCESS)]
+    assert [wc.status for wc in wcs[2:]] == [WCStatus.GENERAL_ERR, WCStatus.WR_FLUSH_ERR]
+    assert remote.read(0, 128) == local.read(0, 128)
+    remote.assert_outside_untouched()
+    await rdma.assert_state(a, QPState.ERR)
+    rdma.sb.check_device()
 
 
 @cocotb.test()

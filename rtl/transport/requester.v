@@ -1,5 +1,8 @@
 // The requester: issues the send queue of the QP the scheduler picks, one WQE at a time, in
-// order, and moves on as soon as a message is handed over. It fetches and checks the WQE,
+// order, and moves on as soon as a message is handed over. Its WQEs are read ahead
+// (wqe_prefetch): a QP's turn fetches as many as its send window lets it issue in one burst,
+// and the turn lasts while the next one is at hand, so the scheduler's round robin is over
+// turns of at most 2^SQ_WIN_LOG WQEs. It checks each WQE,
 // resolves the address vector (the QP's for RC/UC, the AH's for UD) and decides loopback
 // against the port's own LID/LMC/GID. A loopback message (with the bypass switched on) goes to
 // the responder and its payload through the DMA mover: no packets, no segmentation, no headers.
@@ -22,6 +25,7 @@ module requester #(
     parameter NUM_CQ = 16,         // completion queues
     parameter NUM_PORTS = 2,       // ports
     parameter ADDR_WIDTH = 32,     // host address width
+    parameter DATA_WIDTH = 256,    // DMA stream width in bits (the WQE read-ahead's)
     parameter SQ_WIN_LOG = 4,      // send window: WQEs issued and not yet completed, per QP
     parameter CLOCK_MHZ = 250,     // device clock: the RNR timer counts its cycles
     parameter TIMER_SHIFT = 0      // timers run 2^TIMER_SHIFT times fast (short simulations)
@@ -171,7 +175,16 @@ module requester #(
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
     input  wire                     s_dma_done,
     input  wire                     s_dma_error,
-    input  wire [511:0]             s_dma_rdata,
+    input  wire [63:0]              s_dma_rdata,      // an atomic's original value
+
+    // DMA client of the WQE read-ahead (READ_STREAM)
+    output wire                     m_wqe_dma_valid,
+    input  wire                     m_wqe_dma_ready,
+    output wire [DMA_REQ_WIDTH-1:0] m_wqe_dma_data,
+    input  wire                     s_wqe_dma_done,
+    input  wire                     s_wqe_dma_error,
+    input  wire [DATA_WIDTH-1:0]    s_wqe_axis_tdata,
+    input  wire                     s_wqe_axis_tvalid,
 
     // device counters of the bypass
     output reg  [63:0]              lb_msgs,
@@ -190,8 +203,10 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
-                 S_ATOMIC_WAIT = 4'd12, S_LOAD2_WAIT = 4'd13, S_LKEY = 4'd14;
+                 S_ATOMIC_WAIT = 4'd12, S_LKEY = 4'd13;
 reg [3:0] state;
+reg       turn;   // the QP's turn goes on: its next WQE is read ahead
+reg       cont;   // serving the QP on in its turn (not the scheduler's choice)
 
 // the WQE being served
 reg [7:0]   w_op;
@@ -232,7 +247,7 @@ wire [255:0] local_sgl = {len3, sge_host[3][31:0], len2, sge_host[2][31:0],
 // READs and atomics have one SGE (max_sge_rd 1): their answer lands there
 wire [ADDR_WIDTH-1:0] local_addr = sge_host[0];
 
-assign sched_take = state == S_IDLE && sched_valid;
+assign sched_take = state == S_IDLE && !turn && sched_valid;
 
 // ---- address vector: the QP's (RC, UC) or the AH's (UD) ----
 wire is_ud = qp_type == QPT_UD;
@@ -274,24 +289,48 @@ wire retrying = s_rsp_rnr && rnr_retry_ok;
 assign m_prot_data = {rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, sge_len[si], sge_addr[si],
                       sge_lkey[si]};
 
-// ---- DMA: load the WQE, or move the payload ----
+// ---- the WQEs: read ahead from the next one to issue ----
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
 // 64-byte WQEs, or 128-byte ones when the QP's WQEs may have more than one SGE
+wire        big_wqe = sge_cap > 3'd1;
 wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask}
-                                              << (sge_cap > 3'd1 ? 7 : 6));
-wire [ADDR_WIDTH-1:0] sq_slot_tail = sq_slot + 64;   // SGEs 1-3 of a 128-byte WQE
-wire        sq_room = qp_sq_ni - qp_sq_ci < (16'd1 << SQ_WIN_LOG);
-localparam [2:0] D_WQE = 3'd0, D_COPY = 3'd1, D_ATOMIC = 3'd2, D_ORIG = 3'd3, D_WQE2 = 3'd4;
-reg  [2:0] dma_op;
+                                              << (big_wqe ? 7 : 6));
+wire [15:0] win_size = 16'd1 << SQ_WIN_LOG;
+wire        sq_room  = qp_sq_ni - qp_sq_ci < win_size;
+// a fetch: the WQEs posted, as many as the window has room for, up to the ring's end (the
+// rest is the next fetch)
+wire [15:0] posted    = qp_sq_pi - qp_sq_ni;
+wire [15:0] win_left  = win_size - (qp_sq_ni - qp_sq_ci);
+wire [15:0] ring_left = (16'd1 << qp_sq_log) - (qp_sq_ni & sq_mask);
+wire [15:0] fetch_most = posted < win_left ? posted : win_left;
+wire [15:0] fetch_n    = fetch_most < ring_left ? fetch_most : ring_left;
+reg         ra_fetch, ra_drop, ra_alone_next;
+wire        ra_busy, ra_hit, ra_failed, ra_alone;
+wire [1023:0] ra_wqe;
+wqe_prefetch #(
+    .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .QPN_BITS(QPN_BITS), .DEPTH_LOG(SQ_WIN_LOG)
+) prefetch (
+    .clk(clk), .rst(rst),
+    .fetch_valid(ra_fetch), .fetch_qpn(qp_qpn), .fetch_idx(qp_sq_ni),
+    .fetch_count(ra_alone_next ? {{SQ_WIN_LOG{1'b0}}, 1'b1} : fetch_n[SQ_WIN_LOG:0]),
+    .fetch_big(big_wqe), .fetch_addr(sq_slot), .drop(ra_drop), .busy(ra_busy),
+    .look_qpn(qp_qpn), .look_idx(qp_sq_ni), .look_hit(ra_hit), .look_failed(ra_failed),
+    .look_alone(ra_alone), .look_wqe(ra_wqe),
+    .m_dma_valid(m_wqe_dma_valid), .m_dma_ready(m_wqe_dma_ready), .m_dma_data(m_wqe_dma_data),
+    .s_dma_done(s_wqe_dma_done), .s_dma_error(s_wqe_dma_error),
+    .s_axis_tdata(s_wqe_axis_tdata), .s_axis_tvalid(s_wqe_axis_tvalid)
+);
+
+// ---- DMA: move the payload ----
+localparam [1:0] D_COPY = 2'd0, D_ATOMIC = 2'd1, D_ORIG = 2'd2;
+reg  [1:0] dma_op;
 // the payload: local SGEs -> the remote end (SEND, WRITE), or the remote end -> the local SGE
 assign m_dma_data =
     dma_op == D_COPY   ? (is_read ? {local_sgl, 256'd0, w_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY}
                                   : {remote_sgl, local_sgl, w_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY}) :
     dma_op == D_ATOMIC ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
                           {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
-    dma_op == D_ORIG   ? {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
-    dma_op == D_WQE2   ? {512'd0, 32'd48, {ADDR_WIDTH{1'b0}}, sq_slot_tail, DMA_LOAD} :
-                         {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, sq_slot, DMA_LOAD};
+                         {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE};
 
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
@@ -378,10 +417,11 @@ wire       read_wait = is_rc && ((rd_like && win_reads >= max_reads) ||
                                  (w_flags[SF_FENCE] && win_reads != 8'd0));
 
 // WQE byte 0x03 is reserved, and 0x38-0x3F but for atomics
-wire unused = ^{pkts[31:24], s_dma_rdata[31:24], s_prot_data[0], lmc_mask[15:7],
-                w_flags[7:3], qp_scq, len_sum[33:32]};
+wire unused = ^{pkts[31:24], ra_wqe[31:24], s_prot_data[0], lmc_mask[15:7],
+                w_flags[7:3], qp_scq, len_sum[33:32], fetch_n[15:SQ_WIN_LOG+1]};
 
 // a message took the bypass: LB_MSGS and LB_BYTES
+integer n;
 task count_loopback;
     begin
         lb_msgs  <= lb_msgs + 64'd1;
@@ -389,7 +429,31 @@ task count_loopback;
     end
 endtask
 
-integer n;
+// the WQE's fields (docs/host-interface.md), SGEs 1-3 from its second 64 bytes
+task take_wqe(input [1023:0] wqe);
+    begin
+        w_op    <= wqe[0*8 +: 8];
+        w_flags <= wqe[1*8 +: 8];
+        w_nsge  <= wqe[2*8 +: 8];
+        w_imm   <= wqe[4*8 +: 32];
+        w_wr_id <= wqe[8*8 +: 64];
+        sge_addr[0] <= wqe[16*8 +: 64];
+        sge_len[0]  <= wqe[24*8 +: 32];
+        sge_lkey[0] <= wqe[28*8 +: 32];
+        w_raddr <= wqe[32*8 +: 64];
+        w_rkey  <= wqe[40*8 +: 32];
+        w_ah    <= wqe[44*8 +: 32];
+        w_rqpn  <= wqe[48*8 +: 32];
+        w_rqkey <= wqe[52*8 +: 32];
+        w_swap  <= wqe[56*8 +: 64];
+        for (n = 1; n < 4; n = n + 1) begin
+            sge_addr[n] <= wqe[512 + (n-1)*128 +: 64];
+            sge_len[n]  <= wqe[512 + (n-1)*128 + 64 +: 32];
+            sge_lkey[n] <= wqe[512 + (n-1)*128 + 96 +: 32];
+        end
+    end
+endtask
+
 always @(posedge clk) begin
     qp_sq_issue <= 1'b0;
     qp_rnr_wait <= 1'b0;
@@ -397,14 +461,24 @@ always @(posedge clk) begin
     rec_valid   <= 1'b0;
     iss_hold    <= 1'b0;
     iss_kick    <= 1'b0;
+    ra_fetch    <= 1'b0;
+    ra_drop     <= 1'b0;
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
     if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
     case (state)
-        S_IDLE: if (sched_valid) begin
-            qp_qpn <= sched_qpn;
-            state  <= S_PICK;
+        S_IDLE: begin
+            cont <= turn;
+            turn <= 1'b0;
+            if (turn) begin
+                state <= S_PICK;
+            end else if (sched_valid) begin
+                // a new turn: what the read-ahead holds may be another QP's or stale
+                qp_qpn  <= sched_qpn;
+                ra_drop <= 1'b1;
+                state   <= S_PICK;
+            end
         end
 
         // The scheduler's choice may be a cycle stale (an index that just moved), so the
@@ -413,9 +487,8 @@ always @(posedge clk) begin
             status <= WC_SUCCESS;
             if (qp_sq_pi != qp_sq_ni && sq_room && !win_held && !qp_rnr_waiting &&
                     (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
-                dma_op      <= D_WQE;
-                m_dma_valid <= 1'b1;
-                state <= S_LOAD_WAIT;
+                // the turn ends where its read-ahead does: back to the scheduler's round robin
+                state <= cont && !ra_hit ? S_IDLE : S_LOAD_WAIT;
             end else if (qp_state == QPS_ERR && win_busy) begin
                 // WQEs outstanding on a QP in ERR: the completer flushes them
                 iss_kick <= 1'b1;
@@ -432,43 +505,18 @@ always @(posedge clk) begin
 
         S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
 
-        S_LOAD_WAIT: if (s_dma_done) begin
-            w_op    <= s_dma_rdata[0*8 +: 8];
-            w_flags <= s_dma_rdata[1*8 +: 8];
-            w_nsge  <= s_dma_rdata[2*8 +: 8];
-            w_imm   <= s_dma_rdata[4*8 +: 32];
-            w_wr_id <= s_dma_rdata[8*8 +: 64];
-            sge_addr[0] <= s_dma_rdata[16*8 +: 64];
-            sge_len[0]  <= s_dma_rdata[24*8 +: 32];
-            sge_lkey[0] <= s_dma_rdata[28*8 +: 32];
-            w_raddr <= s_dma_rdata[32*8 +: 64];
-            w_rkey  <= s_dma_rdata[40*8 +: 32];
-            w_ah    <= s_dma_rdata[44*8 +: 32];
-            w_rqpn  <= s_dma_rdata[48*8 +: 32];
-            w_rqkey <= s_dma_rdata[52*8 +: 32];
-            w_swap  <= s_dma_rdata[56*8 +: 64];
-            if (s_dma_error) begin
-                status <= WC_GENERAL_ERR;
-                state  <= S_DECODE;
-            end else if (s_dma_rdata[2*8 +: 8] > 8'd1 && s_dma_rdata[2*8 +: 8] <= {5'd0, sge_cap}) begin
-                // SGEs 1-3 in the WQE's second half
-                dma_op      <= D_WQE2;
-                m_dma_valid <= 1'b1;
-                state <= S_LOAD2_WAIT;
-            end else begin
+        // the WQE from the read-ahead, fetched first if it is not there; a fetch that failed is
+        // done again for this WQE alone, and when that fails too, the WQE completes in error
+        S_LOAD_WAIT: if (!ra_busy && !ra_fetch) begin
+            if (ra_hit || (ra_failed && ra_alone)) begin
+                take_wqe(ra_wqe);
+                if (ra_failed)
+                    status <= WC_GENERAL_ERR;
                 state <= S_DECODE;
+            end else begin
+                ra_alone_next <= ra_failed;
+                ra_fetch      <= 1'b1;
             end
-        end
-
-        S_LOAD2_WAIT: if (s_dma_done) begin
-            for (n = 1; n < 4; n = n + 1) begin
-                sge_addr[n] <= s_dma_rdata[(n-1)*128 +: 64];
-                sge_len[n]  <= s_dma_rdata[(n-1)*128 + 64 +: 32];
-                sge_lkey[n] <= s_dma_rdata[(n-1)*128 + 96 +: 32];
-            end
-            if (s_dma_error)
-                status <= WC_GENERAL_ERR;
-            state <= S_DECODE;
         end
 
         S_DECODE: begin
@@ -540,6 +588,7 @@ always @(posedge clk) begin
                     rec_kind     <= REC_RC;
                     rec_tx       <= 1'b0;
                     rec_valid    <= 1'b1;
+                    turn         <= 1'b1;
                     state <= S_IDLE;
                 end else begin
                     wire_internal <= loopback;
@@ -633,6 +682,7 @@ always @(posedge clk) begin
             rec_kind     <= is_rc ? REC_RC : REC_SENT;
             rec_tx       <= 1'b1;
             rec_valid    <= 1'b1;
+            turn         <= 1'b1;
             state <= S_IDLE;
         end
 
@@ -643,6 +693,7 @@ always @(posedge clk) begin
             rec_kind    <= REC_DONE;
             rec_tx      <= 1'b0;
             rec_valid   <= 1'b1;
+            turn        <= 1'b1;
             state <= S_IDLE;
         end
 
@@ -651,6 +702,10 @@ always @(posedge clk) begin
 
     if (rst) begin
         state        <= S_IDLE;
+        turn         <= 1'b0;
+        cont         <= 1'b0;
+        ra_fetch     <= 1'b0;
+        ra_drop      <= 1'b0;
         qp_qpn       <= {QPN_BITS{1'b0}};
         m_msg_valid  <= 1'b0;
         m_msg_kind   <= 2'd0;

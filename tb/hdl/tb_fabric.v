@@ -179,8 +179,8 @@ always @(posedge clk) begin
 end
 
 // each device's DMA concurrency, for functional coverage
-sim_dma_watch #(.N(6)) dev0_dma_watch (.rst(rst), .busy(~dev0.dma_c_ready));
-sim_dma_watch #(.N(6)) dev1_dma_watch (.rst(rst), .busy(~dev1.dma_c_ready));
+sim_dma_watch #(.N(7)) dev0_dma_watch (.rst(rst), .busy(~dev0.dma_c_ready));
+sim_dma_watch #(.N(7)) dev1_dma_watch (.rst(rst), .busy(~dev1.dma_c_ready));
 
 // device d's port p+1 TX link (devd_link<p>) goes through a cable model (devd_link<p>_cable, a
 // sim_link_fault: perfect until a test sets latency or faults) whose output (devd_link<p>_rx)
