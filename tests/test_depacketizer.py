@@ -726,6 +726,10 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
         if dut.desc_ready.value:
             break
     dut.desc_valid.value = 0
+    while True:     # the packetizer takes the next descriptor early: let this message finish
+        await RisingEdge(dut.clk)
+        if dut.desc_done.value:
+            break
     return len(pkts)
 
 

@@ -1,5 +1,12 @@
-// Packetizer (one per port): turns one message descriptor into its path-MTU packets on the
+// Packetizer (one per port): turns message descriptors into their path-MTU packets on the
 // port's TX link (docs/packet-path.md).
+//
+// It holds MESSAGES messages: a descriptor is taken (desc_valid/desc_ready, its fields read in
+// that cycle) as soon as the previous message's payload is all requested and buffered and a
+// message place is free, so the next message's payload arrives while the current one's
+// packets leave, and the link does not wait for a message's first payload chunk. Each message
+// carries USER_WIDTH bits of its own (desc_user): they come back with its payload requests
+// (pl_req_user), its beats on the link (m_axis_tx_user) and its done (done_user).
 //
 // Structure, in the order a packet flows:
 //   request asks the DMA mover for a packet's payload chunk only when a packet buffer is free
@@ -19,8 +26,8 @@
 //   icrc    ib_icrc over that stream; pkt_append places the ICRC after the pad.
 //   vcrc    crc_stream (CRC-16) over LRH .. ICRC; a second pkt_append places the VCRC.
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
-// The descriptor stays valid for the whole message (its fields are read directly); it is
-// accepted (desc_ready) in the cycle after the last packet's last beat leaves, with done.
+// A message is done (done, done_psn, done_user) in the cycle after its last packet's last beat
+// leaves; its place then takes the next descriptor.
 `ifndef RDMA_PACKETIZER_V
 `define RDMA_PACKETIZER_V
 `default_nettype none
@@ -29,12 +36,14 @@ module packetizer #(
     parameter DATA_WIDTH = 64,     // link and payload beat width in bits: 64, 256 or 512
     parameter MAX_PAYLOAD = 4096,  // largest path MTU in bytes (packet buffer size)
     parameter BUFFERS = 3,         // whole-packet buffers, >= 2: 3 = on the link, waiting, filling
-    parameter ACKREQ_LOG2 = 4      // RC requests ask for an ACK on every PSN whose low bits are all ones
+    parameter ACKREQ_LOG2 = 4,     // RC requests ask for an ACK on every PSN whose low bits are all ones
+    parameter MESSAGES = 2,        // messages held: one leaving, the next one's payload arriving (2)
+    parameter USER_WIDTH = 1       // bits a message carries through (desc_user)
 ) (
     input  wire                     clk,
     input  wire                     rst,
 
-    // message descriptor, held while desc_valid
+    // message descriptor, taken when desc_valid && desc_ready
     input  wire                     desc_valid,
     output wire                     desc_ready,
     // 0 SEND, 1 WRITE, 2 READ req, 3 READ resp, 4 ACK, 5 COMPARE_SWAP req, 6 FETCH_ADD req,
@@ -69,12 +78,14 @@ module packetizer #(
     input  wire [63:0]              desc_atomic_a,   // Swap/Add Data (5, 6), Orig. Remote Data (7)
     input  wire [63:0]              desc_atomic_b,   // Compare Data (5, 6)
     input  wire [3:0]               desc_rate,       // static-rate divisor, 0 or 1 = full rate
+    input  wire [USER_WIDTH-1:0]    desc_user,
 
     // payload chunk requests (the DMA mover's READ_STREAM)
     output reg                      pl_req_valid,
     input  wire                     pl_req_ready,
     output reg  [31:0]              pl_req_offset,   // byte offset in the message
     output reg  [12:0]              pl_req_len,      // bytes, 1 .. path MTU
+    output wire [USER_WIDTH-1:0]    pl_req_user,     // the message's desc_user
 
     // the requested chunk: byte 0 in tdata[7:0], full beats but the last
     input  wire [DATA_WIDTH-1:0]    s_axis_pl_tdata,
@@ -94,11 +105,13 @@ module packetizer #(
     input  wire                     m_axis_tx_tready,
     output wire                     m_axis_tx_tlast,
     output wire                     m_axis_tx_tuser,
+    output wire [USER_WIDTH-1:0]    m_axis_tx_user,  // the beat's message's desc_user
 
     output reg                      pkt_sent,        // one cycle per packet that left
     output reg  [10:0]              pkt_sent_len,    // its PktLen (4-byte words)
-    output wire                     done,            // the message's last packet left
-    output wire [23:0]              done_psn         // the PSN after the last packet, with done
+    output wire                     done,            // a message's last packet left
+    output reg  [23:0]              done_psn,        // the PSN after its last packet, with done
+    output reg  [USER_WIDTH-1:0]    done_user        // its desc_user, with done
 );
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
@@ -116,23 +129,44 @@ localparam [ADDR_BITS-1:0] LAST_WORD = MEM_LAST[ADDR_BITS-1:0];
 localparam BUF_LAST = BUFFERS - 1;
 localparam [IDX_BITS-1:0] LAST_BUF = BUF_LAST[IDX_BITS-1:0];
 localparam [CNT_BITS-1:0] ALL_BUFS = BUFFERS[CNT_BITS-1:0];
-localparam SB_WIDTH = 12;                                 // {message's last packet, PktLen}
+localparam MSG_BITS = MESSAGES > 1 ? $clog2(MESSAGES) : 1;
+localparam SB_WIDTH = 12 + MSG_BITS;                      // {message, its last packet, PktLen}
 
 localparam [2:0] K_READ_REQ = 3'd2;
 localparam [2:0] K_ACK = 3'd4;
 
 // ------------------------------------------------------------------------------------------
-// Message bookkeeping
+// Messages: MESSAGES places, taken in turn. A message is filled (its payload requested and
+// buffered) from its start until its last packet is buffered, then sent; the next one may be
+// filled meanwhile. The header fields are read from the place of the packet being built.
 
-reg active;         // a descriptor is being worked on
-reg retire;         // its last packet's last beat left in the previous cycle
-assign desc_ready = retire;     // a register: the descriptor source sees no combinational path
+// a place's descriptor: the fill side's fields in the low bits (kind, len, mtu at fixed offsets)
+localparam DESC_BITS = USER_WIDTH + 4 + 64 + 64 + 24 + 8 + 32 + 32 + 64 + 24 + 32 + 32 + 24 + 24
+                     + 16 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 1 + 3 + 3 + 32 + 3;
+wire [DESC_BITS-1:0] desc_in = {desc_user, desc_rate, desc_atomic_b, desc_atomic_a, desc_msn,
+    desc_syndrome, desc_dma_len, desc_rkey, desc_raddr, desc_src_qpn, desc_qkey, desc_start,
+    desc_dest_qpn, desc_psn, desc_pkey, desc_dgid, desc_sgid, desc_hop_limit, desc_flow_label,
+    desc_tclass, desc_is_global, desc_sl, desc_slid, desc_dlid, desc_solicited, desc_imm,
+    desc_imm_valid, desc_transport, desc_mtu, desc_len, desc_kind};
+reg  [DESC_BITS-1:0] place [0:MESSAGES-1];
+reg  [23:0]          place_end_psn [0:MESSAGES-1];   // one past its last packet's PSN
+reg  [MSG_BITS:0]    held;           // places holding a message
+reg  [MSG_BITS-1:0]  next_place;     // the place the next descriptor takes
+reg                  filling;        // a message's payload is being requested and buffered
+reg  [MSG_BITS-1:0]  f_msg;          // ... its place
+reg                  retire;         // a message's last packet's last beat left in the previous cycle
 assign done = retire;
+// only registers: the descriptor source sees no combinational path
+assign desc_ready = !filling && held != MESSAGES[MSG_BITS:0];
+wire start = desc_valid & desc_ready;
 
-wire start = desc_valid & ~active;
-
-wire no_payload = desc_kind == K_READ_REQ || desc_kind >= K_ACK;   // ACK and the atomics too
-wire [31:0] mtu_bytes = 32'd128 << desc_mtu;
+// the fill side's message
+wire [2:0]  f_kind = place[f_msg][2:0];
+wire [31:0] f_len  = place[f_msg][34:3];
+wire [2:0]  f_mtu  = place[f_msg][37:35];
+wire no_payload = f_kind == K_READ_REQ || f_kind >= K_ACK;   // ACK and the atomics too
+wire [31:0] mtu_bytes = 32'd128 << f_mtu;
+assign pl_req_user = place[f_msg][DESC_BITS-1 -: USER_WIDTH];
 
 // ------------------------------------------------------------------------------------------
 // Packet buffers: BUFFERS slots of BUF_WORDS words in one memory, used as a ring. Slot i
@@ -148,6 +182,7 @@ reg [12:0] m_plen [0:BUFFERS-1];
 reg [23:0] m_psn [0:BUFFERS-1];
 reg [BUFFERS-1:0] m_first;
 reg [BUFFERS-1:0] m_last;
+reg [MSG_BITS-1:0] m_msg [0:BUFFERS-1];   // its message's place
 
 // ------------------------------------------------------------------------------------------
 // Fill side
@@ -162,10 +197,9 @@ reg  [ADDR_BITS-1:0] f_base;  // its first word
 reg  [ADDR_BITS-1:0] f_ptr;   // next word to write
 reg  [31:0] f_off;            // message offset of the packet being filled
 reg  [23:0] f_psn;
-assign done_psn = f_psn;      // the filler stopped after the last packet, one PSN past it
 reg         f_first;
 
-wire [31:0] f_rem = desc_len - f_off;
+wire [31:0] f_rem = f_len - f_off;
 wire        f_last = no_payload || f_rem <= mtu_bytes;
 wire [12:0] f_plen = no_payload ? 13'd0 : f_last ? f_rem[12:0] : mtu_bytes[12:0];
 
@@ -205,6 +239,7 @@ always @(posedge clk) begin
         m_psn[f_buf] <= f_psn;
         m_first[f_buf] <= f_first;
         m_last[f_buf] <= f_last;
+        m_msg[f_buf] <= f_msg;
         f_buf <= (f_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : f_buf + 1'b1;
         f_base <= f_base_next;
         f_ptr <= f_base_next;
@@ -213,6 +248,8 @@ always @(posedge clk) begin
         f_off <= f_off + mtu_bytes;
         // the packet after a first or middle one always carries payload, so no F_NEXT cycle
         f_state <= f_last ? F_IDLE : F_DATA;
+        if (f_last)
+            place_end_psn[f_msg] <= f_psn + 1'b1;
     end
     if (rst) begin
         f_state <= F_IDLE;
@@ -228,7 +265,7 @@ reg  [31:0] r_off;            // message offset of the next chunk to request
 reg         r_all;            // every chunk of the message has been requested
 reg  [CNT_BITS-1:0] r_out;    // chunks requested and not yet completely buffered
 
-wire [31:0] r_rem = desc_len - r_off;
+wire [31:0] r_rem = f_len - r_off;
 wire        r_last = r_rem <= mtu_bytes;
 wire        r_xfer = pl_req_valid & pl_req_ready;
 wire        f_chunk_done = f_done & (f_plen != 13'd0);
@@ -240,7 +277,7 @@ always @(posedge clk) begin
         pl_req_valid <= 1'b0;
         r_off <= r_off + mtu_bytes;
         r_all <= r_last;
-    end else if (active && !pl_req_valid && !r_all && r_room) begin
+    end else if (filling && !pl_req_valid && !r_all && r_room) begin
         pl_req_valid <= 1'b1;
         pl_req_offset <= r_off;
         pl_req_len <= r_last ? r_rem[12:0] : mtu_bytes[12:0];
@@ -249,7 +286,7 @@ always @(posedge clk) begin
         r_out <= r_xfer ? r_out + 1'b1 : r_out - 1'b1;
     if (start) begin
         r_off <= desc_start;
-        r_all <= no_payload || desc_len == 32'd0;
+        r_all <= desc_kind == K_READ_REQ || desc_kind >= K_ACK || desc_len == 32'd0;
     end
     if (rst) begin
         pl_req_valid <= 1'b0;
@@ -261,7 +298,6 @@ end
 // ------------------------------------------------------------------------------------------
 // Send side: LRH .. pad, one beat a cycle from a full slot
 
-reg  s_msg_sent;              // the message's last packet has been read out
 reg  [IDX_BITS-1:0]  s_buf;   // slot being sent
 reg  [ADDR_BITS-1:0] s_base;  // its first word
 reg  [ADDR_BITS-1:0] s_ptr;   // the payload word this beat reads
@@ -269,17 +305,41 @@ reg  [BEAT_BITS-1:0] s_beat;  // the frame beat being built
 reg  [DATA_WIDTH-1:0] s_prev; // the payload word the previous beat read
 
 wire [12:0] s_plen = m_plen[s_buf];
+wire [MSG_BITS-1:0] s_msg = m_msg[s_buf];
+wire [DESC_BITS-1:0] s_desc = place[s_msg];
+// the header's fields, from the place of the packet's message (as desc_in packs them)
+/* verilator lint_off UNUSEDSIGNAL */
+wire [USER_WIDTH-1:0] s_user;
+wire [3:0]   s_rate;
+wire [31:0]  s_start, s_len;
+wire [23:0]  s_psn_first;
+wire [2:0]   s_mtu;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [2:0]   s_kind, s_transport;
+wire         s_imm_valid, s_solicited, s_is_global;
+wire [31:0]  s_imm, s_qkey, s_rkey, s_dma_len;
+wire [15:0]  s_dlid, s_slid, s_pkey;
+wire [3:0]   s_sl;
+wire [7:0]   s_tclass, s_hop_limit, s_syndrome;
+wire [19:0]  s_flow_label;
+wire [127:0] s_sgid, s_dgid;
+wire [23:0]  s_dest_qpn, s_src_qpn, s_msn;
+wire [63:0]  s_raddr, s_atomic_a, s_atomic_b;
+assign {s_user, s_rate, s_atomic_b, s_atomic_a, s_msn, s_syndrome, s_dma_len, s_rkey, s_raddr,
+        s_src_qpn, s_qkey, s_start, s_dest_qpn, s_psn_first, s_pkey, s_dgid, s_sgid, s_hop_limit,
+        s_flow_label, s_tclass, s_is_global, s_sl, s_slid, s_dlid, s_solicited, s_imm,
+        s_imm_valid, s_transport, s_mtu, s_len, s_kind} = s_desc;
 wire [8*HDR_MAX-1:0] s_hdr;
 wire [6:0]  s_hdr_len;
 wire [10:0] s_pktlen;
 pkt_header s_hdr_gen (
-    .kind(desc_kind), .transport(desc_transport), .imm_valid(desc_imm_valid), .imm(desc_imm),
-    .solicited(desc_solicited), .dlid(desc_dlid), .slid(desc_slid), .sl(desc_sl),
-    .is_global(desc_is_global), .tclass(desc_tclass), .flow_label(desc_flow_label),
-    .hop_limit(desc_hop_limit), .sgid(desc_sgid), .dgid(desc_dgid), .pkey(desc_pkey),
-    .dest_qpn(desc_dest_qpn), .qkey(desc_qkey), .src_qpn(desc_src_qpn), .raddr(desc_raddr),
-    .rkey(desc_rkey), .dma_len(desc_dma_len), .syndrome(desc_syndrome), .msn(desc_msn),
-    .atomic_a(desc_atomic_a), .atomic_b(desc_atomic_b),
+    .kind(s_kind), .transport(s_transport), .imm_valid(s_imm_valid), .imm(s_imm),
+    .solicited(s_solicited), .dlid(s_dlid), .slid(s_slid), .sl(s_sl),
+    .is_global(s_is_global), .tclass(s_tclass), .flow_label(s_flow_label),
+    .hop_limit(s_hop_limit), .sgid(s_sgid), .dgid(s_dgid), .pkey(s_pkey),
+    .dest_qpn(s_dest_qpn), .qkey(s_qkey), .src_qpn(s_src_qpn), .raddr(s_raddr),
+    .rkey(s_rkey), .dma_len(s_dma_len), .syndrome(s_syndrome), .msn(s_msn),
+    .atomic_a(s_atomic_a), .atomic_b(s_atomic_b),
     .first(m_first[s_buf]), .last(m_last[s_buf]), .psn(m_psn[s_buf]), .plen(s_plen),
     .ackreq_mid(&m_psn[s_buf][ACKREQ_LOG2-1:0]),
     .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen)
@@ -336,7 +396,7 @@ reg                   a_last;
 reg [SB_WIDTH-1:0]    a_sb;
 wire                  a_ready;
 
-wire s_go = (n_full != {CNT_BITS{1'b0}}) & ~s_msg_sent & (~a_valid | a_ready);
+wire s_go = (n_full != {CNT_BITS{1'b0}}) & (~a_valid | a_ready);
 wire s_done = s_go & s_final;
 wire [ADDR_BITS-1:0] s_base_next = (s_buf == LAST_BUF) ? {ADDR_BITS{1'b0}} : s_base + BUF_STEP;
 
@@ -348,7 +408,7 @@ always @(posedge clk) begin
         a_data <= s_data;
         a_keep <= s_keep;
         a_last <= s_final;
-        a_sb <= {m_last[s_buf], s_pktlen};
+        a_sb <= {s_msg, m_last[s_buf], s_pktlen};
         s_beat <= s_beat + 1'b1;
         s_prev <= s_mem;
         // the final beat of a packet may read one word past its payload (bytes it does not
@@ -360,12 +420,8 @@ always @(posedge clk) begin
             s_buf <= (s_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : s_buf + 1'b1;
             s_base <= s_base_next;
             s_ptr <= s_base_next;
-            if (m_last[s_buf])
-                s_msg_sent <= 1'b1;
         end
     end
-    if (retire)
-        s_msg_sent <= 1'b0;
     if (f_done != s_done)
         n_full <= f_done ? n_full + 1'b1 : n_full - 1'b1;
     if (rst) begin
@@ -374,7 +430,6 @@ always @(posedge clk) begin
         s_base <= {ADDR_BITS{1'b0}};
         s_ptr <= {ADDR_BITS{1'b0}};
         s_beat <= {BEAT_BITS{1'b0}};
-        s_msg_sent <= 1'b0;
         n_full <= {CNT_BITS{1'b0}};
     end
 end
@@ -440,7 +495,11 @@ pkt_append #(.DATA_WIDTH(DATA_WIDTH), .TAIL_BYTES(2), .SB_WIDTH(SB_WIDTH)) vcrc_
 
 reg  [19:0] gap;        // idle cycles still owed before the next beat
 reg  [19:0] gap_acc;    // owed for the packet in flight: (rate - 1) per beat
-wire [3:0]  rate_m1 = desc_rate > 4'd1 ? desc_rate - 4'd1 : 4'd0;
+// the message of the beat on the link
+wire [MSG_BITS-1:0]  o_msg = c_sb[SB_WIDTH-1 -: MSG_BITS];
+wire [3:0]  o_rate = place[o_msg][DESC_BITS-USER_WIDTH-1 -: 4];
+wire [3:0]  rate_m1 = o_rate > 4'd1 ? o_rate - 4'd1 : 4'd0;
+assign m_axis_tx_user = place[o_msg][DESC_BITS-1 -: USER_WIDTH];
 wire        open = gap == 20'd0;
 
 assign m_axis_tx_tvalid = c_valid & open;
@@ -453,7 +512,11 @@ always @(posedge clk) begin
     pkt_sent <= tx_end;
     if (tx_end)
         pkt_sent_len <= c_sb[10:0];
-    retire <= tx_end & c_sb[SB_WIDTH-1];
+    retire <= tx_end & c_sb[11];
+    if (tx_end) begin
+        done_psn  <= place_end_psn[o_msg];
+        done_user <= m_axis_tx_user;
+    end
     if (!open)
         gap <= gap - 1'b1;
     if (tx_xfer) begin
@@ -464,16 +527,25 @@ always @(posedge clk) begin
             gap_acc <= gap_acc + {16'd0, rate_m1};
         end
     end
-    if (start)
-        active <= 1'b1;
-    if (retire)
-        active <= 1'b0;
+    if (start) begin
+        place[next_place] <= desc_in;
+        next_place <= next_place == MESSAGES[MSG_BITS-1:0] - 1'b1 ? {MSG_BITS{1'b0}}
+                                                                : next_place + 1'b1;
+        f_msg   <= next_place;
+        filling <= 1'b1;
+    end
+    if (f_done && f_last)
+        filling <= 1'b0;
+    if (start != retire)
+        held <= start ? held + 1'b1 : held - 1'b1;
     if (rst) begin
         pkt_sent <= 1'b0;
         retire <= 1'b0;
         gap <= 20'd0;
         gap_acc <= 20'd0;
-        active <= 1'b0;
+        held <= {(MSG_BITS+1){1'b0}};
+        next_place <= {MSG_BITS{1'b0}};
+        filling <= 1'b0;
     end
 end
 

@@ -1,8 +1,9 @@
 // One port's transmit side: takes messages from the requester and responses (ACKs, READ
-// responses) from the receive engine, runs them one at a time through the packetizer, fetches
-// each packet's payload from host memory through the DMA mover (READ_STREAM), and sends the
-// packets on the physical link, or on the internal port loopback for a loopback message whose
-// bypass is switched off. Only physical-link packets are counted.
+// responses) from the receive engine, answers first, into the packetizer, which holds two of
+// them (one leaving while the next one's payload arrives), fetches each packet's payload from
+// host memory through the DMA mover (READ_STREAM), and sends the packets on the physical link,
+// or on the internal port loopback for a loopback message whose bypass is switched off. Only
+// physical-link packets are counted.
 `ifndef RDMA_PORT_TX_V
 `define RDMA_PORT_TX_V
 `default_nettype none
@@ -15,7 +16,8 @@ module port_tx #(
     input  wire                     clk,
     input  wire                     rst,
 
-    // the requester's message: accepted when it starts, done when its last packet has left
+    // the requester's message: accepted when the packetizer has room, done when its last
+    // packet has left (messages leave in the order they are accepted)
     input  wire                     s_req_valid,
     output wire                     s_req_ready,
     input  wire [TXD_WIDTH-1:0]     s_req_desc,
@@ -73,39 +75,30 @@ reg  [RSP_BITS:0]    rq_count;
 assign s_rsp_ready = rq_count != RSP_DEPTH;
 wire rq_push = s_rsp_valid && s_rsp_ready;
 
-// ---- the message being sent ----
-reg                  busy;
-reg                  from_req;     // the requester's message (else a queued response)
-reg  [TXD_WIDTH-1:0] d;
+// ---- the next message into the packetizer: responses first, the peer's requester is
+//      waiting for them ----
 wire                 pk_ready, pk_done;
 wire [23:0]          pk_done_psn;
-
-// responses first: the peer's requester is waiting for them
-wire take_rsp = !busy && rq_count != 0;
-wire take_req = !busy && rq_count == 0 && s_req_valid;
+wire                 from_req = rq_count == 0;
+wire [TXD_WIDTH-1:0] d = from_req ? s_req_desc : rq_mem[rq_rd];
+wire take_rsp = pk_ready && !from_req;
+wire take_req = pk_ready && from_req && s_req_valid;
 assign s_req_ready = take_req;
-assign req_done = pk_done && from_req;
+// what each message carries through the packetizer: its payload's scatter/gather list, its
+// link (the internal loopback), whether it is the requester's
+localparam USER_WIDTH = 256 + 2;
+wire [USER_WIDTH-1:0] pl_user, tx_user, done_user;
+assign req_done = pk_done && done_user[0];
 
 always @(posedge clk) begin
     if (rq_push) begin
         rq_mem[rq_wr] <= s_rsp_desc;
         rq_wr <= rq_wr == RSP_LAST ? {RSP_BITS{1'b0}} : rq_wr + 1'b1;
     end
-    if (take_rsp) begin
-        d <= rq_mem[rq_rd];
+    if (take_rsp)
         rq_rd <= rq_rd == RSP_LAST ? {RSP_BITS{1'b0}} : rq_rd + 1'b1;
-        busy <= 1'b1;
-        from_req <= 1'b0;
-    end else if (take_req) begin
-        d <= s_req_desc;
-        busy <= 1'b1;
-        from_req <= 1'b1;
-    end
     rq_count <= rq_count + {{RSP_BITS{1'b0}}, rq_push} - {{RSP_BITS{1'b0}}, take_rsp};
-    if (pk_done)
-        busy <= 1'b0;
     if (rst) begin
-        busy <= 1'b0;
         rq_wr <= {RSP_BITS{1'b0}};
         rq_rd <= {RSP_BITS{1'b0}};
         rq_count <= {(RSP_BITS+1){1'b0}};
@@ -120,8 +113,9 @@ wire [12:0] pl_req_len;
 reg         chunk_busy;      // a chunk's command is in the mover
 reg  [31:0] chunk_off;
 reg  [31:0] chunk_len;
+reg  [255:0] chunk_sgl;
 wire        pl_req_ready = !chunk_busy && !m_dma_valid;
-assign m_dma_data = {256'd0, d[TXD_SGL +: 256], chunk_len, {ADDR_WIDTH{1'b0}},
+assign m_dma_data = {256'd0, chunk_sgl, chunk_len, {ADDR_WIDTH{1'b0}},
                      chunk_off[ADDR_WIDTH-1:0], DMA_READ_STREAM};
 
 always @(posedge clk) begin
@@ -132,6 +126,7 @@ always @(posedge clk) begin
         chunk_busy <= 1'b1;
         chunk_off <= pl_req_offset;
         chunk_len <= {19'd0, pl_req_len};
+        chunk_sgl <= pl_user[USER_WIDTH-1 -: 256];
     end
     if (s_dma_done)
         chunk_busy <= 1'b0;
@@ -150,9 +145,9 @@ wire                    pk_pl_tready;
 assign s_axis_pl_tready = pk_pl_tready;
 wire [10:0]             pkt_sent_len;
 
-packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
+packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk (
     .clk(clk), .rst(rst),
-    .desc_valid(busy), .desc_ready(pk_ready),
+    .desc_valid(!from_req || s_req_valid), .desc_ready(pk_ready),
     .desc_kind(d[TXD_KIND +: 3]), .desc_transport(d[TXD_TRANSPORT +: 3]),
     .desc_imm_valid(d[TXD_IMM_VALID]), .desc_imm(d[TXD_IMM +: 32]),
     .desc_solicited(d[TXD_SOLICITED]), .desc_len(d[TXD_LEN +: 32]), .desc_mtu(d[TXD_MTU +: 3]),
@@ -167,19 +162,21 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH)) pk (
     .desc_syndrome(d[TXD_SYNDROME +: 8]), .desc_msn(d[TXD_MSN +: 24]),
     .desc_atomic_a(d[TXD_ATOMIC_A +: 64]), .desc_atomic_b(d[TXD_ATOMIC_B +: 64]),
     .desc_rate(d[TXD_INTERNAL] ? 4'd0 : d[TXD_RATE +: 4]),
+    .desc_user({d[TXD_SGL +: 256], d[TXD_INTERNAL], from_req}),
     .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
-    .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len),
+    .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len), .pl_req_user(pl_user),
     .s_axis_pl_tdata(s_axis_pl_tdata), .s_axis_pl_tkeep(s_axis_pl_tkeep),
     .s_axis_pl_tvalid(s_axis_pl_tvalid), .s_axis_pl_tready(pk_pl_tready),
     .s_axis_pl_tlast(s_axis_pl_tlast),
     .m_axis_tx_tdata(tx_tdata), .m_axis_tx_tkeep(tx_tkeep), .m_axis_tx_tvalid(tx_tvalid),
     .m_axis_tx_tready(tx_tready), .m_axis_tx_tlast(tx_tlast), .m_axis_tx_tuser(tx_tuser),
+    .m_axis_tx_user(tx_user),
     .pkt_sent(pkt_sent), .pkt_sent_len(pkt_sent_len),
-    .done(pk_done), .done_psn(pk_done_psn)
+    .done(pk_done), .done_psn(pk_done_psn), .done_user(done_user)
 );
 
-// The descriptor is held in d for the whole message, so the link choice is stable per packet.
-wire internal = d[TXD_INTERNAL];
+// each beat's link is its own message's
+wire internal = tx_user[1];
 assign m_axis_tx_tdata    = tx_tdata;
 assign m_axis_tx_tkeep    = tx_tkeep;
 assign m_axis_tx_tvalid   = tx_tvalid && !internal;
@@ -191,10 +188,16 @@ assign m_axis_loop_tvalid = tx_tvalid && internal;
 assign m_axis_loop_tlast  = tx_tlast;
 assign tx_tready = internal ? m_axis_loop_tready : m_axis_tx_tready;
 
-assign xmit_pkt    = pkt_sent && !internal;
+// pkt_sent comes the cycle after the packet's last beat: the link it took is remembered
+reg sent_internal;
+always @(posedge clk)
+    if (tx_tvalid && tx_tready && tx_tlast)
+        sent_internal <= internal;
+assign xmit_pkt    = pkt_sent && !sent_internal;
 assign xmit_pktlen = pkt_sent_len;
 
-wire unused = ^{pk_ready, pk_done_psn};
+wire unused = ^{pk_done_psn, pl_user[1:0], tx_user[USER_WIDTH-1:2], tx_user[0],
+                done_user[USER_WIDTH-1:1]};
 
 endmodule
 

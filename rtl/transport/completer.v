@@ -170,10 +170,28 @@ assign hold = held | rewind | (stopped & ~failed);
 
 integer i;
 
-// ---- the ports' last descriptors, for their done pulses ----
-reg [QPN_BITS-1:0] pt_qpn [0:NUM_PORTS-1];
-reg [SLOT_BITS-1:0] pt_slot [0:NUM_PORTS-1];
-reg [1:0]          pt_kind [0:NUM_PORTS-1];
+// ---- the WQEs whose packets are in each port, for their done pulses: a port holds two
+//      messages (port_tx) and finishes them in the order it took them; port p's are entries
+//      2p and 2p + 1, the older at pt_rd[p] ----
+reg [QPN_BITS-1:0]  pt_qpn [0:2*NUM_PORTS-1];
+reg [SLOT_BITS-1:0] pt_slot [0:2*NUM_PORTS-1];
+reg [1:0]           pt_kind [0:2*NUM_PORTS-1];
+reg [NUM_PORTS-1:0] pt_rd, pt_wr;
+function [PORT_BITS:0] pt_entry(input [PORT_BITS-1:0] port, input older_or_newer);
+    pt_entry = {port, older_or_newer};
+endfunction
+// the WQE of each port's older entry: its done pulse is the next
+reg [QPN_BITS-1:0]  pt_done_qpn [0:NUM_PORTS-1];
+reg [SLOT_BITS-1:0] pt_done_slot [0:NUM_PORTS-1];
+reg [1:0]           pt_done_kind [0:NUM_PORTS-1];
+integer po;
+always @* begin
+    for (po = 0; po < NUM_PORTS; po = po + 1) begin
+        pt_done_qpn[po]  = pt_qpn[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+        pt_done_slot[po] = pt_slot[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+        pt_done_kind[po] = pt_kind[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+    end
+end
 
 // ---- PSN order modulo 2^24: a before b when b - a is in (0, 2^23) ----
 function psn_lt(input [23:0] a, input [23:0] b);
@@ -260,7 +278,7 @@ always @* begin
     w_touched = (s_ack_valid && s_ack_qpn == w_q) || (rec_valid && rec_qpn == w_q) ||
                 (t_expired && t_q == w_q) || (restart && restart_qpn == w_q);
     for (tp = 0; tp < NUM_PORTS; tp = tp + 1)
-        if (tx_done[tp] && pt_qpn[tp] == w_q) w_touched = 1'b1;
+        if (tx_done[tp] && pt_done_qpn[tp] == w_q) w_touched = 1'b1;
 end
 
 localparam [3:0] A_NONE = 4'd0, A_REWIND = 4'd1, A_IDLE = 4'd2, A_FINISH = 4'd3, A_WAIT = 4'd4,
@@ -510,9 +528,10 @@ always @(posedge clk) begin
         // Only a WQE whose packets went to the port owns its done pulse: one issued again
         // with every PSN acknowledged sends nothing, while another QP's message is leaving
         if (rec_tx) begin
-            pt_qpn[rec_port]  <= rec_qpn;
-            pt_slot[rec_port] <= rec_slot;
-            pt_kind[rec_port] <= rec_kind;
+            pt_qpn[pt_entry(rec_port, pt_wr[rec_port])]  <= rec_qpn;
+            pt_slot[pt_entry(rec_port, pt_wr[rec_port])] <= rec_slot;
+            pt_kind[pt_entry(rec_port, pt_wr[rec_port])] <= rec_kind;
+            pt_wr[rec_port] <= !pt_wr[rec_port];
         end
     end
     if (iss_kick)
@@ -521,13 +540,14 @@ always @(posedge clk) begin
     // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts ----
     for (i = 0; i < NUM_PORTS; i = i + 1)
         if (tx_done[i]) begin
-            if (pt_kind[i] == REC_SENT && s_kind[pt_slot[i]] == REC_SENT) begin
-                s_kind[pt_slot[i]]   <= REC_DONE;
-                s_status[pt_slot[i]] <= WC_SUCCESS;
-                walk[pt_qpn[i]]      <= 1'b1;
-            end else if (pt_kind[i] == REC_RC && q_timeout[pt_qpn[i]] != 5'd0) begin
-                timer_on[pt_qpn[i]]   <= 1'b1;
-                q_deadline[pt_qpn[i]] <= now + ack_cycles(q_timeout[pt_qpn[i]]);
+            pt_rd[i] <= !pt_rd[i];
+            if (pt_done_kind[i] == REC_SENT && s_kind[pt_done_slot[i]] == REC_SENT) begin
+                s_kind[pt_done_slot[i]]   <= REC_DONE;
+                s_status[pt_done_slot[i]] <= WC_SUCCESS;
+                walk[pt_done_qpn[i]]      <= 1'b1;
+            end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
+                timer_on[pt_done_qpn[i]]   <= 1'b1;
+                q_deadline[pt_done_qpn[i]] <= now + ack_cycles(q_timeout[pt_done_qpn[i]]);
             end
         end
 
@@ -626,8 +646,10 @@ always @(posedge clk) begin
             q_aw[i]    <= 16'd0;
             q_reads[i] <= 8'd0;
         end
-        for (i = 0; i < NUM_PORTS; i = i + 1)
+        for (i = 0; i < 2 * NUM_PORTS; i = i + 1)
             pt_kind[i] <= REC_DONE;
+        pt_rd <= {NUM_PORTS{1'b0}};
+        pt_wr <= {NUM_PORTS{1'b0}};
     end
 end
 

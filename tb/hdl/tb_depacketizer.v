@@ -79,6 +79,7 @@ module tb_depacketizer #(
     // the packetizer (loop_sel): descriptor, payload chunk requests and the chunks
     input  wire                     desc_valid,
     output wire                     desc_ready,
+    output wire                     desc_done,      // the packetizer's message left whole
     input  wire [2:0]               desc_kind,
     input  wire [2:0]               desc_transport,
     input  wire                     desc_imm_valid,
@@ -132,7 +133,7 @@ wire [DATA_WIDTH-1:0]   ptx_tdata;
 wire [DATA_WIDTH/8-1:0] ptx_tkeep;
 wire                    ptx_tvalid, ptx_tlast, ptx_tuser;
 wire                    rx_tready;
-wire                    ptx_pkt_sent_unused, ptx_done_unused;
+wire                    ptx_pkt_sent_unused, ptx_done;
 wire [10:0]             ptx_pkt_len_unused;
 wire [23:0]             ptx_done_psn_unused;
 wire                    d_desc_ready, d_req_valid, d_pl_tready;
@@ -151,17 +152,17 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .desc_psn(desc_psn), .desc_start(32'd0), .desc_qkey(desc_qkey), .desc_src_qpn(desc_src_qpn),
     .desc_raddr(desc_raddr), .desc_rkey(desc_rkey), .desc_dma_len(desc_dma_len),
     .desc_syndrome(desc_syndrome), .desc_msn(desc_msn), .desc_atomic_a(desc_atomic_a),
-    .desc_atomic_b(desc_atomic_b), .desc_rate(4'd0),
+    .desc_atomic_b(desc_atomic_b), .desc_rate(4'd0), .desc_user(1'b0),
     .pl_req_valid(d_req_valid), .pl_req_ready(1'b1), .pl_req_offset(d_req_offset),
-    .pl_req_len(d_req_len),
+    .pl_req_len(d_req_len), .pl_req_user(),
     .s_axis_pl_tdata(tx_pl_tdata), .s_axis_pl_tkeep(tx_pl_tkeep),
     .s_axis_pl_tvalid(tx_pl_tvalid), .s_axis_pl_tready(d_pl_tready),
     .s_axis_pl_tlast(tx_pl_tlast),
     .m_axis_tx_tdata(ptx_tdata), .m_axis_tx_tkeep(ptx_tkeep), .m_axis_tx_tvalid(ptx_tvalid),
     .m_axis_tx_tready(loop_sel & rx_tready), .m_axis_tx_tlast(ptx_tlast),
-    .m_axis_tx_tuser(ptx_tuser),
+    .m_axis_tx_tuser(ptx_tuser), .m_axis_tx_user(),
     .pkt_sent(ptx_pkt_sent_unused), .pkt_sent_len(ptx_pkt_len_unused),
-    .done(ptx_done_unused), .done_psn(ptx_done_psn_unused)
+    .done(ptx_done), .done_psn(ptx_done_psn_unused), .done_user()
 );
 
 // ------------------------------------------------------------------------------------------
@@ -234,14 +235,14 @@ wire d_rx_beat = rx_tvalid & rx_tready;
 localparam OUT_W = 1 + 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32
                  + 32 + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1
                  + DATA_WIDTH + DATA_WIDTH / 8 + 1 + 1
-                 + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
+                 + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
 wire [OUT_W-1:0] outs = {
     d_hdr_valid, d_opcode, d_se, d_dest_qpn, d_ackreq, d_psn, d_slid, d_dlid, d_sl, d_is_global,
     d_tclass, d_flow_label, d_hop_limit, d_sgid, d_dgid, d_raddr, d_rkey, d_dma_len, d_qkey,
     d_src_qpn, d_imm, d_syndrome, d_msn, d_atomic_a, d_atomic_b, d_plen, d_internal,
     d_pl_tdata, d_pl_tkeep, d_pl_tvalid, d_pl_tlast,
     d_rcv_pkt, d_rcv_pktlen, d_rcv_error, d_rcv_internal, d_rx_tready, d_rx_stall, d_rx_beat,
-    d_desc_ready, d_req_offset, d_req_len, d_req_valid};
+    d_desc_ready, ptx_done, d_req_offset, d_req_len, d_req_valid};
 wire [OUT_W-1:0] seen;
 
 `ifdef VERILATOR
@@ -266,7 +267,7 @@ assign {
     m_hdr_internal,
     m_axis_pl_tdata, m_axis_pl_tkeep, m_axis_pl_tvalid, m_axis_pl_tlast,
     rcv_pkt, rcv_pktlen, rcv_error, rcv_internal, s_axis_rx_tready, rx_stall, rx_beat,
-    desc_ready, tx_req_offset, tx_req_len, tx_req_valid} = seen;
+    desc_ready, desc_done, tx_req_offset, tx_req_len, tx_req_valid} = seen;
 
 endmodule
 

@@ -194,10 +194,12 @@ packetizer #(
     .desc_atomic_a(desc_atomic_a),
     .desc_atomic_b(desc_atomic_b),
     .desc_rate(desc_rate),
+    .desc_user(1'b0),
     .pl_req_valid(pl_req_valid),
     .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset),
     .pl_req_len(pl_req_len),
+    .pl_req_user(),
     .s_axis_pl_tdata(s_axis_pl_tdata),
     .s_axis_pl_tkeep(s_axis_pl_tkeep),
     .s_axis_pl_tvalid(s_axis_pl_tvalid),
@@ -209,10 +211,12 @@ packetizer #(
     .m_axis_tx_tready(m_axis_tx_tready & ~tx_hold),
     .m_axis_tx_tlast(m_axis_tx_tlast),
     .m_axis_tx_tuser(m_axis_tx_tuser),
+    .m_axis_tx_user(),
     .pkt_sent(pkt_sent),
     .pkt_sent_len(pkt_sent_len),
     .done(done),
-    .done_psn(done_psn)
+    .done_psn(done_psn),
+    .done_user()
 );
 
 endmodule
