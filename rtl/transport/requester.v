@@ -207,6 +207,10 @@ localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'
 reg [3:0] state;
 reg       turn;   // the QP's turn goes on: its next WQE is read ahead
 reg       cont;   // serving the QP on in its turn (not the scheduler's choice)
+// An END that consumes no receive WQE writes no receive CQE: the requester goes on once the
+// responder has taken it, and its answer, still owed, comes before the next message's.
+reg       end_owed;
+wire      rsp_mine = s_rsp_valid && !end_owed;
 
 // the WQE being served
 reg [7:0]   w_op;
@@ -365,6 +369,8 @@ wire [23:0] msg_pkts = pkts[23:0];
 wire [2:0]  tx_kind = is_read ? 3'd2 : is_cas ? 3'd5 : is_atomic ? 3'd6 :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
+// the message consumes a receive WQE: its END writes the receive CQE, before the send CQE
+wire        receives = w_op == WR_SEND || imm_op;
 wire        is_rc = qp_type == QPT_RC;
 reg         wire_internal;    // loopback with the bypass off
 reg  [23:0] first_psn;        // the message's first PSN
@@ -463,6 +469,8 @@ always @(posedge clk) begin
     iss_kick    <= 1'b0;
     ra_fetch    <= 1'b0;
     ra_drop     <= 1'b0;
+    if (s_rsp_valid && end_owed)
+        end_owed <= 1'b0;
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
@@ -503,7 +511,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
+        S_FLUSH_WAIT: if (rsp_mine) state <= S_IDLE;
 
         // the WQE from the read-ahead, fetched first if it is not there; a fetch that failed is
         // done again for this WQE alone, and when that fails too, the WQE completes in error
@@ -614,7 +622,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_START_WAIT: if (s_rsp_valid) begin
+        S_START_WAIT: if (rsp_mine) begin
             remote_addr <= s_rsp_addr;
             remote_sgl  <= s_rsp_sgl;
             // a message counts once, on its last try: RNR retries are not new messages
@@ -672,7 +680,10 @@ always @(posedge clk) begin
             end
         end
 
-        S_END_WAIT: if (s_rsp_valid) state <= S_RECORD;
+        S_END_WAIT: if (receives ? rsp_mine : !m_msg_valid || m_msg_ready) begin
+            end_owed <= !receives;
+            state    <= S_RECORD;
+        end
 
         // handed to the port: the completer waits for its last packet (UC, UD) or its answers
         S_WIRE_WAIT: if (m_tx_ready) begin
@@ -704,6 +715,7 @@ always @(posedge clk) begin
         state        <= S_IDLE;
         turn         <= 1'b0;
         cont         <= 1'b0;
+        end_owed     <= 1'b0;
         ra_fetch     <= 1'b0;
         ra_drop      <= 1'b0;
         qp_qpn       <= {QPN_BITS{1'b0}};
