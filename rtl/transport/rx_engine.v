@@ -158,6 +158,13 @@ wire is_ack        = is_resp && code == 5'h11;
 wire is_atomic_ack = is_resp && code == 5'h12;
 wire h_ackreq      = h[RXH_ACKREQ];
 wire fam_write     = code >= 5'h06 && code <= 5'h0B;
+// An RDMA WRITE's END consumes no receive WQE and writes no receive CQE: the engine goes on
+// (the ACK, the next packet) once the responder has taken it, and the END's answer, owed,
+// comes before the next message's. A message that receives waits: its receive CQE is written
+// before its ACK (and so before the send CQE).
+wire end_quiet     = fam_write && !has_imm;
+reg  end_owed;
+wire rsp_mine      = s_rsp_valid && !end_owed;
 wire fam_read      = code == 5'h0C;
 wire fam_atomic    = code == 5'h13 || code == 5'h14;    // RC only (the depacketizer's rule)
 wire is_cas        = code == 5'h13;
@@ -323,6 +330,7 @@ always @(posedge clk) begin
     qp_msn_inc    <= 1'b0;
     m_ack_valid   <= 1'b0;
     if (m_msg_valid && m_msg_ready) m_msg_valid <= 1'b0;
+    if (s_rsp_valid && end_owed)    end_owed <= 1'b0;
     if (m_dma_valid && m_dma_ready) m_dma_valid <= 1'b0;
     if (|(m_tx_valid & m_tx_ready)) m_tx_valid <= {NUM_PORTS{1'b0}};
     if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) storing <= 1'b0;
@@ -429,7 +437,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_MSG_WAIT: if (s_rsp_valid) begin
+        S_MSG_WAIT: if (rsp_mine) begin
             if (msg_kind == 2'd0 && fam_write)
                 msg_addr[q] <= s_rsp_addr;
             store_addr <= msg_write[q] && msg_kind == 2'd3 ? msg_addr[q] + q_off[ADDR_WIDTH-1:0]
@@ -556,7 +564,8 @@ always @(posedge clk) begin
 
         // msg_off already counts this packet: END carries the message's length
         // an RC message counts in the MSN whether or not its last packet asks for an ACK
-        S_END_WAIT: if (s_rsp_valid) begin
+        S_END_WAIT: if (end_quiet ? !m_msg_valid || m_msg_ready : rsp_mine) begin
+            end_owed     <= end_quiet;
             qp_msn_inc   <= h_type == QPT_RC;
             ans_syndrome <= 8'h1F;              // ACK, no credit count
             ans_msn      <= qp_msn + 24'd1;
@@ -595,6 +604,7 @@ always @(posedge clk) begin
 
     if (rst) begin
         state       <= S_IDLE;
+        end_owed    <= 1'b0;
         in_msg      <= {NUM_QP{1'b0}};
         storing     <= 1'b0;
         rr          <= {PORT_BITS{1'b0}};
