@@ -145,6 +145,9 @@ class TB:
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_tx"), dut.tb_clk,
                                   dut.rst)
         self.payload = b""
+        # messages handed over back to back: the payloads of those that request chunks, in
+        # order; a request at offset 0 starts the next one
+        self.next_payloads = None
         self.requests = []          # (offset, length) in order
         self.events = []            # PktLen of each pkt_sent
         self.dones = []             # done_psn of each done
@@ -178,6 +181,8 @@ class TB:
             await RisingEdge(dut.tb_clk)
             if dut.pl_req_valid.value:
                 off, n = int(dut.pl_req_offset.value), int(dut.pl_req_len.value)
+                if self.next_payloads is not None and off == 0:
+                    self.payload = self.next_payloads.pop(0)
                 self.requests.append((off, n))
                 due = int(dut.cycle.value) + self.latency
                 if self.jitter:
@@ -329,6 +334,7 @@ async def test_messages_back_to_back(dut):
         length = 0 if op in SINGLE else rng.randrange(mtu if tr == "UD" else 3 * mtu)
         msgs.append(Message(rng, op, tr, length, mtu, grh=rng.random() < 0.5))
     rng.shuffle(msgs)
+    tb.next_payloads = [m.payload for m in msgs if m.payload and m.operation not in SINGLE]
     taken = []
     for msg in msgs:
         msg.drive(dut)
@@ -337,8 +343,6 @@ async def test_messages_back_to_back(dut):
             await RisingEdge(dut.tb_clk)
             if dut.desc_ready.value:
                 break
-        # its chunks are requested from the next cycle on, after the last of the one ahead
-        tb.payload = msg.payload
         taken.append(int(dut.cycle.value))
         dut.desc_valid.value = 0
     while len(tb.dones) < len(msgs):
@@ -353,9 +357,12 @@ async def test_messages_back_to_back(dut):
         assert wire == ib.build(pkt), f"packet {i} ({msg.describe()}) differs"
     assert tb.events == [(len(wire) - 2) // 4 for wire in frames]
     assert tb.dones == [(m.psn + len(m.expected())) & ib.PSN_MASK for m in msgs]
-    # (not every one: with two messages held, the next waits for the older one to leave)
-    early = [k for k in range(1, len(msgs)) if taken[k] < tb.done_cycles[k - 1]]
-    assert early, "no descriptor was taken before the message ahead was done: one message held"
+    # (not every one: with two messages held, the next waits for the older one to leave).
+    # Verilator's values at a clock edge are the ones after it, so the cycle this loop sees a
+    # descriptor taken in is not comparable with done's there: Icarus measures it.
+    if not ON_VERILATOR:
+        early = [k for k in range(1, len(msgs)) if taken[k] < tb.done_cycles[k - 1]]
+        assert early, "no descriptor was taken before the message ahead was done: one held"
 
 
 @cocotb.test()
