@@ -13,6 +13,7 @@
 `include "host/qp_table.v"
 `include "host/rdma_regs.v"
 `include "host/sq_sched.v"
+`include "transport/bypass_dma.v"
 `include "transport/completer.v"
 `include "transport/msg_arb.v"
 `include "transport/wqe_prefetch.v"
@@ -509,7 +510,7 @@ wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire                   rec_valid, rec_tx, rec_read, rec_atomic, rec_signaled;
+wire                   rec_valid, rec_tx, rec_bypass, rec_read, rec_atomic, rec_signaled;
 wire [15:0]            rec_idx;
 wire [1:0]             rec_kind;
 wire [7:0]             rec_status, rec_wc_op;
@@ -519,7 +520,7 @@ wire [2:0]             rec_mtu;
 wire [63:0]            rec_wr_id;
 wire [31:0]            rec_len;
 wire                   iss_busy, iss_hold, iss_kick;
-wire                   win_una_valid, win_busy;
+wire                   win_una_valid, win_busy, win_wired, bp_done, bp_error;
 wire [23:0]            win_una;
 wire [7:0]             win_reads;
 wire                   rsp_active, rsp_wait, rsp_read, rsp_atomic;
@@ -569,11 +570,13 @@ requester #(
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port),
     .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_tx(rec_tx),
+    .rec_bypass(rec_bypass),
     .rec_status(rec_status), .rec_read(rec_read), .rec_atomic(rec_atomic),
     .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op), .rec_len(rec_len),
     .rec_signaled(rec_signaled), .iss_busy(iss_busy), .iss_hold(iss_hold), .iss_kick(iss_kick),
-    .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_una_valid(win_una_valid),
+    .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_wired(win_wired),
+    .win_una_valid(win_una_valid),
     .win_una(win_una), .win_reads(win_reads),
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(req_prot_data),
@@ -582,6 +585,7 @@ requester #(
     .m_dma_data(dma_c_req[DMA_REQUESTER]),
     .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_c_error[DMA_REQUESTER]),
     .s_dma_rdata(dma_c_rdata[DMA_REQUESTER*512 +: 64]),
+    .bp_done(bp_done), .bp_error(bp_error),
     .m_wqe_dma_valid(dma_c_valid[DMA_WQE]), .m_wqe_dma_ready(dma_c_ready[DMA_WQE]),
     .m_wqe_dma_data(dma_c_req[DMA_WQE]),
     .s_wqe_dma_done(dma_c_done[DMA_WQE]), .s_wqe_dma_error(dma_c_error[DMA_WQE]),
@@ -597,15 +601,16 @@ completer #(
     .clk(clk), .rst(rst), .now(now),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .rec_valid(rec_valid), .rec_qpn(a_qpn), .rec_idx(rec_idx), .rec_kind(rec_kind),
-    .rec_status(rec_status), .rec_port(a_port), .rec_tx(rec_tx), .rec_read(rec_read),
+    .rec_status(rec_status), .rec_port(a_port), .rec_tx(rec_tx), .rec_bypass(rec_bypass),
+    .rec_read(rec_read),
     .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
     .rec_retry_cnt(a_retry_cnt), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op),
     .rec_len(rec_len), .rec_signaled(rec_signaled),
     .iss_busy(iss_busy), .iss_qpn(a_qpn), .iss_hold(iss_hold), .iss_kick(iss_kick),
     .iss_una_valid(win_una_valid), .iss_una(win_una), .iss_reads(win_reads),
-    .iss_busy_qp(win_busy), .hold(sq_hold), .busy(sq_busy),
-    .tx_done(tx_req_done),
+    .iss_busy_qp(win_busy), .iss_wired_qp(win_wired), .hold(sq_hold), .busy(sq_busy),
+    .tx_done(tx_req_done), .bp_done(bp_done), .bp_error(bp_error),
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
     .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr_read),
     .s_ack_valid(ack_valid), .s_ack_qpn(ack_qpn), .s_ack_kind(ack_kind),

@@ -1106,16 +1106,13 @@ def write_link_traces(sides, faults, placement):
 
 def engine_states(dev):
     """The device's engines at a glance, for a failure's post-mortem."""
-    names = ("req.state", "rx.state", "rx.in_msg", "rx.cur", "rx.h_op",
-             "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "hdr_valid", "pl_tvalid",
-             "dma_arb.busy", "dma_arb.owner", "mover.s_cmd_ready", "mover.state",
-             "mover.u_mover.state", "mover.u_mover.cmd_mode", "mover.u_mover.cmd_len",
-             "mover.u_mover.cmd_src", "mover.u_mover.src_valid", "mover.u_mover.src_ready",
-             "mover.u_mover.dst_valid", "mover.u_mover.dst_ready", "mover.u_mover.rd_idle",
-             "mover.u_mover.wr_done", "dma_rd_tvalid", "dma_rd_tready", "dma_rd_tlast")
-    per_port = ("tx.busy", "tx.rq_count", "tx.chunk_busy", "tx.pk.n_full", "tx.pk.active",
-                "tx.pk.f_state", "tx.pk.r_out", "tx.pk.r_all", "tx.pk.pl_req_valid",
-                "tx.pk.pl_req_len", "tx.s_axis_pl_tready")
+    names = ("req.state", "req.turn", "req.copies.running", "rx.state", "rx.in_msg", "rx.cur",
+             "rx.h_op", "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "cmp.c_state",
+             "hdr_valid", "pl_tvalid", "dma_c_valid", "dma_c_ready", "dma_rd_tvalid",
+             "dma_rd_tready", "dma_rd_tlast")
+    per_port = ("tx.rq_count", "tx.chunk_busy", "tx.pk.n_full", "tx.pk.f_state",
+                "tx.pk.r_out", "tx.pk.r_all", "tx.pk.pl_req_valid", "tx.pk.pl_req_len",
+                "tx.s_axis_pl_tready")
     values = [f"{n}={getattr_path(dev, n).value}" for n in names]
     for p in range(2):
         values += [f"port{p + 1}.{n}={getattr_path(dev.port[p], n).value}" for n in per_port]

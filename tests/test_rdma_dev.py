@@ -29,8 +29,8 @@ from tb.seed import REGRESS
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe,
-    port_counter_reg, port_reg, rq_db, sq_db, ud_send,
+    WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add, connect, cq_arm_db, cq_ci_db,
+    encode_modify, encode_send_wqe, port_counter_reg, port_reg, rdma_read, rq_db, sq_db, ud_send,
 )
 
 
@@ -495,6 +495,73 @@ async def test_wqe_read_error(dut):
                                                          (0xA1, WCStatus.SUCCESS)]
     assert [wc.status for wc in wcs[2:]] == [WCStatus.GENERAL_ERR, WCStatus.WR_FLUSH_ERR]
     assert remote.read(0, 128) == local.read(0, 128)
+    remote.assert_outside_untouched()
+    await rdma.assert_state(a, QPState.ERR)
+    rdma.sb.check_device()
+
+
+@cocotb.test()
+async def test_bypass_messages_in_flight_keep_their_order(dut):
+    """The requester goes on to the next WQE while a bypass message's payload moves; one
+    doorbell of dependent WRs on one RC QP proves the order still holds: a READ of bytes an
+    earlier WRITE wrote reads the written bytes, a FetchAdd on 8 bytes an earlier WRITE wrote
+    returns them, and the receive completion of a zero-length SEND (nothing of its own to move)
+    posted after a 64 KiB WRITE finds every byte of the WRITE in place the moment the program
+    sees it."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    big = 64 * 1024
+    local, remote, back = await rdma.region(big), await rdma.region(big), await rdma.region(4096)
+    assert local.read(0, 1000) != remote.read(0, 1000)
+    await b.post_recv(RecvWR(back.sge(2048, 64), wr_id=0xB0))
+    await a.post_send([
+        work_request(WROpcode.RDMA_WRITE, local.sge(0, 1000), remote.remote(0), wr_id=1),
+        rdma_read(back.sge(0, 1000), remote.remote(0), wr_id=2),
+        work_request(WROpcode.RDMA_WRITE, local.sge(1000, 8), remote.remote(1000), wr_id=3),
+        atomic_fetch_and_add(back.sge(1024, 8), remote.remote(1000), 5, wr_id=4),
+        work_request(WROpcode.RDMA_WRITE, local.sge(0, big), remote.remote(0), wr_id=5),
+        work_request(WROpcode.SEND, local.sge(2000, 0), wr_id=6)])
+    [rwc] = await b.recv_cq.wait(1)
+    assert_wc(rwc, wr_id=0xB0, status=WCStatus.SUCCESS)
+    assert remote.read(0, big) == local.read(0, big), \
+        "the SEND's receive completion was written before the 64 KiB WRITE ahead of it landed"
+    wcs = await a.send_cq.wait(6)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(n, WCStatus.SUCCESS) for n in range(1, 7)]
+    assert back.read(0, 1000) == local.read(0, 1000), "the READ did not see the WRITE before it"
+    assert back.read(1024, 8) == local.read(1000, 8), "the FetchAdd did not see the WRITE before it"
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_bypass_payload_error_flushes_the_wrs_behind(dut):
+    """A WRITE whose local SGE ends past the end of host memory (its last read answers DECERR)
+    among WRs on the bypass: while its 4 KiB payload moves, the requester has gone on to the
+    WQEs behind it (a zero-length WRITE it finishes itself, a WRITE, a SEND), yet it completes
+    with GENERAL_ERR, the QP goes to ERR, every WR behind it is flushed and moves nothing (no
+    receive completion either), and the WRs before it complete with their data in place."""
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the model has no memory past the end
+    end = int(dut.host_mem.MEM_BYTES.value)
+    a, b = await rdma.connected_pair(QPType.RC)
+    local, remote = await rdma.region(4096), await rdma.region(8192)
+    beyond = await rdma.pd.reg_mr(end - 4096 + 64, 4096, ALL_ACCESS)
+    await b.post_recv(RecvWR(remote.sge(3072, 64), wr_id=0xB0))
+    before = remote.read()
+    await a.post_send([
+        work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0), wr_id=1),
+        work_request(WROpcode.RDMA_WRITE, local.sge(64, 64), remote.remote(64), wr_id=2),
+        work_request(WROpcode.RDMA_WRITE, beyond.sge(0, 4096), remote.remote(4096), wr_id=3),
+        work_request(WROpcode.RDMA_WRITE, local.sge(0, 0), remote.remote(2048), wr_id=4),
+        work_request(WROpcode.RDMA_WRITE, local.sge(128, 64), remote.remote(1024), wr_id=5),
+        work_request(WROpcode.SEND, local.sge(192, 64), wr_id=6)])
+    wcs = await a.send_cq.wait(6)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [
+        (1, WCStatus.SUCCESS), (2, WCStatus.SUCCESS), (3, WCStatus.GENERAL_ERR),
+        (4, WCStatus.WR_FLUSH_ERR), (5, WCStatus.WR_FLUSH_ERR), (6, WCStatus.WR_FLUSH_ERR)]
+    assert remote.read(0, 128) == local.read(0, 128)
+    assert remote.read(1024, 64) == before[1024:1088], "a WRITE behind the failed one moved"
+    assert remote.read(3072, 64) == before[3072:3136], "the SEND behind the failed one moved"
+    assert await b.recv_cq.poll() == [], "the SEND behind the failed one was received"
     remote.assert_outside_untouched()
     await rdma.assert_state(a, QPState.ERR)
     rdma.sb.check_device()

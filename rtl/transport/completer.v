@@ -2,6 +2,8 @@
 // slot per WQE, 2^SQ_WIN_LOG per QP) and finished here, in order per send queue:
 //  - a WQE the requester finished itself (bypass, a local error, a flush) is done at once;
 //  - a UC or UD message is done when its last packet has left the port;
+//  - a loopback message handed to the bypass's DMA queue is done when the queue reports its
+//    data in place (GENERAL_ERR when the DMA engine answered an error);
 //  - an RC message is done when every PSN of it is acknowledged: an ACK covers every PSN up to
 //    its own (several messages at once), as does a NAK or a READ response implicitly; a READ (or
 //    an atomic, whose one response carries the original value) is done when its responses are
@@ -37,7 +39,8 @@ module completer #(
     input  wire [QPN_BITS-1:0]      restart_qpn,
 
     // a WQE the requester has issued: 0 done (with rec_status), 1 done when its last packet
-    // leaves rec_port (UC, UD), 2 RC: done when acknowledged
+    // leaves rec_port (UC, UD) or, with rec_bypass, when the bypass reports its data in place,
+    // 2 RC: done when acknowledged
     input  wire                     rec_valid,
     input  wire [QPN_BITS-1:0]      rec_qpn,
     input  wire [15:0]              rec_idx,
@@ -45,6 +48,7 @@ module completer #(
     input  wire [7:0]               rec_status,
     input  wire [PORT_BITS-1:0]     rec_port,
     input  wire                     rec_tx,           // its packets went to rec_port
+    input  wire                     rec_bypass,       // the bypass's DMA queue moves its data
     input  wire                     rec_read,         // answered by responses (READ, atomic)
     input  wire                     rec_atomic,       // ... by an atomic ACK
     input  wire [23:0]              rec_first,        // its first PSN
@@ -67,11 +71,15 @@ module completer #(
     output wire [23:0]              iss_una,
     output wire [7:0]               iss_reads,        // READs outstanding
     output wire                     iss_busy_qp,      // WQEs outstanding
+    output wire                     iss_wired_qp,     // ... some whose packets went to a port
     output wire [NUM_QP-1:0]        hold,             // no issue now (a WQE waits, or failed)
     output reg  [NUM_QP-1:0]        busy,
 
     // the ports' last packets leaving
     input  wire [NUM_PORTS-1:0]     tx_done,
+    // the bypass's DMA queue: the data of its oldest recorded WQE is in place (or failed)
+    input  wire                     bp_done,
+    input  wire                     bp_error,
 
     // the receive engine's responses: what it needs to know about the QP (rsp_qpn) ...
     input  wire [QPN_BITS-1:0]      rsp_qpn,
@@ -164,32 +172,45 @@ reg [NUM_QP-1:0] failed;               // the QP failed: the rest is flushed
 reg [NUM_QP-1:0] to_complete;          // finished WQEs for the completion stage
 reg [NUM_QP-1:0] held;                 // the requester waits for a WQE of the QP to finish
 reg [NUM_QP-1:0] stopped;              // a WQE failed in the requester: nothing more goes out
+reg [NUM_QP-1:0] wired;                // WQEs whose packets went to a port, until the QP is idle
 // A go-back due holds the QP too: otherwise the requester, busy issuing the QP's later WQEs,
 // keeps the rewind waiting and sends the whole window past the lost PSN before resending it.
 assign hold = held | rewind | (stopped & ~failed);
 
 integer i;
 
-// ---- the WQEs whose packets are in each port, for their done pulses: a port holds two
-//      messages (port_tx) and finishes them in the order it took them; port p's are entries
-//      2p and 2p + 1, the older at pt_rd[p] ----
-reg [QPN_BITS-1:0]  pt_qpn [0:2*NUM_PORTS-1];
-reg [SLOT_BITS-1:0] pt_slot [0:2*NUM_PORTS-1];
-reg [1:0]           pt_kind [0:2*NUM_PORTS-1];
-reg [NUM_PORTS-1:0] pt_rd, pt_wr;
-function [PORT_BITS:0] pt_entry(input [PORT_BITS-1:0] port, input older_or_newer);
-    pt_entry = {port, older_or_newer};
+// ---- the WQEs whose end each source reports, in the order it took them: a port holds two
+//      messages (port_tx), the bypass's DMA queue one (it takes the next when done). Source
+//      p (the ports, then the bypass as NUM_PORTS) has entries 2p and 2p + 1, the older at
+//      pt_rd[p] ----
+localparam SOURCES  = NUM_PORTS + 1;
+localparam SRC_BITS = $clog2(SOURCES);
+localparam [SRC_BITS-1:0] SRC_BYPASS = NUM_PORTS;
+reg [QPN_BITS-1:0]  pt_qpn [0:2*SOURCES-1];
+reg [SLOT_BITS-1:0] pt_slot [0:2*SOURCES-1];
+reg [1:0]           pt_kind [0:2*SOURCES-1];
+reg [SOURCES-1:0]   pt_rd, pt_wr;
+function [SRC_BITS:0] pt_entry(input [SRC_BITS-1:0] src, input older_or_newer);
+    pt_entry = {src, older_or_newer};
 endfunction
-// the WQE of each port's older entry: its done pulse is the next
-reg [QPN_BITS-1:0]  pt_done_qpn [0:NUM_PORTS-1];
-reg [SLOT_BITS-1:0] pt_done_slot [0:NUM_PORTS-1];
-reg [1:0]           pt_done_kind [0:NUM_PORTS-1];
+wire [SOURCES-1:0] src_done = {bp_done, tx_done};
+reg  [SRC_BITS-1:0] rec_src;
+always @* begin
+    rec_src = {SRC_BITS{1'b0}};
+    rec_src[PORT_BITS-1:0] = rec_port;
+    if (rec_bypass)
+        rec_src = SRC_BYPASS;
+end
+// the WQE of each source's older entry: its done pulse is the next
+reg [QPN_BITS-1:0]  pt_done_qpn [0:SOURCES-1];
+reg [SLOT_BITS-1:0] pt_done_slot [0:SOURCES-1];
+reg [1:0]           pt_done_kind [0:SOURCES-1];
 integer po;
 always @* begin
-    for (po = 0; po < NUM_PORTS; po = po + 1) begin
-        pt_done_qpn[po]  = pt_qpn[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
-        pt_done_slot[po] = pt_slot[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
-        pt_done_kind[po] = pt_kind[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+    for (po = 0; po < SOURCES; po = po + 1) begin
+        pt_done_qpn[po]  = pt_qpn[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
+        pt_done_slot[po] = pt_slot[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
+        pt_done_kind[po] = pt_kind[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
     end
 end
 
@@ -222,6 +243,7 @@ assign iss_una_valid = !fresh[iss_qpn];
 assign iss_una       = q_una[iss_qpn];
 assign iss_reads     = q_reads[iss_qpn];
 assign iss_busy_qp   = busy[iss_qpn];
+assign iss_wired_qp  = wired[iss_qpn];
 
 // Answers are taken while a QP has RC packets out: while WQEs are in its window, and after a
 // go-back until the requester has issued them again. An answer on its way when the go-back
@@ -277,8 +299,8 @@ integer     tp;
 always @* begin
     w_touched = (s_ack_valid && s_ack_qpn == w_q) || (rec_valid && rec_qpn == w_q) ||
                 (t_expired && t_q == w_q) || (restart && restart_qpn == w_q);
-    for (tp = 0; tp < NUM_PORTS; tp = tp + 1)
-        if (tx_done[tp] && pt_done_qpn[tp] == w_q) w_touched = 1'b1;
+    for (tp = 0; tp < SOURCES; tp = tp + 1)
+        if (src_done[tp] && pt_done_qpn[tp] == w_q) w_touched = 1'b1;
 end
 
 localparam [3:0] A_NONE = 4'd0, A_REWIND = 4'd1, A_IDLE = 4'd2, A_FINISH = 4'd3, A_WAIT = 4'd4,
@@ -434,6 +456,7 @@ always @(posedge clk) begin
         end
         A_IDLE: begin
             walk[w_q]        <= 1'b0;
+            wired[w_q]       <= 1'b0;
             held[w_q]        <= 1'b0;
             busy[w_q]        <= 1'b0;
             timer_on[w_q]    <= 1'b0;
@@ -441,7 +464,11 @@ always @(posedge clk) begin
             gap[w_q]         <= 1'b0;
         end
         A_FINISH: begin
-            s_status[w_slot] <= w_err ? (w_kind == REC_DONE ? w_status : WC_WR_FLUSH_ERR) :
+            // after a failure everything is flushed, also a WQE the requester had finished
+            // while an earlier one's data was still moving on the bypass
+            s_kind[w_slot]   <= REC_DONE;   // a done pulse still to come changes nothing
+            s_status[w_slot] <= w_err ? (w_kind == REC_DONE && !failed[w_q] ? w_status
+                                                                            : WC_WR_FLUSH_ERR) :
                                 w_kind == REC_DONE ? w_status :
                                 w_acked ? WC_SUCCESS : q_fail_status[w_q];
             if (w_fails || w_err) begin
@@ -508,6 +535,8 @@ always @(posedge clk) begin
         s_sig[rec_slot]    <= rec_signaled;
         busy[rec_qpn] <= 1'b1;
         walk[rec_qpn] <= 1'b1;
+        if (rec_kind != REC_DONE && !rec_bypass)
+            wired[rec_qpn] <= 1'b1;
         if (rec_kind == REC_DONE && rec_status != WC_SUCCESS && rec_status != WC_WR_FLUSH_ERR)
             stopped[rec_qpn] <= 1'b1;
         if (rec_kind == REC_RC) begin
@@ -527,23 +556,27 @@ always @(posedge clk) begin
         end
         // Only a WQE whose packets went to the port owns its done pulse: one issued again
         // with every PSN acknowledged sends nothing, while another QP's message is leaving
-        if (rec_tx) begin
-            pt_qpn[pt_entry(rec_port, pt_wr[rec_port])]  <= rec_qpn;
-            pt_slot[pt_entry(rec_port, pt_wr[rec_port])] <= rec_slot;
-            pt_kind[pt_entry(rec_port, pt_wr[rec_port])] <= rec_kind;
-            pt_wr[rec_port] <= !pt_wr[rec_port];
+        if (rec_tx || rec_bypass) begin
+            pt_qpn[pt_entry(rec_src, pt_wr[rec_src])]  <= rec_qpn;
+            pt_slot[pt_entry(rec_src, pt_wr[rec_src])] <= rec_slot;
+            pt_kind[pt_entry(rec_src, pt_wr[rec_src])] <= rec_kind;
+            pt_wr[rec_src] <= !pt_wr[rec_src];
         end
     end
     if (iss_kick)
         walk[iss_qpn] <= 1'b1;
 
-    // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts ----
-    for (i = 0; i < NUM_PORTS; i = i + 1)
-        if (tx_done[i]) begin
+    // ---- last packets out, bypass data in place: a UC / UD / bypass message is done, an RC
+    //      QP's ACK timer starts; a bypass message whose DMA failed stops the QP ----
+    for (i = 0; i < SOURCES; i = i + 1)
+        if (src_done[i]) begin
             pt_rd[i] <= !pt_rd[i];
             if (pt_done_kind[i] == REC_SENT && s_kind[pt_done_slot[i]] == REC_SENT) begin
                 s_kind[pt_done_slot[i]]   <= REC_DONE;
-                s_status[pt_done_slot[i]] <= WC_SUCCESS;
+                s_status[pt_done_slot[i]] <= i == NUM_PORTS && bp_error ? WC_GENERAL_ERR
+                                                                        : WC_SUCCESS;
+                if (i == NUM_PORTS && bp_error)
+                    stopped[pt_done_qpn[i]] <= 1'b1;
                 walk[pt_done_qpn[i]]      <= 1'b1;
             end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
                 timer_on[pt_done_qpn[i]]   <= 1'b1;
@@ -610,6 +643,7 @@ always @(posedge clk) begin
         rewind[restart_qpn]      <= 1'b0;
         held[restart_qpn]        <= 1'b0;
         stopped[restart_qpn]     <= 1'b0;
+        wired[restart_qpn]       <= 1'b0;
         busy[restart_qpn]        <= 1'b0;
         timer_on[restart_qpn]    <= 1'b0;
         timer_fired[restart_qpn] <= 1'b0;
@@ -627,6 +661,7 @@ always @(posedge clk) begin
         rewind      <= {NUM_QP{1'b0}};
         held        <= {NUM_QP{1'b0}};
         stopped     <= {NUM_QP{1'b0}};
+        wired       <= {NUM_QP{1'b0}};
         busy        <= {NUM_QP{1'b0}};
         timer_on    <= {NUM_QP{1'b0}};
         timer_fired <= {NUM_QP{1'b0}};
@@ -646,10 +681,10 @@ always @(posedge clk) begin
             q_aw[i]    <= 16'd0;
             q_reads[i] <= 8'd0;
         end
-        for (i = 0; i < 2 * NUM_PORTS; i = i + 1)
+        for (i = 0; i < 2 * SOURCES; i = i + 1)
             pt_kind[i] <= REC_DONE;
-        pt_rd <= {NUM_PORTS{1'b0}};
-        pt_wr <= {NUM_PORTS{1'b0}};
+        pt_rd <= {SOURCES{1'b0}};
+        pt_wr <= {SOURCES{1'b0}};
     end
 end
 

@@ -1,9 +1,10 @@
 // Shares the responder between its two sources of messages, the requester's loopback bypass
 // and the packet receive engine. A message is a START and, when the START let it through, an
-// END (and, from the wire, CONT requests between). A client that holds `s_hold` when its answer
-// comes keeps the grant for its next request, until it drops s_hold: the bypass holds it for a
-// whole message, the receive engine for one packet (the responder loads a SEND's receive WQE
-// again when another QP's message came between). Lower index wins otherwise.
+// END (and, from the wire, CONT requests between); the bypass sends an END only for a message
+// that takes a receive WQE. A client that holds `s_hold` when its answer comes keeps the grant
+// for its next request, until it drops s_hold: the bypass holds it for a whole message that
+// takes a receive WQE, the receive engine for one packet (the responder loads a SEND's receive
+// WQE again when another QP's message came between). Lower index wins otherwise.
 `ifndef RDMA_MSG_ARB_V
 `define RDMA_MSG_ARB_V
 `default_nettype none

@@ -6,6 +6,12 @@
 // resolves the address vector (the QP's for RC/UC, the AH's for UD) and decides loopback
 // against the port's own LID/LMC/GID. A loopback message (with the bypass switched on) goes to
 // the responder and its payload through the DMA mover: no packets, no segmentation, no headers.
+// Once the responder has let it through, a message that writes no receive completion (RDMA
+// WRITE, READ, an atomic) is handed with its data movement to the bypass's DMA queue
+// (bypass_dma) and recorded, and the requester goes on to its next WQE while the payload
+// moves: the completer finishes the WQE when the queue reports its data in place. A message
+// that consumes a receive WQE (SEND, with immediate) waits for the queue to drain and moves
+// its payload itself, so its receive completion follows the data of every message before it.
 // Any other message goes to its port's packetizer. Every issued WQE is recorded in the
 // completer, which finishes it (ACKs, retransmission, the send CQE). A WQE issued again after
 // a go-back (the completer moved the issue index back) is sent from the QP's oldest
@@ -14,7 +20,8 @@
 // value; on the bypass the DMA mover's ATOMIC does the read-modify-write and a STORE puts the
 // original in the local SGE. RDMA READs and atomics wait while max_rd_atomic of them are
 // outstanding, a FENCE while any is,
-// and a bypass message while the QP has packets outstanding. A QP in ERR has every send WQE
+// and a bypass message while the QP has packets outstanding (not while its earlier bypass
+// messages are moving: the DMA queue keeps them in order). A QP in ERR has every send WQE
 // flushed (WR_FLUSH_ERR) and the responder flushes its receive queue.
 `ifndef RDMA_REQUESTER_V
 `define RDMA_REQUESTER_V
@@ -142,6 +149,7 @@ module requester #(
     output wire [15:0]              rec_idx,
     output reg  [1:0]               rec_kind,
     output reg                      rec_tx,           // its packets went to the port (m_tx_port)
+    output reg                      rec_bypass,       // the bypass's DMA queue finishes it (bp_done)
     output wire [7:0]               rec_status,
     output wire                     rec_read,
     output wire                     rec_atomic,
@@ -158,6 +166,7 @@ module requester #(
     output reg                      iss_kick,         // it is in ERR with WQEs outstanding
     input  wire                     win_held,         // the completer holds the QP
     input  wire                     win_busy,         // the QP has WQEs outstanding
+    input  wire                     win_wired,        // ... some whose packets went to a port
     input  wire                     win_una_valid,
     input  wire [23:0]              win_una,          // its oldest unacknowledged PSN
     input  wire [7:0]               win_reads,        // its READs outstanding
@@ -169,13 +178,18 @@ module requester #(
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
-    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}
-    output reg                      m_dma_valid,
+    // DMA mover client (the bypass's DMA queue): {data[511:0], len[31:0], dst, src, mode[2:0]}
+    output wire                     m_dma_valid,
     input  wire                     m_dma_ready,
     output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
     input  wire                     s_dma_done,
     input  wire                     s_dma_error,
     input  wire [63:0]              s_dma_rdata,      // an atomic's original value
+
+    // a bypass WQE recorded at its hand-over has its data in place (or a bad DMA response:
+    // it completes with GENERAL_ERR); one pulse per such WQE, in the order recorded
+    output wire                     bp_done,
+    output wire                     bp_error,
 
     // DMA client of the WQE read-ahead (READ_STREAM)
     output wire                     m_wqe_dma_valid,
@@ -201,16 +215,12 @@ localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
-                 S_LKEY_WAIT = 4'd4, S_ROUTE = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
+                 S_LKEY_WAIT = 4'd4, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
-                 S_ATOMIC_WAIT = 4'd12, S_LKEY = 4'd13;
+                 S_HANDOFF = 4'd12, S_LKEY = 4'd13, S_SERIAL = 4'd14;
 reg [3:0] state;
 reg       turn;   // the QP's turn goes on: its next WQE is read ahead
 reg       cont;   // serving the QP on in its turn (not the scheduler's choice)
-// An END that consumes no receive WQE writes no receive CQE: the requester goes on once the
-// responder has taken it, and its answer, still owed, comes before the next message's.
-reg       end_owed;
-wire      rsp_mine = s_rsp_valid && !end_owed;
 
 // the WQE being served
 reg [7:0]   w_op;
@@ -228,7 +238,6 @@ reg [31:0]  w_rqpn;
 reg [31:0]  w_rqkey;
 reg [63:0]  w_swap;         // atomics: 0x30 compare_add (over rqpn, rqkey: UD only) and 0x38 swap
 wire [63:0] w_cmp_add = {w_rqkey, w_rqpn};
-reg [63:0]  orig;           // the original value an atomic on the bypass read
 
 reg [7:0]             status;
 reg [ADDR_WIDTH-1:0]  sge_host [0:3]; // host address of each SGE, from the protection checker
@@ -325,16 +334,37 @@ wqe_prefetch #(
     .s_axis_tdata(s_wqe_axis_tdata), .s_axis_tvalid(s_wqe_axis_tvalid)
 );
 
-// ---- DMA: move the payload ----
-localparam [1:0] D_COPY = 2'd0, D_ATOMIC = 2'd1, D_ORIG = 2'd2;
-reg  [1:0] dma_op;
-// the payload: local SGEs -> the remote end (SEND, WRITE), or the remote end -> the local SGE
-assign m_dma_data =
-    dma_op == D_COPY   ? (is_read ? {local_sgl, 256'd0, w_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY}
-                                  : {remote_sgl, local_sgl, w_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY}) :
-    dma_op == D_ATOMIC ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
-                          {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
-                         {448'd0, orig, 32'd8, local_addr, {ADDR_WIDTH{1'b0}}, DMA_STORE};
+// ---- DMA: the payload moves through the bypass's DMA queue ----
+// the payload: local SGEs -> the remote end (SEND, WRITE), or the remote end -> the local SGE;
+// an atomic works on the remote end's 8 bytes
+wire [DMA_REQ_WIDTH-1:0] job_cmd =
+    is_atomic ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
+                 {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
+    is_read   ? {local_sgl, 256'd0, w_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY} :
+                {remote_sgl, local_sgl, w_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY};
+// A handed-over job of the QP failed (now, or earlier in the turn): its later WQEs already
+// past their checks are not moved (the completer holds the QP and then fails it)
+reg                 fail_seen;
+reg [QPN_BITS-1:0]  fail_qpn;
+wire job_failed;
+// handed over (the completer is told when it is done), or a receiving message's copy
+wire job_valid = (state == S_HANDOFF || (state == S_SERIAL && w_len != 32'd0)) && !job_failed;
+wire job_ready, job_done, job_error, job_notify;
+wire [QPN_BITS-1:0] job_done_qpn;
+bypass_dma #(.ADDR_WIDTH(ADDR_WIDTH), .TAG_WIDTH(QPN_BITS)) copies (
+    .clk(clk), .rst(rst),
+    .s_job_valid(job_valid), .s_job_ready(job_ready), .s_job_cmd(job_cmd),
+    .s_job_atomic(is_atomic), .s_job_local(local_addr), .s_job_notify(state == S_HANDOFF),
+    .s_job_tag(qp_qpn),
+    .done_valid(job_done), .done_error(job_error), .done_notify(job_notify),
+    .done_tag(job_done_qpn),
+    .m_dma_valid(m_dma_valid), .m_dma_ready(m_dma_ready), .m_dma_data(m_dma_data),
+    .s_dma_done(s_dma_done), .s_dma_error(s_dma_error), .s_dma_rdata(s_dma_rdata)
+);
+assign bp_done  = job_done && job_notify;
+assign bp_error = job_error;
+assign job_failed = (fail_seen && fail_qpn == qp_qpn) ||
+                    (bp_done && bp_error && job_done_qpn == qp_qpn);
 
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
@@ -397,8 +427,10 @@ assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
 assign m_msg_offset   = 32'd0;
-assign m_msg_hold     = state == S_START_WAIT || state == S_ATOMIC_WAIT || state == S_COPY_WAIT ||
-                        state == S_END_WAIT;
+// a message that consumes a receive WQE keeps the responder until its END (no other message
+// may take the same receive WQE)
+assign m_msg_hold     = receives && (state == S_START_WAIT || state == S_SERIAL ||
+                                     state == S_COPY_WAIT || state == S_END_WAIT);
 
 
 // ---- the record of the issued WQE, for the completer ----
@@ -460,6 +492,62 @@ task take_wqe(input [1023:0] wqe);
     end
 endtask
 
+// the payload is in place: the END lets the responder write the receive completion
+task send_end;
+    begin
+        m_msg_kind  <= 2'd1;
+        m_msg_valid <= 1'b1;
+        state <= S_END_WAIT;
+    end
+endtask
+
+// every SGE checked: the path (packets, or the bypass when the destination is the port
+// itself), decided the cycle the last check comes back
+task route;
+    begin
+        first_psn <= qp_sq_psn;
+        end_psn   <= qp_sq_psn + msg_pkts;
+        if (!loopback || !bypass_en) begin
+            if (dest_qpn[31:24] != 8'd0) begin
+                // no packet can name that QP: it is unreachable, as on the bypass
+                status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+                state  <= S_RECORD;
+            end else if (una_past) begin
+                // issued again, and every PSN of it is acknowledged already
+                qp_set_psn   <= 1'b1;
+                qp_psn_value <= qp_sq_psn + msg_pkts;
+                qp_sq_issue  <= 1'b1;
+                rec_kind     <= REC_RC;
+                rec_tx       <= 1'b0;
+                rec_bypass   <= 1'b0;
+                rec_valid    <= 1'b1;
+                turn         <= 1'b1;
+                state <= S_IDLE;
+            end else begin
+                wire_internal <= loopback;
+                tx_psn     <= una_inside ? win_una : qp_sq_psn;
+                m_tx_valid <= 1'b1;
+                state <= S_WIRE_WAIT;
+            end
+        end else if (win_wired) begin
+            // the bypass is immediate: it waits for the QP's packets to be answered
+            iss_hold <= 1'b1;
+            state    <= S_IDLE;
+        end else if (!my_pkey[15]) begin
+            // The port is a limited member of its partition: a packet it sends to itself
+            // is limited to limited, which the port drops on arrival (IBTA 10.9.3), so the
+            // bypass drops the message too: as for an unreachable destination
+            count_loopback;
+            status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+            state  <= S_RECORD;
+        end else begin
+            m_msg_kind  <= 2'd0;
+            m_msg_valid <= 1'b1;
+            state <= S_START_WAIT;
+        end
+    end
+endtask
+
 always @(posedge clk) begin
     qp_sq_issue <= 1'b0;
     qp_rnr_wait <= 1'b0;
@@ -469,10 +557,11 @@ always @(posedge clk) begin
     iss_kick    <= 1'b0;
     ra_fetch    <= 1'b0;
     ra_drop     <= 1'b0;
-    if (s_rsp_valid && end_owed)
-        end_owed <= 1'b0;
+    if (bp_done && bp_error) begin
+        fail_seen <= 1'b1;
+        fail_qpn  <= job_done_qpn;
+    end
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
-    if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
     if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
     case (state)
@@ -483,9 +572,10 @@ always @(posedge clk) begin
                 state <= S_PICK;
             end else if (sched_valid) begin
                 // a new turn: what the read-ahead holds may be another QP's or stale
-                qp_qpn  <= sched_qpn;
-                ra_drop <= 1'b1;
-                state   <= S_PICK;
+                qp_qpn    <= sched_qpn;
+                ra_drop   <= 1'b1;
+                fail_seen <= 1'b0;
+                state     <= S_PICK;
             end
         end
 
@@ -496,7 +586,13 @@ always @(posedge clk) begin
             if (qp_sq_pi != qp_sq_ni && sq_room && !win_held && !qp_rnr_waiting &&
                     (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
                 // the turn ends where its read-ahead does: back to the scheduler's round robin
-                state <= cont && !ra_hit ? S_IDLE : S_LOAD_WAIT;
+                // (in a turn: at a new one, the read-ahead is being dropped this cycle)
+                if (cont && ra_hit && !ra_busy) begin
+                    take_wqe(ra_wqe);
+                    state <= S_DECODE;
+                end else begin
+                    state <= cont && !ra_hit ? S_IDLE : S_LOAD_WAIT;
+                end
             end else if (qp_state == QPS_ERR && win_busy) begin
                 // WQEs outstanding on a QP in ERR: the completer flushes them
                 iss_kick <= 1'b1;
@@ -511,7 +607,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_FLUSH_WAIT: if (rsp_mine) state <= S_IDLE;
+        S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
 
         // the WQE from the read-ahead, fetched first if it is not there; a fetch that failed is
         // done again for this WQE alone, and when that fails too, the WQE completes in error
@@ -561,7 +657,7 @@ always @(posedge clk) begin
                 m_prot_valid <= 1'b1;
                 state <= S_LKEY_WAIT;
             end else if (last_sge) begin
-                state <= S_ROUTE;
+                route;
             end else begin
                 si <= si + 2'd1;
             end
@@ -573,60 +669,20 @@ always @(posedge clk) begin
                 status <= WC_LOC_PROT_ERR;
                 state  <= S_RECORD;
             end else if (last_sge) begin
-                state <= S_ROUTE;
+                route;
             end else begin
                 si    <= si + 2'd1;
                 state <= S_LKEY;
             end
         end
 
-        S_ROUTE: begin
-            first_psn <= qp_sq_psn;
-            end_psn   <= qp_sq_psn + msg_pkts;
-            if (!loopback || !bypass_en) begin
-                if (dest_qpn[31:24] != 8'd0) begin
-                    // no packet can name that QP: it is unreachable, as on the bypass
-                    status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
-                    state  <= S_RECORD;
-                end else if (una_past) begin
-                    // issued again, and every PSN of it is acknowledged already
-                    qp_set_psn   <= 1'b1;
-                    qp_psn_value <= qp_sq_psn + msg_pkts;
-                    qp_sq_issue  <= 1'b1;
-                    rec_kind     <= REC_RC;
-                    rec_tx       <= 1'b0;
-                    rec_valid    <= 1'b1;
-                    turn         <= 1'b1;
-                    state <= S_IDLE;
-                end else begin
-                    wire_internal <= loopback;
-                    tx_psn     <= una_inside ? win_una : qp_sq_psn;
-                    m_tx_valid <= 1'b1;
-                    state <= S_WIRE_WAIT;
-                end
-            end else if (win_busy) begin
-                // the bypass is immediate: it waits for the QP's packets to be answered
-                iss_hold <= 1'b1;
-                state    <= S_IDLE;
-            end else if (!my_pkey[15]) begin
-                // The port is a limited member of its partition: a packet it sends to itself
-                // is limited to limited, which the port drops on arrival (IBTA 10.9.3), so the
-                // bypass drops the message too: as for an unreachable destination
-                count_loopback;
-                status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
-                state  <= S_RECORD;
-            end else begin
-                m_msg_kind  <= 2'd0;
-                m_msg_valid <= 1'b1;
-                state <= S_START_WAIT;
-            end
-        end
-
-        S_START_WAIT: if (rsp_mine) begin
+        S_START_WAIT: if (s_rsp_valid) begin
             remote_addr <= s_rsp_addr;
             remote_sgl  <= s_rsp_sgl;
-            // a message counts once, on its last try: RNR retries are not new messages
-            if (!retrying)
+            // a message counts once, on its last try (RNR retries are not new messages); one
+            // handed over counts then
+            if (!retrying && !(s_rsp_status == WC_SUCCESS && s_rsp_place && !receives &&
+                               w_len != 32'd0))
                 count_loopback;
             if (s_rsp_rnr) begin
                 if (!retrying) begin
@@ -641,49 +697,56 @@ always @(posedge clk) begin
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
                 status <= s_rsp_status;
                 state  <= S_RECORD;
-            end else if (is_atomic) begin
-                dma_op      <= D_ATOMIC;
-                m_dma_valid <= 1'b1;
-                state <= S_ATOMIC_WAIT;
+            end else if (receives) begin
+                state <= S_SERIAL;
             end else if (w_len != 32'd0) begin
-                dma_op      <= D_COPY;
-                m_dma_valid <= 1'b1;
-                state <= S_COPY_WAIT;
+                state <= S_HANDOFF;
             end else begin
-                m_msg_kind  <= 2'd1;
-                m_msg_valid <= 1'b1;
-                state <= S_END_WAIT;
+                state <= S_RECORD;
             end
         end
 
-        // the atomic is done at the responder's memory: its original value to the local SGE
-        S_ATOMIC_WAIT: if (s_dma_done) begin
-            orig <= s_dma_rdata[63:0];
-            if (s_dma_error) begin
+        // recorded and handed to the DMA queue; the QP's turn goes on
+        S_HANDOFF: begin
+            if (job_failed) begin
+                // an earlier WQE of the QP failed in the queue: this one is taken again (and
+                // flushed) once the completer has failed the QP
+                state <= S_IDLE;
+            end else if (job_ready) begin
+                count_loopback;
+                qp_sq_issue <= 1'b1;
+                rec_kind    <= REC_SENT;
+                rec_tx      <= 1'b0;
+                rec_bypass  <= 1'b1;
+                rec_valid   <= 1'b1;
+                turn        <= 1'b1;
+                state <= S_IDLE;
+            end
+        end
+
+        // a message that consumes a receive WQE: its payload moves once the messages handed
+        // over before it have theirs in place, then its END writes the receive completion
+        S_SERIAL: begin
+            if (job_failed) begin
+                state <= S_IDLE;
+            end else if (job_ready) begin
+                if (w_len != 32'd0)
+                    state <= S_COPY_WAIT;
+                else
+                    send_end;
+            end
+        end
+
+        S_COPY_WAIT: if (job_done) begin
+            if (job_error) begin
                 status <= WC_GENERAL_ERR;
                 state  <= S_RECORD;
             end else begin
-                dma_op      <= D_ORIG;
-                m_dma_valid <= 1'b1;
-                state <= S_COPY_WAIT;
+                send_end;
             end
         end
 
-        S_COPY_WAIT: if (s_dma_done) begin
-            if (s_dma_error) begin
-                status <= WC_GENERAL_ERR;
-                state  <= S_RECORD;
-            end else begin
-                m_msg_kind  <= 2'd1;
-                m_msg_valid <= 1'b1;
-                state <= S_END_WAIT;
-            end
-        end
-
-        S_END_WAIT: if (receives ? rsp_mine : !m_msg_valid || m_msg_ready) begin
-            end_owed <= !receives;
-            state    <= S_RECORD;
-        end
+        S_END_WAIT: if (s_rsp_valid) state <= S_RECORD;
 
         // handed to the port: the completer waits for its last packet (UC, UD) or its answers
         S_WIRE_WAIT: if (m_tx_ready) begin
@@ -692,6 +755,7 @@ always @(posedge clk) begin
             qp_sq_issue  <= 1'b1;
             rec_kind     <= is_rc ? REC_RC : REC_SENT;
             rec_tx       <= 1'b1;
+            rec_bypass   <= 1'b0;
             rec_valid    <= 1'b1;
             turn         <= 1'b1;
             state <= S_IDLE;
@@ -703,6 +767,7 @@ always @(posedge clk) begin
             qp_sq_issue <= 1'b1;
             rec_kind    <= REC_DONE;
             rec_tx      <= 1'b0;
+            rec_bypass  <= 1'b0;
             rec_valid   <= 1'b1;
             turn        <= 1'b1;
             state <= S_IDLE;
@@ -715,14 +780,13 @@ always @(posedge clk) begin
         state        <= S_IDLE;
         turn         <= 1'b0;
         cont         <= 1'b0;
-        end_owed     <= 1'b0;
+        fail_seen    <= 1'b0;
         ra_fetch     <= 1'b0;
         ra_drop      <= 1'b0;
         qp_qpn       <= {QPN_BITS{1'b0}};
         m_msg_valid  <= 1'b0;
         m_msg_kind   <= 2'd0;
         m_prot_valid <= 1'b0;
-        m_dma_valid  <= 1'b0;
         m_tx_valid   <= 1'b0;
         qp_set_psn   <= 1'b0;
         rec_valid    <= 1'b0;

@@ -319,6 +319,11 @@ always @(posedge clk) begin
                 m_rsp_status <= WC_REM_INV_REQ_ERR;
                 r_set_err    <= 1'b1;
                 state <= S_RESPOND;
+            end else if (!needs_rq) begin
+                // no receive WQE to take: the answer is ready now
+                m_rsp_place <= 1'b1;
+                m_rsp_valid <= 1'b1;
+                state <= S_IDLE;
             end else begin
                 state <= S_RKEY;
             end
