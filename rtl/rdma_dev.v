@@ -54,7 +54,8 @@ module rdma_dev #(
     parameter NUM_AH = 16,           // address handles, a power of two
     parameter CLOCK_MHZ = 250,       // device clock: the RC transport timers count its cycles
     parameter TIMER_SHIFT = 0,       // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
-    parameter SQ_WIN_LOG = 4         // send window: 2^SQ_WIN_LOG WQEs per QP issued and not yet completed
+    parameter SQ_WIN_LOG = 4,        // send window: 2^SQ_WIN_LOG WQEs per QP issued and not yet completed
+    parameter BYPASS_MOVERS = 4      // bypass payload moves running at once, a DMA mover each
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -136,9 +137,10 @@ localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
-localparam DMA_CLIENTS = 5 + NUM_PORTS;      // CQE, responder, rx engine, ports, requester, WQE fetch
+// CQE, responder, rx engine, ports, the bypass's movers, WQE fetch
+localparam DMA_CLIENTS = 4 + NUM_PORTS + BYPASS_MOVERS;
 localparam DMA_REQUESTER = 3 + NUM_PORTS;
-localparam DMA_WQE = 4 + NUM_PORTS;
+localparam DMA_WQE = 3 + NUM_PORTS + BYPASS_MOVERS;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
@@ -386,9 +388,10 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 );
 
 // DMA engine: a mover per client, CQE writer (0), responder (1), receive engine (2), port p's
-// transmit side (3 + p), requester (3 + NUM_PORTS), the requester's WQE read-ahead
-// (4 + NUM_PORTS); the ports', the requester's and the read-ahead's movers have the deep read
-// buffers (their moves are long and must hide the host's read latency)
+// transmit side (3 + p), the bypass's movers (3 + NUM_PORTS + k), the requester's WQE
+// read-ahead (3 + NUM_PORTS + BYPASS_MOVERS); the ports', the bypass's and the read-ahead's
+// movers have the deep read buffers (their moves are long and must hide the host's read
+// latency)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -410,14 +413,14 @@ wire [DMA_CLIENTS*DATA_WIDTH/8-1:0] dma_rd_tkeep;
 wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_wr_tready;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [NUM_PORTS-1:0]                dma_rd_port_ready;
-wire [DMA_CLIENTS-1:0]              dma_rd_tready = {2'b11, dma_rd_port_ready, 3'b111};
+wire [DMA_CLIENTS-1:0]              dma_rd_tready = {{(BYPASS_MOVERS+1){1'b1}}, dma_rd_port_ready, 3'b111};
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
 wire                    dma_wr_tvalid, dma_wr_tlast;
 
 dma_engine #(
     .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
-    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + 2)) - 32'd1) << 3)
+    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3)
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),
@@ -521,6 +524,18 @@ wire [63:0]            rec_wr_id;
 wire [31:0]            rec_len;
 wire                   iss_busy, iss_hold, iss_kick;
 wire                   win_una_valid, win_busy, win_wired, bp_done, bp_error;
+wire [QPN_BITS-1:0]    bp_qpn;
+wire [15:0]            bp_idx;
+// the bypass's movers: their commands and the atomics' original values
+wire [BYPASS_MOVERS*DMA_REQ_WIDTH-1:0] bp_dma_data;
+wire [BYPASS_MOVERS*64-1:0]            bp_dma_rdata;
+genvar bm;
+generate
+    for (bm = 0; bm < BYPASS_MOVERS; bm = bm + 1) begin : bypass_mover
+        assign dma_c_req[DMA_REQUESTER + bm] = bp_dma_data[bm*DMA_REQ_WIDTH +: DMA_REQ_WIDTH];
+        assign bp_dma_rdata[bm*64 +: 64] = dma_c_rdata[(DMA_REQUESTER + bm)*512 +: 64];
+    end
+endgenerate
 wire [23:0]            win_una;
 wire [7:0]             win_reads;
 wire                   rsp_active, rsp_wait, rsp_read, rsp_atomic;
@@ -534,8 +549,8 @@ wire [23:0]            ack_psn;
 
 requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
-    .DATA_WIDTH(DATA_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG), .CLOCK_MHZ(CLOCK_MHZ),
-    .TIMER_SHIFT(TIMER_SHIFT)
+    .DATA_WIDTH(DATA_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG), .BYPASS_MOVERS(BYPASS_MOVERS),
+    .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
 ) req (
     .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
@@ -581,11 +596,11 @@ requester #(
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(req_prot_data),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
-    .m_dma_valid(dma_c_valid[DMA_REQUESTER]), .m_dma_ready(dma_c_ready[DMA_REQUESTER]),
-    .m_dma_data(dma_c_req[DMA_REQUESTER]),
-    .s_dma_done(dma_c_done[DMA_REQUESTER]), .s_dma_error(dma_c_error[DMA_REQUESTER]),
-    .s_dma_rdata(dma_c_rdata[DMA_REQUESTER*512 +: 64]),
-    .bp_done(bp_done), .bp_error(bp_error),
+    .m_dma_valid(dma_c_valid[DMA_REQUESTER +: BYPASS_MOVERS]),
+    .m_dma_ready(dma_c_ready[DMA_REQUESTER +: BYPASS_MOVERS]), .m_dma_data(bp_dma_data),
+    .s_dma_done(dma_c_done[DMA_REQUESTER +: BYPASS_MOVERS]),
+    .s_dma_error(dma_c_error[DMA_REQUESTER +: BYPASS_MOVERS]), .s_dma_rdata(bp_dma_rdata),
+    .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn), .bp_idx(bp_idx),
     .m_wqe_dma_valid(dma_c_valid[DMA_WQE]), .m_wqe_dma_ready(dma_c_ready[DMA_WQE]),
     .m_wqe_dma_data(dma_c_req[DMA_WQE]),
     .s_wqe_dma_done(dma_c_done[DMA_WQE]), .s_wqe_dma_error(dma_c_error[DMA_WQE]),
@@ -610,7 +625,8 @@ completer #(
     .iss_busy(iss_busy), .iss_qpn(a_qpn), .iss_hold(iss_hold), .iss_kick(iss_kick),
     .iss_una_valid(win_una_valid), .iss_una(win_una), .iss_reads(win_reads),
     .iss_busy_qp(win_busy), .iss_wired_qp(win_wired), .hold(sq_hold), .busy(sq_busy),
-    .tx_done(tx_req_done), .bp_done(bp_done), .bp_error(bp_error),
+    .tx_done(tx_req_done), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
+    .bp_idx(bp_idx),
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
     .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr_read),
     .s_ack_valid(ack_valid), .s_ack_qpn(ack_qpn), .s_ack_kind(ack_kind),

@@ -336,7 +336,8 @@ def sample_drop(reason):
 # ---------------------------------------------------------------------------------------------
 # The DMA engine's concurrency and the host memory's timing
 
-DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2", "requester",
+DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2",
+               "bypass mover 1", "bypass mover 2", "bypass mover 3", "bypass mover 4",
                "WQE read-ahead"]
 # Movers with a command at the same time: 1 to 4, and 5 or more. Every mover at once is the
 # unit testbench's business (tests/test_dma_engine.py runs all clients' random commands

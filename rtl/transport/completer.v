@@ -77,9 +77,11 @@ module completer #(
 
     // the ports' last packets leaving
     input  wire [NUM_PORTS-1:0]     tx_done,
-    // the bypass's DMA queue: the data of its oldest recorded WQE is in place (or failed)
+    // the bypass's DMA queue: the data of WQE bp_idx of QP bp_qpn is in place (or failed)
     input  wire                     bp_done,
     input  wire                     bp_error,
+    input  wire [QPN_BITS-1:0]      bp_qpn,
+    input  wire [15:0]              bp_idx,
 
     // the receive engine's responses: what it needs to know about the QP (rsp_qpn) ...
     input  wire [QPN_BITS-1:0]      rsp_qpn,
@@ -179,38 +181,26 @@ assign hold = held | rewind | (stopped & ~failed);
 
 integer i;
 
-// ---- the WQEs whose end each source reports, in the order it took them: a port holds two
-//      messages (port_tx), the bypass's DMA queue one (it takes the next when done). Source
-//      p (the ports, then the bypass as NUM_PORTS) has entries 2p and 2p + 1, the older at
-//      pt_rd[p] ----
-localparam SOURCES  = NUM_PORTS + 1;
-localparam SRC_BITS = $clog2(SOURCES);
-localparam [SRC_BITS-1:0] SRC_BYPASS = NUM_PORTS;
-reg [QPN_BITS-1:0]  pt_qpn [0:2*SOURCES-1];
-reg [SLOT_BITS-1:0] pt_slot [0:2*SOURCES-1];
-reg [1:0]           pt_kind [0:2*SOURCES-1];
-reg [SOURCES-1:0]   pt_rd, pt_wr;
-function [SRC_BITS:0] pt_entry(input [SRC_BITS-1:0] src, input older_or_newer);
-    pt_entry = {src, older_or_newer};
+// ---- the WQEs whose packets are in each port, for their done pulses: a port holds two
+//      messages (port_tx) and finishes them in the order it took them; port p's are entries
+//      2p and 2p + 1, the older at pt_rd[p] ----
+reg [QPN_BITS-1:0]  pt_qpn [0:2*NUM_PORTS-1];
+reg [SLOT_BITS-1:0] pt_slot [0:2*NUM_PORTS-1];
+reg [1:0]           pt_kind [0:2*NUM_PORTS-1];
+reg [NUM_PORTS-1:0] pt_rd, pt_wr;
+function [PORT_BITS:0] pt_entry(input [PORT_BITS-1:0] port, input older_or_newer);
+    pt_entry = {port, older_or_newer};
 endfunction
-wire [SOURCES-1:0] src_done = {bp_done, tx_done};
-reg  [SRC_BITS-1:0] rec_src;
-always @* begin
-    rec_src = {SRC_BITS{1'b0}};
-    rec_src[PORT_BITS-1:0] = rec_port;
-    if (rec_bypass)
-        rec_src = SRC_BYPASS;
-end
-// the WQE of each source's older entry: its done pulse is the next
-reg [QPN_BITS-1:0]  pt_done_qpn [0:SOURCES-1];
-reg [SLOT_BITS-1:0] pt_done_slot [0:SOURCES-1];
-reg [1:0]           pt_done_kind [0:SOURCES-1];
+// the WQE of each port's older entry: its done pulse is the next
+reg [QPN_BITS-1:0]  pt_done_qpn [0:NUM_PORTS-1];
+reg [SLOT_BITS-1:0] pt_done_slot [0:NUM_PORTS-1];
+reg [1:0]           pt_done_kind [0:NUM_PORTS-1];
 integer po;
 always @* begin
-    for (po = 0; po < SOURCES; po = po + 1) begin
-        pt_done_qpn[po]  = pt_qpn[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
-        pt_done_slot[po] = pt_slot[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
-        pt_done_kind[po] = pt_kind[pt_entry(po[SRC_BITS-1:0], pt_rd[po])];
+    for (po = 0; po < NUM_PORTS; po = po + 1) begin
+        pt_done_qpn[po]  = pt_qpn[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+        pt_done_slot[po] = pt_slot[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
+        pt_done_kind[po] = pt_kind[pt_entry(po[PORT_BITS-1:0], pt_rd[po])];
     end
 end
 
@@ -298,9 +288,10 @@ reg         w_touched;
 integer     tp;
 always @* begin
     w_touched = (s_ack_valid && s_ack_qpn == w_q) || (rec_valid && rec_qpn == w_q) ||
-                (t_expired && t_q == w_q) || (restart && restart_qpn == w_q);
-    for (tp = 0; tp < SOURCES; tp = tp + 1)
-        if (src_done[tp] && pt_done_qpn[tp] == w_q) w_touched = 1'b1;
+                (t_expired && t_q == w_q) || (restart && restart_qpn == w_q) ||
+                (bp_done && bp_qpn == w_q);
+    for (tp = 0; tp < NUM_PORTS; tp = tp + 1)
+        if (tx_done[tp] && pt_done_qpn[tp] == w_q) w_touched = 1'b1;
 end
 
 localparam [3:0] A_NONE = 4'd0, A_REWIND = 4'd1, A_IDLE = 4'd2, A_FINISH = 4'd3, A_WAIT = 4'd4,
@@ -398,7 +389,8 @@ task progress(input [QPN_BITS-1:0] q, input [23:0] upto);
 endtask
 
 wire [SLOT_BITS-1:0] rec_slot = {rec_qpn, rec_idx[SQ_WIN_LOG-1:0]};
-wire unused_idx = ^rec_idx[15:SQ_WIN_LOG];
+wire [SLOT_BITS-1:0] bp_slot  = {bp_qpn, bp_idx[SQ_WIN_LOG-1:0]};
+wire unused_idx = ^{rec_idx[15:SQ_WIN_LOG], bp_idx[15:SQ_WIN_LOG]};
 
 always @(posedge clk) begin
     e_sq_advance <= 1'b0;
@@ -556,33 +548,38 @@ always @(posedge clk) begin
         end
         // Only a WQE whose packets went to the port owns its done pulse: one issued again
         // with every PSN acknowledged sends nothing, while another QP's message is leaving
-        if (rec_tx || rec_bypass) begin
-            pt_qpn[pt_entry(rec_src, pt_wr[rec_src])]  <= rec_qpn;
-            pt_slot[pt_entry(rec_src, pt_wr[rec_src])] <= rec_slot;
-            pt_kind[pt_entry(rec_src, pt_wr[rec_src])] <= rec_kind;
-            pt_wr[rec_src] <= !pt_wr[rec_src];
+        if (rec_tx) begin
+            pt_qpn[pt_entry(rec_port, pt_wr[rec_port])]  <= rec_qpn;
+            pt_slot[pt_entry(rec_port, pt_wr[rec_port])] <= rec_slot;
+            pt_kind[pt_entry(rec_port, pt_wr[rec_port])] <= rec_kind;
+            pt_wr[rec_port] <= !pt_wr[rec_port];
         end
     end
     if (iss_kick)
         walk[iss_qpn] <= 1'b1;
 
-    // ---- last packets out, bypass data in place: a UC / UD / bypass message is done, an RC
-    //      QP's ACK timer starts; a bypass message whose DMA failed stops the QP ----
-    for (i = 0; i < SOURCES; i = i + 1)
-        if (src_done[i]) begin
+    // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts ----
+    for (i = 0; i < NUM_PORTS; i = i + 1)
+        if (tx_done[i]) begin
             pt_rd[i] <= !pt_rd[i];
             if (pt_done_kind[i] == REC_SENT && s_kind[pt_done_slot[i]] == REC_SENT) begin
                 s_kind[pt_done_slot[i]]   <= REC_DONE;
-                s_status[pt_done_slot[i]] <= i == NUM_PORTS && bp_error ? WC_GENERAL_ERR
-                                                                        : WC_SUCCESS;
-                if (i == NUM_PORTS && bp_error)
-                    stopped[pt_done_qpn[i]] <= 1'b1;
+                s_status[pt_done_slot[i]] <= WC_SUCCESS;
                 walk[pt_done_qpn[i]]      <= 1'b1;
             end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
                 timer_on[pt_done_qpn[i]]   <= 1'b1;
                 q_deadline[pt_done_qpn[i]] <= now + ack_cycles(q_timeout[pt_done_qpn[i]]);
             end
         end
+
+    // ---- bypass data in place: the message is done; a DMA error stops the QP ----
+    if (bp_done && s_kind[bp_slot] == REC_SENT) begin
+        s_kind[bp_slot]   <= REC_DONE;
+        s_status[bp_slot] <= bp_error ? WC_GENERAL_ERR : WC_SUCCESS;
+        walk[bp_qpn]      <= 1'b1;
+        if (bp_error)
+            stopped[bp_qpn] <= 1'b1;
+    end
 
     // ---- the timers ----
     t_sel <= next_of(timer_on, t_sel);
@@ -681,10 +678,10 @@ always @(posedge clk) begin
             q_aw[i]    <= 16'd0;
             q_reads[i] <= 8'd0;
         end
-        for (i = 0; i < 2 * SOURCES; i = i + 1)
+        for (i = 0; i < 2 * NUM_PORTS; i = i + 1)
             pt_kind[i] <= REC_DONE;
-        pt_rd <= {SOURCES{1'b0}};
-        pt_wr <= {SOURCES{1'b0}};
+        pt_rd <= {NUM_PORTS{1'b0}};
+        pt_wr <= {NUM_PORTS{1'b0}};
     end
 end
 

@@ -34,6 +34,7 @@ module requester #(
     parameter ADDR_WIDTH = 32,     // host address width
     parameter DATA_WIDTH = 256,    // DMA stream width in bits (the WQE read-ahead's)
     parameter SQ_WIN_LOG = 4,      // send window: WQEs issued and not yet completed, per QP
+    parameter BYPASS_MOVERS = 4,   // bypass payload moves running at once (DMA clients)
     parameter CLOCK_MHZ = 250,     // device clock: the RNR timer counts its cycles
     parameter TIMER_SHIFT = 0      // timers run 2^TIMER_SHIFT times fast (short simulations)
 ) (
@@ -178,18 +179,20 @@ module requester #(
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
-    // DMA mover client (the bypass's DMA queue): {data[511:0], len[31:0], dst, src, mode[2:0]}
-    output wire                     m_dma_valid,
-    input  wire                     m_dma_ready,
-    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
-    input  wire                     s_dma_done,
-    input  wire                     s_dma_error,
-    input  wire [63:0]              s_dma_rdata,      // an atomic's original value
+    // DMA mover clients of the bypass's DMA queue: {data[511:0], len[31:0], dst, src, mode[2:0]}
+    output wire [BYPASS_MOVERS-1:0]               m_dma_valid,
+    input  wire [BYPASS_MOVERS-1:0]               m_dma_ready,
+    output wire [BYPASS_MOVERS*DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire [BYPASS_MOVERS-1:0]               s_dma_done,
+    input  wire [BYPASS_MOVERS-1:0]               s_dma_error,
+    input  wire [BYPASS_MOVERS*64-1:0]            s_dma_rdata,   // an atomic's original value
 
-    // a bypass WQE recorded at its hand-over has its data in place (or a bad DMA response:
-    // it completes with GENERAL_ERR); one pulse per such WQE, in the order recorded
+    // a bypass WQE recorded at its hand-over (QP bp_qpn, index bp_idx) has its data in place
+    // (or a bad DMA response: it completes with GENERAL_ERR)
     output wire                     bp_done,
     output wire                     bp_error,
+    output wire [QPN_BITS-1:0]      bp_qpn,
+    output wire [15:0]              bp_idx,
 
     // DMA client of the WQE read-ahead (READ_STREAM)
     output wire                     m_wqe_dma_valid,
@@ -347,24 +350,29 @@ wire [DMA_REQ_WIDTH-1:0] job_cmd =
 reg                 fail_seen;
 reg [QPN_BITS-1:0]  fail_qpn;
 wire job_failed;
-// handed over (the completer is told when it is done), or a receiving message's copy
-wire job_valid = (state == S_HANDOFF || (state == S_SERIAL && w_len != 32'd0)) && !job_failed;
-wire job_ready, job_done, job_error, job_notify;
-wire [QPN_BITS-1:0] job_done_qpn;
-bypass_dma #(.ADDR_WIDTH(ADDR_WIDTH), .TAG_WIDTH(QPN_BITS)) copies (
+// handed over (the completer is told when it is done), or a receiving message's copy once
+// every earlier job is done
+wire job_valid = (state == S_HANDOFF || (state == S_SERIAL && w_len != 32'd0 && job_idle)) &&
+                 !job_failed;
+wire job_ready, job_idle, job_done, job_error, job_notify;
+wire [ADDR_WIDTH:0] remote_end = {1'b0, remote_addr} + {1'b0, w_len[ADDR_WIDTH-1:0]};
+bypass_dma #(
+    .ADDR_WIDTH(ADDR_WIDTH), .QPN_BITS(QPN_BITS), .TAG_WIDTH(16), .MOVERS(BYPASS_MOVERS)
+) copies (
     .clk(clk), .rst(rst),
     .s_job_valid(job_valid), .s_job_ready(job_ready), .s_job_cmd(job_cmd),
     .s_job_atomic(is_atomic), .s_job_local(local_addr), .s_job_notify(state == S_HANDOFF),
-    .s_job_tag(qp_qpn),
+    .s_job_qpn(qp_qpn), .s_job_tag(qp_sq_ni), .s_job_write(w_op == WR_RDMA_WRITE),
+    .s_job_lo({1'b0, remote_addr}), .s_job_hi(remote_end), .idle(job_idle),
     .done_valid(job_done), .done_error(job_error), .done_notify(job_notify),
-    .done_tag(job_done_qpn),
+    .done_qpn(bp_qpn), .done_tag(bp_idx),
     .m_dma_valid(m_dma_valid), .m_dma_ready(m_dma_ready), .m_dma_data(m_dma_data),
     .s_dma_done(s_dma_done), .s_dma_error(s_dma_error), .s_dma_rdata(s_dma_rdata)
 );
 assign bp_done  = job_done && job_notify;
 assign bp_error = job_error;
 assign job_failed = (fail_seen && fail_qpn == qp_qpn) ||
-                    (bp_done && bp_error && job_done_qpn == qp_qpn);
+                    (bp_done && bp_error && bp_qpn == qp_qpn);
 
 // ---- message to the responder ----
 assign m_msg_op         = w_op;
@@ -559,7 +567,7 @@ always @(posedge clk) begin
     ra_drop     <= 1'b0;
     if (bp_done && bp_error) begin
         fail_seen <= 1'b1;
-        fail_qpn  <= job_done_qpn;
+        fail_qpn  <= bp_qpn;
     end
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
@@ -729,7 +737,7 @@ always @(posedge clk) begin
         S_SERIAL: begin
             if (job_failed) begin
                 state <= S_IDLE;
-            end else if (job_ready) begin
+            end else if (job_idle) begin
                 if (w_len != 32'd0)
                     state <= S_COPY_WAIT;
                 else
@@ -737,7 +745,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_COPY_WAIT: if (job_done) begin
+        S_COPY_WAIT: if (job_done && !job_notify) begin
             if (job_error) begin
                 status <= WC_GENERAL_ERR;
                 state  <= S_RECORD;
