@@ -137,10 +137,10 @@ localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
-// CQE, responder, rx engine, ports, the bypass's movers, WQE fetch
-localparam DMA_CLIENTS = 4 + NUM_PORTS + BYPASS_MOVERS;
-localparam DMA_REQUESTER = 3 + NUM_PORTS;
-localparam DMA_WQE = 3 + NUM_PORTS + BYPASS_MOVERS;
+// CQE, responder, rx engine, the ports' two each, the bypass's movers, WQE fetch
+localparam DMA_CLIENTS = 4 + 2*NUM_PORTS + BYPASS_MOVERS;
+localparam DMA_REQUESTER = 3 + 2*NUM_PORTS;
+localparam DMA_WQE = 3 + 2*NUM_PORTS + BYPASS_MOVERS;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
@@ -388,10 +388,10 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 );
 
 // DMA engine: a mover per client, CQE writer (0), responder (1), receive engine (2), port p's
-// transmit side (3 + p), the bypass's movers (3 + NUM_PORTS + k), the requester's WQE
-// read-ahead (3 + NUM_PORTS + BYPASS_MOVERS); the ports', the bypass's and the read-ahead's
-// movers have the deep read buffers (their moves are long and must hide the host's read
-// latency)
+// transmit side (3 + 2p and 4 + 2p, its chunks in turn), the bypass's movers
+// (3 + 2 NUM_PORTS + k), the requester's WQE read-ahead (3 + 2 NUM_PORTS + BYPASS_MOVERS); the
+// ports', the bypass's and the read-ahead's movers have the deep read buffers (their moves
+// are long and must hide the host's read latency)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -412,7 +412,7 @@ wire [DMA_CLIENTS*DATA_WIDTH-1:0]   dma_rd_tdata;
 wire [DMA_CLIENTS*DATA_WIDTH/8-1:0] dma_rd_tkeep;
 wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_wr_tready;
 /* verilator lint_on UNUSEDSIGNAL */
-wire [NUM_PORTS-1:0]                dma_rd_port_ready;
+wire [2*NUM_PORTS-1:0]              dma_rd_port_ready;
 wire [DMA_CLIENTS-1:0]              dma_rd_tready = {{(BYPASS_MOVERS+1){1'b1}}, dma_rd_port_ready, 3'b111};
 wire [DATA_WIDTH-1:0]   dma_wr_tdata;
 wire [DATA_WIDTH/8-1:0] dma_wr_tkeep;
@@ -420,7 +420,8 @@ wire                    dma_wr_tvalid, dma_wr_tlast;
 
 dma_engine #(
     .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
-    .AXI_ID_WIDTH(AXI_ID_WIDTH), .DEEP(((32'd1 << (NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3)
+    .AXI_ID_WIDTH(AXI_ID_WIDTH),
+    .DEEP(((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3)
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),
@@ -741,19 +742,22 @@ generate
         wire                    loop_tvalid, loop_tready, loop_tlast;
         wire                    xmit_pkt;
         wire [10:0]             xmit_pktlen;
+        wire [2*DMA_REQ_WIDTH-1:0] port_dma_data;
+        assign dma_c_req[3+2*p]   = port_dma_data[0 +: DMA_REQ_WIDTH];
+        assign dma_c_req[3+2*p+1] = port_dma_data[DMA_REQ_WIDTH +: DMA_REQ_WIDTH];
 
         port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH)) tx (
             .clk(clk), .rst(rst),
             .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
             .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
-            .m_dma_valid(dma_c_valid[3+p]), .m_dma_ready(dma_c_ready[3+p]),
-            .m_dma_data(dma_c_req[3+p]),
-            .s_dma_done(dma_c_done[3+p]),
-            .s_axis_pl_tdata(dma_rd_tdata[(3+p)*DATA_WIDTH +: DATA_WIDTH]),
-            .s_axis_pl_tkeep(dma_rd_tkeep[(3+p)*DATA_WIDTH/8 +: DATA_WIDTH/8]),
-            .s_axis_pl_tvalid(dma_rd_tvalid[3+p]), .s_axis_pl_tready(dma_rd_port_ready[p]),
-            .s_axis_pl_tlast(dma_rd_tlast[3+p]),
+            .m_dma_valid(dma_c_valid[3+2*p +: 2]), .m_dma_ready(dma_c_ready[3+2*p +: 2]),
+            .m_dma_data(port_dma_data), .s_dma_done(dma_c_done[3+2*p +: 2]),
+            .s_axis_pl_tdata(dma_rd_tdata[(3+2*p)*DATA_WIDTH +: 2*DATA_WIDTH]),
+            .s_axis_pl_tkeep(dma_rd_tkeep[(3+2*p)*DATA_WIDTH/8 +: 2*DATA_WIDTH/8]),
+            .s_axis_pl_tvalid(dma_rd_tvalid[3+2*p +: 2]),
+            .s_axis_pl_tready(dma_rd_port_ready[2*p +: 2]),
+            .s_axis_pl_tlast(dma_rd_tlast[3+2*p +: 2]),
             .m_axis_tx_tdata(tx_tdata_p[p]), .m_axis_tx_tkeep(tx_tkeep_p[p]),
             .m_axis_tx_tvalid(m_axis_tx_tvalid[p]), .m_axis_tx_tready(m_axis_tx_tready[p]),
             .m_axis_tx_tlast(m_axis_tx_tlast[p]), .m_axis_tx_tuser(m_axis_tx_tuser[p]),

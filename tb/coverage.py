@@ -336,9 +336,9 @@ def sample_drop(reason):
 # ---------------------------------------------------------------------------------------------
 # The DMA engine's concurrency and the host memory's timing
 
-DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1", "port 2",
-               "bypass mover 1", "bypass mover 2", "bypass mover 3", "bypass mover 4",
-               "WQE read-ahead"]
+DMA_CLIENTS = ["CQE writer", "responder", "receive engine", "port 1 mover 1", "port 1 mover 2",
+               "port 2 mover 1", "port 2 mover 2", "bypass mover 1", "bypass mover 2",
+               "bypass mover 3", "bypass mover 4", "WQE read-ahead"]
 # Movers with a command at the same time: 1 to 4, and 5 or more. Every mover at once is the
 # unit testbench's business (tests/test_dma_engine.py runs all clients' random commands
 # together); in the device the brief ones (a CQE write, a receive WQE load, a WQE fetch) meet

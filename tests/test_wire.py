@@ -659,6 +659,9 @@ async def test_port_counters_saturate(dut):
     await c.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 768), dst.remote(), wr_id=2))
     await rdma.poll_until(a.send_cq, 1)
     await rdma.poll_until(c.send_cq, 1)
+    # UC completes once the last packet has left port 1: port 2 counts it a little later, so
+    # the counters are read once the scoreboard has seen the links fall quiet
+    await rdma.finish(links_idle=False)
     one = await counters(rdma, 1)
     two = await counters(rdma, 2)
     assert one[PortCounter.XMIT_PKTS] == 0xFFFFFFFF
@@ -666,7 +669,6 @@ async def test_port_counters_saturate(dut):
     assert one[PortCounter.XMIT_PKTS_EXT] == 0xFFFFFFFE + 16 + 3
     assert two[PortCounter.RCV_PKTS] == 0xFFFFFFFF
     assert two[PortCounter.RCV_ERRORS] == 0xFFFF
-    await rdma.finish(links_idle=False)
 
 
 # ---------------------------------------------------------------------------------------------

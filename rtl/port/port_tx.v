@@ -1,7 +1,8 @@
 // One port's transmit side: takes messages from the requester and responses (ACKs, READ
 // responses) from the receive engine, answers first, into the packetizer, which holds two of
 // them (one leaving while the next one's payload arrives), fetches each packet's payload from
-// host memory through the DMA mover (READ_STREAM), and sends the packets on the physical link,
+// host memory through its two DMA movers in turn (READ_STREAM), and sends the packets on the
+// physical link,
 // or on the internal port loopback for a loopback message whose bypass is switched off. Only
 // physical-link packets are counted.
 `ifndef RDMA_PORT_TX_V
@@ -28,18 +29,18 @@ module port_tx #(
     output wire                     s_rsp_ready,
     input  wire [TXD_WIDTH-1:0]     s_rsp_desc,
 
-    // DMA mover client: {data[511:0], len[31:0], dst, src, mode[2:0]}; done ends a chunk
-    output reg                      m_dma_valid,
-    input  wire                     m_dma_ready,
-    output wire [DMA_REQ_WIDTH-1:0] m_dma_data,
-    input  wire                     s_dma_done,
+    // two DMA mover clients: {data[511:0], len[31:0], dst, src, mode[2:0]}; done ends a chunk
+    output reg  [1:0]                 m_dma_valid,
+    input  wire [1:0]                 m_dma_ready,
+    output wire [2*DMA_REQ_WIDTH-1:0] m_dma_data,
+    input  wire [1:0]                 s_dma_done,
 
-    // the read stream of this port's DMA mover: the chunks' payload
-    input  wire [DATA_WIDTH-1:0]    s_axis_pl_tdata,
-    input  wire [DATA_WIDTH/8-1:0]  s_axis_pl_tkeep,
-    input  wire                     s_axis_pl_tvalid,
-    output wire                     s_axis_pl_tready,
-    input  wire                     s_axis_pl_tlast,
+    // the read streams of the two movers: the chunks' payload
+    input  wire [2*DATA_WIDTH-1:0]    s_axis_pl_tdata,
+    input  wire [2*DATA_WIDTH/8-1:0]  s_axis_pl_tkeep,
+    input  wire [1:0]                 s_axis_pl_tvalid,
+    output wire [1:0]                 s_axis_pl_tready,
+    input  wire [1:0]                 s_axis_pl_tlast,
 
     // physical link
     output wire [DATA_WIDTH-1:0]    m_axis_tx_tdata,
@@ -106,33 +107,53 @@ always @(posedge clk) begin
 end
 
 // ---- payload chunks: one READ_STREAM each, bytes [offset, offset+len) of the descriptor's
-//      scatter/gather list (the DMA engine gathers the list's pieces into one stream) ----
+//      scatter/gather list (the DMA engine gathers the list's pieces into one stream). A mover
+//      runs one command at a time, from its first read to its last beat taken; the chunks go
+//      to the port's two movers in turn, so the next chunk's reads are out while the current
+//      one streams and the packetizer's buffers fill as fast as the link empties them. The
+//      packetizer takes the two streams in the same turn, a whole chunk at a time. ----
 wire        pl_req_valid;
 wire [31:0] pl_req_offset;
 wire [12:0] pl_req_len;
-reg         chunk_busy;      // a chunk's command is in the mover
-reg  [31:0] chunk_off;
-reg  [31:0] chunk_len;
-reg  [255:0] chunk_sgl;
-wire        pl_req_ready = !chunk_busy && !m_dma_valid;
-assign m_dma_data = {256'd0, chunk_sgl, chunk_len, {ADDR_WIDTH{1'b0}},
-                     chunk_off[ADDR_WIDTH-1:0], DMA_READ_STREAM};
+reg  [1:0]  chunk_busy;      // a chunk's command is in the mover
+reg  [31:0] chunk_off [0:1];
+reg  [31:0] chunk_len [0:1];
+reg  [255:0] chunk_sgl [0:1];
+reg         issue_to;        // the mover that takes the next chunk
+reg         stream_from;     // the mover whose stream the packetizer takes
+wire        pl_req_ready = !chunk_busy[issue_to] && !m_dma_valid[issue_to];
+genvar cm;
+generate
+    for (cm = 0; cm < 2; cm = cm + 1) begin : chunk_cmd
+        assign m_dma_data[cm*DMA_REQ_WIDTH +: DMA_REQ_WIDTH] =
+            {256'd0, chunk_sgl[cm], chunk_len[cm], {ADDR_WIDTH{1'b0}},
+             chunk_off[cm][ADDR_WIDTH-1:0], DMA_READ_STREAM};
+    end
+endgenerate
+wire [DATA_WIDTH-1:0]   pl_tdata  = s_axis_pl_tdata[stream_from*DATA_WIDTH +: DATA_WIDTH];
+wire [DATA_WIDTH/8-1:0] pl_tkeep  = s_axis_pl_tkeep[stream_from*DATA_WIDTH/8 +: DATA_WIDTH/8];
+wire                    pl_tvalid = s_axis_pl_tvalid[stream_from];
+wire                    pl_tlast  = s_axis_pl_tlast[stream_from];
+wire                    pk_pl_tready;
 
 always @(posedge clk) begin
-    if (m_dma_valid && m_dma_ready)
-        m_dma_valid <= 1'b0;
+    m_dma_valid <= m_dma_valid & ~m_dma_ready;
     if (pl_req_valid && pl_req_ready) begin
-        m_dma_valid <= 1'b1;
-        chunk_busy <= 1'b1;
-        chunk_off <= pl_req_offset;
-        chunk_len <= {19'd0, pl_req_len};
-        chunk_sgl <= pl_user[USER_WIDTH-1 -: 256];
+        m_dma_valid[issue_to] <= 1'b1;
+        chunk_off[issue_to]   <= pl_req_offset;
+        chunk_len[issue_to]   <= {19'd0, pl_req_len};
+        chunk_sgl[issue_to]   <= pl_user[USER_WIDTH-1 -: 256];
+        issue_to <= !issue_to;
     end
-    if (s_dma_done)
-        chunk_busy <= 1'b0;
+    chunk_busy <= (chunk_busy | ((pl_req_valid && pl_req_ready) ? 2'b01 << issue_to : 2'b00))
+                  & ~s_dma_done;
+    if (pl_tvalid && pk_pl_tready && pl_tlast)
+        stream_from <= !stream_from;
     if (rst) begin
-        m_dma_valid <= 1'b0;
-        chunk_busy <= 1'b0;
+        m_dma_valid <= 2'b00;
+        chunk_busy  <= 2'b00;
+        issue_to    <= 1'b0;
+        stream_from <= 1'b0;
     end
 end
 
@@ -141,8 +162,7 @@ wire [DATA_WIDTH-1:0]   tx_tdata;
 wire [DATA_WIDTH/8-1:0] tx_tkeep;
 wire                    tx_tvalid, tx_tready, tx_tlast, tx_tuser;
 wire                    pkt_sent;
-wire                    pk_pl_tready;
-assign s_axis_pl_tready = pk_pl_tready;
+assign s_axis_pl_tready = {2{pk_pl_tready}} & (2'b01 << stream_from);
 wire [10:0]             pkt_sent_len;
 
 packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk (
@@ -165,9 +185,9 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk 
     .desc_user({d[TXD_SGL +: 256], d[TXD_INTERNAL], from_req}),
     .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len), .pl_req_user(pl_user),
-    .s_axis_pl_tdata(s_axis_pl_tdata), .s_axis_pl_tkeep(s_axis_pl_tkeep),
-    .s_axis_pl_tvalid(s_axis_pl_tvalid), .s_axis_pl_tready(pk_pl_tready),
-    .s_axis_pl_tlast(s_axis_pl_tlast),
+    .s_axis_pl_tdata(pl_tdata), .s_axis_pl_tkeep(pl_tkeep),
+    .s_axis_pl_tvalid(pl_tvalid), .s_axis_pl_tready(pk_pl_tready),
+    .s_axis_pl_tlast(pl_tlast),
     .m_axis_tx_tdata(tx_tdata), .m_axis_tx_tkeep(tx_tkeep), .m_axis_tx_tvalid(tx_tvalid),
     .m_axis_tx_tready(tx_tready), .m_axis_tx_tlast(tx_tlast), .m_axis_tx_tuser(tx_tuser),
     .m_axis_tx_user(tx_user),

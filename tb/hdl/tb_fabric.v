@@ -179,8 +179,8 @@ always @(posedge clk) begin
 end
 
 // each device's DMA concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS)
-sim_dma_watch #(.N(10)) dev0_dma_watch (.rst(rst), .busy(~dev0.dma_c_ready));
-sim_dma_watch #(.N(10)) dev1_dma_watch (.rst(rst), .busy(~dev1.dma_c_ready));
+sim_dma_watch #(.N(12)) dev0_dma_watch (.rst(rst), .busy(~dev0.dma_c_ready));
+sim_dma_watch #(.N(12)) dev1_dma_watch (.rst(rst), .busy(~dev1.dma_c_ready));
 
 // device d's port p+1 TX link (devd_link<p>) goes through a cable model (devd_link<p>_cable, a
 // sim_link_fault: perfect until a test sets latency or faults) whose output (devd_link<p>_rx)

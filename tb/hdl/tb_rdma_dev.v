@@ -144,7 +144,7 @@ always @(posedge clk) begin
 end
 
 // the DMA engine's concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS)
-sim_dma_watch #(.N(10)) dma_watch (.rst(rst), .busy(~dut.dma_c_ready));
+sim_dma_watch #(.N(12)) dma_watch (.rst(rst), .busy(~dut.dma_c_ready));
 
 // port p's TX link, as taken by its far end
 wire [DATA_WIDTH-1:0]   link0_tdata, link1_tdata;
