@@ -135,7 +135,7 @@ localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;
 
 localparam [3:0] S_IDLE = 4'd0, S_DECODE = 4'd1, S_MSG_WAIT = 4'd3,
-                 S_STORE = 4'd4, S_STORE_WAIT = 4'd5, S_AFTER = 4'd6, S_END_WAIT = 4'd7,
+                 S_STORE_WAIT = 4'd5, S_AFTER = 4'd6, S_END_WAIT = 4'd7,
                  S_ANSWER = 4'd8, S_DROP = 4'd9, S_ATOMIC_WAIT = 4'd10, S_REPLAY = 4'd11;
 localparam RES_BITS = $clog2(ATOMIC_RESULTS);
 reg [3:0] state;
@@ -322,6 +322,72 @@ wire [QPN_BITS+RES_BITS-1:0] res_at   = {q, res_wp[q]};    // the entry a new re
 wire [QPN_BITS+RES_BITS-1:0] scan_at  = {q, scan};
 wire                         scan_hit = res_valid[q][scan] && res_psn[scan_at] == h_psn;
 
+// The payload to host memory (store_addr / store_sgl are set the same cycle: the command is
+// valid the next), or an atomic ACK's original value to the local SGE
+task store_payload;
+    begin
+        if (is_atomic_ack) begin
+            dma_op      <= X_ORIG;
+            m_dma_valid <= 1'b1;
+            state <= S_STORE_WAIT;
+        end else if (h_plen != 13'd0) begin
+            dma_op      <= X_STREAM;
+            m_dma_valid <= 1'b1;
+            storing <= 1'b1;
+            state <= S_STORE_WAIT;
+        end else begin
+            state <= S_AFTER;
+        end
+    end
+endtask
+
+// the packet's payload is in place: the QP's progress, the END after a message's last packet
+task after_store;
+    begin
+        stored <= 1'b1;     // the payload is taken: a drop now would hit the next packet's
+        if (is_resp) begin
+            m_ack_valid <= 1'b1;
+            m_ack_kind  <= 2'd1;
+            state <= S_IDLE;
+        end else begin
+            msg_off[q] <= q_off + {19'd0, h_plen};
+            if (h_type != QPT_UD) begin
+                qp_set_epsn   <= 1'b1;
+                qp_epsn_value <= h_psn + 24'd1;
+            end
+            if (is_last) begin
+                in_msg[q] <= 1'b0;
+                msg_kind <= 2'd1;
+                m_msg_valid <= 1'b1;
+                state <= S_END_WAIT;
+            end else begin
+                in_msg[q] <= 1'b1;
+                // an RC request that asks for an ACK before its last packet gets one
+                ans_syndrome <= 8'h1F;
+                if (h_type == QPT_RC && h_ackreq)
+                    msg_acked[q] <= 1'b1;
+                state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
+            end
+        end
+    end
+endtask
+
+// The receive path never waits for a transmit side (whose own packets may wait for this
+// receive path across the link): an answer that finds its port's response queue full is
+// discarded, and the requester's retransmission recovers it.
+task answer;
+    begin
+        if (m_tx_ready[cur])
+            m_tx_valid[cur] <= 1'b1;
+        else if (!h_internal)
+            xmit_discard[cur] <= 1'b1;
+        // a NAKed packet's payload is still in the depacketizer
+        if (h_plen != 13'd0 && !stored)
+            pl_drop[cur] <= 1'b1;
+        state <= S_IDLE;
+    end
+endtask
+
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
     rcv_drop      <= {NUM_PORTS{1'b0}};
@@ -378,7 +444,7 @@ always @(posedge clk) begin
                 end else begin
                     store_addr <= req_addr;
                     store_sgl  <= 256'd0;
-                    state <= S_STORE;
+                    store_payload;
                 end
             end else if (!qp_ok) begin
                 if (!h_internal) rcv_drop[cur] <= 1'b1;
@@ -428,7 +494,7 @@ always @(posedge clk) begin
                     end else begin
                         store_addr <= msg_addr[q] + q_off[ADDR_WIDTH-1:0];
                         store_sgl  <= 256'd0;
-                        state <= S_STORE;
+                        store_payload;
                     end
                 end else begin
                     m_msg_valid <= 1'b1;
@@ -480,7 +546,7 @@ always @(posedge clk) begin
                 qp_epsn_value <= h_psn + read_pkts;
                 state <= S_ANSWER;
             end else begin
-                state <= S_STORE;
+                store_payload;
             end
         end
 
@@ -517,50 +583,9 @@ always @(posedge clk) begin
             end
         end
 
-        S_STORE: begin
-            if (is_atomic_ack) begin
-                dma_op      <= X_ORIG;
-                m_dma_valid <= 1'b1;
-                state <= S_STORE_WAIT;
-            end else if (h_plen != 13'd0) begin
-                dma_op      <= X_STREAM;
-                m_dma_valid <= 1'b1;
-                storing <= 1'b1;
-                state <= S_STORE_WAIT;
-            end else begin
-                state <= S_AFTER;
-            end
-        end
+        S_STORE_WAIT: if (s_dma_done) after_store;
 
-        S_STORE_WAIT: if (s_dma_done) state <= S_AFTER;
-
-        S_AFTER: begin
-            stored <= 1'b1;     // the payload is taken: a drop now would hit the next packet's
-            if (is_resp) begin
-                m_ack_valid <= 1'b1;
-                m_ack_kind  <= 2'd1;
-                state <= S_IDLE;
-            end else begin
-                msg_off[q] <= q_off + {19'd0, h_plen};
-                if (h_type != QPT_UD) begin
-                    qp_set_epsn   <= 1'b1;
-                    qp_epsn_value <= h_psn + 24'd1;
-                end
-                if (is_last) begin
-                    in_msg[q] <= 1'b0;
-                    msg_kind <= 2'd1;
-                    m_msg_valid <= 1'b1;
-                    state <= S_END_WAIT;
-                end else begin
-                    in_msg[q] <= 1'b1;
-                    // an RC request that asks for an ACK before its last packet gets one
-                    ans_syndrome <= 8'h1F;
-                    if (h_type == QPT_RC && h_ackreq)
-                        msg_acked[q] <= 1'b1;
-                    state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
-                end
-            end
-        end
+        S_AFTER: after_store;
 
         // msg_off already counts this packet: END carries the message's length
         // an RC message counts in the MSN whether or not its last packet asks for an ACK
@@ -569,22 +594,13 @@ always @(posedge clk) begin
             qp_msn_inc   <= h_type == QPT_RC;
             ans_syndrome <= 8'h1F;              // ACK, no credit count
             ans_msn      <= qp_msn + 24'd1;
-            state <= h_type == QPT_RC && h_ackreq ? S_ANSWER : S_IDLE;
+            if (h_type == QPT_RC && h_ackreq)
+                answer;
+            else
+                state <= S_IDLE;
         end
 
-        // The receive path never waits for a transmit side (whose own packets may wait for
-        // this receive path across the link): an answer that finds its port's response queue
-        // full is discarded, and the requester's retransmission recovers it.
-        S_ANSWER: begin
-            if (m_tx_ready[cur])
-                m_tx_valid[cur] <= 1'b1;
-            else if (!h_internal)
-                xmit_discard[cur] <= 1'b1;
-            // a NAKed packet's payload is still in the depacketizer
-            if (h_plen != 13'd0 && !stored)
-                pl_drop[cur] <= 1'b1;
-            state <= S_IDLE;
-        end
+        S_ANSWER: answer;
 
         // S_DROP: release the payload
         default: begin
