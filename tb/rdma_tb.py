@@ -235,7 +235,7 @@ async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=Fals
     tb.perfect_cables()
     dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,
                  seed=seed)
-    sb = Scoreboard(dev, links=tb.sniffers)
+    sb = Scoreboard(dev, links=tb.sniffers, cables=tb.cables)
     if cabled:
         sb.cable(1, sb, 2)
     await dev.open()
@@ -275,7 +275,7 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24, timi
     for d, tb in enumerate(tbs):
         dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x1000, mem_size=mem_size - 0x1000,
                      seed=seed + d)
-        devices.append((tb, dev, Scoreboard(dev, links=tb.sniffers)))
+        devices.append((tb, dev, Scoreboard(dev, links=tb.sniffers, cables=tb.cables)))
     (_, _, sb0), (_, _, sb1) = devices
     for port0, port1 in FABRIC_CABLES:
         sb0.cable(port0, sb1, port1)

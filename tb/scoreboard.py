@@ -77,10 +77,12 @@ def _bytes_diff(label, addr, want, got):
 
 
 class Scoreboard(Observer):
-    def __init__(self, dev, model=None, links=None):
+    def __init__(self, dev, model=None, links=None, cables=None):
         self.dev = dev
         self.model = model or Model()
         self.links = links or {}    # port -> LinkSniffer on its TX link
+        self.cables = cables or {}  # port -> the cable model (sim_link_fault) its TX link feeds
+        self._cable_out = 0         # packets the cables had delivered at the last look
         dev.observers += [self.model, self, coverage.DriverCoverage()]
         self.model.listeners.append(coverage.on_send_completed)
         for sniffer in self.links.values():
@@ -164,17 +166,24 @@ class Scoreboard(Observer):
     async def _settle(self, quiet=SETTLE_CYCLES):
         """UC and UD complete a send once its packets have left, and an RC responder may
         still be storing: wait until no link has carried a beat for `quiet` cycles, time
-        enough for the packets already taken to be stored. A port's internal loopback has no
-        sniffer: when packets went that way since the last check (Model.looped), the quiet
-        time counts from now."""
+        enough for the packets already taken to be stored. A cable stores up to 64 packets
+        and a receiver slower than the link falls behind it: the quiet time also counts from
+        the last packet a cable delivered. A port's internal loopback has no sniffer: when
+        packets went that way since the last check (Model.looped), the quiet time counts from
+        now."""
         sniffers = list(self.links.values())
         if not sniffers:
             return
-        since = int(sniffers[0].cycle.value) if self.model.looped != self._looped else 0
+        now = lambda: int(sniffers[0].cycle.value)
+        since = now() if self.model.looped != self._looped else 0
         self._looped = self.model.looped
         while True:
+            delivered = sum(int(c.pkts_out.value) for c in self.cables.values())
+            if delivered != self._cable_out:
+                self._cable_out = delivered
+                since = now()
             last = max([since] + [s.last_beat_cycle or 0 for s in sniffers])
-            idle = int(sniffers[0].cycle.value) - last
+            idle = now() - last
             if idle >= quiet:
                 return
             await ClockCycles(sniffers[0].clock, quiet - idle)

@@ -502,17 +502,19 @@ async def test_wqe_read_error(dut):
 
 @cocotb.test()
 async def test_bypass_messages_in_flight_keep_their_order(dut):
-    """The requester goes on to the next WQE while a bypass message's payload moves; one
-    doorbell of dependent WRs on one RC QP proves the order still holds: a READ of bytes an
-    earlier WRITE wrote reads the written bytes, a FetchAdd on 8 bytes an earlier WRITE wrote
-    returns them, and the receive completion of a zero-length SEND (nothing of its own to move)
-    posted after a 64 KiB WRITE finds every byte of the WRITE in place the moment the program
+    """The requester goes on to the next WQE while a bypass message's payload moves, and several
+    move at once; one doorbell of dependent WRs on one RC QP proves the order still holds: a
+    READ of bytes an earlier WRITE wrote reads the written bytes, a FetchAdd on 8 bytes an
+    earlier WRITE wrote returns them, a 64-byte WRITE over the last bytes of a 64 KiB WRITE
+    posted before it lands after it, and the receive completion of a zero-length SEND (nothing
+    of its own to move) posted after them finds every byte in place the moment the program
     sees it."""
     rdma = await Rdma.open(dut)
     a, b = await rdma.connected_pair(QPType.RC)
     big = 64 * 1024
     local, remote, back = await rdma.region(big), await rdma.region(big), await rdma.region(4096)
     assert local.read(0, 1000) != remote.read(0, 1000)
+    assert back.read(3000, 64) != local.read(big - 64, 64)
     await b.post_recv(RecvWR(back.sge(2048, 64), wr_id=0xB0))
     await a.post_send([
         work_request(WROpcode.RDMA_WRITE, local.sge(0, 1000), remote.remote(0), wr_id=1),
@@ -520,13 +522,16 @@ async def test_bypass_messages_in_flight_keep_their_order(dut):
         work_request(WROpcode.RDMA_WRITE, local.sge(1000, 8), remote.remote(1000), wr_id=3),
         atomic_fetch_and_add(back.sge(1024, 8), remote.remote(1000), 5, wr_id=4),
         work_request(WROpcode.RDMA_WRITE, local.sge(0, big), remote.remote(0), wr_id=5),
-        work_request(WROpcode.SEND, local.sge(2000, 0), wr_id=6)])
+        work_request(WROpcode.RDMA_WRITE, back.sge(3000, 64), remote.remote(big - 64), wr_id=6),
+        work_request(WROpcode.SEND, local.sge(2000, 0), wr_id=7)])
     [rwc] = await b.recv_cq.wait(1)
     assert_wc(rwc, wr_id=0xB0, status=WCStatus.SUCCESS)
-    assert remote.read(0, big) == local.read(0, big), \
+    assert remote.read(0, big - 64) == local.read(0, big - 64), \
         "the SEND's receive completion was written before the 64 KiB WRITE ahead of it landed"
-    wcs = await a.send_cq.wait(6)
-    assert [(wc.wr_id, wc.status) for wc in wcs] == [(n, WCStatus.SUCCESS) for n in range(1, 7)]
+    assert remote.read(big - 64, 64) == back.read(3000, 64), \
+        "a WRITE over bytes of an earlier WRITE did not land last"
+    wcs = await a.send_cq.wait(7)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == [(n, WCStatus.SUCCESS) for n in range(1, 8)]
     assert back.read(0, 1000) == local.read(0, 1000), "the READ did not see the WRITE before it"
     assert back.read(1024, 8) == local.read(1000, 8), "the FetchAdd did not see the WRITE before it"
     await rdma.finish()
