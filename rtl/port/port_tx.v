@@ -2,9 +2,8 @@
 // responses) from the receive engine, answers first, into the packetizer, which holds two of
 // them (one leaving while the next one's payload arrives), fetches each packet's payload from
 // host memory through its two DMA movers in turn (READ_STREAM), and sends the packets on the
-// physical link,
-// or on the internal port loopback for a loopback message whose bypass is switched off. Only
-// physical-link packets are counted.
+// physical link, or on the internal port loopback for a loopback message whose bypass is
+// switched off. Only physical-link packets are counted.
 `ifndef RDMA_PORT_TX_V
 `define RDMA_PORT_TX_V
 `default_nettype none
@@ -115,7 +114,7 @@ end
 wire        pl_req_valid;
 wire [31:0] pl_req_offset;
 wire [12:0] pl_req_len;
-reg  [1:0]  chunk_busy;      // a chunk's command is in the mover
+reg  [1:0]  chunk_busy;      // a chunk's command is in mover k
 reg  [31:0] chunk_off [0:1];
 reg  [31:0] chunk_len [0:1];
 reg  [255:0] chunk_sgl [0:1];
