@@ -139,7 +139,7 @@ localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
 // CQE, responder, rx engine, the ports' two each, the bypass's movers, WQE fetch
 localparam DMA_CLIENTS = 4 + 2*NUM_PORTS + BYPASS_MOVERS;
-localparam DMA_REQUESTER = 3 + 2*NUM_PORTS;
+localparam DMA_BYPASS = 3 + 2*NUM_PORTS;
 localparam DMA_WQE = 3 + 2*NUM_PORTS + BYPASS_MOVERS;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
@@ -514,7 +514,7 @@ wire                   tx_req_valid;
 wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
-wire                   rec_valid, rec_tx, rec_bypass, rec_read, rec_atomic, rec_signaled;
+wire                   rec_valid, rec_tx, rec_read, rec_atomic, rec_signaled;
 wire [15:0]            rec_idx;
 wire [1:0]             rec_kind;
 wire [7:0]             rec_status, rec_wc_op;
@@ -533,8 +533,8 @@ wire [BYPASS_MOVERS*64-1:0]            bp_dma_rdata;
 genvar bm;
 generate
     for (bm = 0; bm < BYPASS_MOVERS; bm = bm + 1) begin : bypass_mover
-        assign dma_c_req[DMA_REQUESTER + bm] = bp_dma_data[bm*DMA_REQ_WIDTH +: DMA_REQ_WIDTH];
-        assign bp_dma_rdata[bm*64 +: 64] = dma_c_rdata[(DMA_REQUESTER + bm)*512 +: 64];
+        assign dma_c_req[DMA_BYPASS + bm] = bp_dma_data[bm*DMA_REQ_WIDTH +: DMA_REQ_WIDTH];
+        assign bp_dma_rdata[bm*64 +: 64] = dma_c_rdata[(DMA_BYPASS + bm)*512 +: 64];
     end
 endgenerate
 wire [23:0]            win_una;
@@ -586,7 +586,6 @@ requester #(
     .m_tx_valid(tx_req_valid), .m_tx_ready(tx_req_ready[tx_req_port]), .m_tx_desc(tx_req_desc),
     .m_tx_port(tx_req_port),
     .rec_valid(rec_valid), .rec_idx(rec_idx), .rec_kind(rec_kind), .rec_tx(rec_tx),
-    .rec_bypass(rec_bypass),
     .rec_status(rec_status), .rec_read(rec_read), .rec_atomic(rec_atomic),
     .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op), .rec_len(rec_len),
@@ -597,10 +596,10 @@ requester #(
     .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(req_prot_data),
     .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
-    .m_dma_valid(dma_c_valid[DMA_REQUESTER +: BYPASS_MOVERS]),
-    .m_dma_ready(dma_c_ready[DMA_REQUESTER +: BYPASS_MOVERS]), .m_dma_data(bp_dma_data),
-    .s_dma_done(dma_c_done[DMA_REQUESTER +: BYPASS_MOVERS]),
-    .s_dma_error(dma_c_error[DMA_REQUESTER +: BYPASS_MOVERS]), .s_dma_rdata(bp_dma_rdata),
+    .m_dma_valid(dma_c_valid[DMA_BYPASS +: BYPASS_MOVERS]),
+    .m_dma_ready(dma_c_ready[DMA_BYPASS +: BYPASS_MOVERS]), .m_dma_data(bp_dma_data),
+    .s_dma_done(dma_c_done[DMA_BYPASS +: BYPASS_MOVERS]),
+    .s_dma_error(dma_c_error[DMA_BYPASS +: BYPASS_MOVERS]), .s_dma_rdata(bp_dma_rdata),
     .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn), .bp_idx(bp_idx),
     .m_wqe_dma_valid(dma_c_valid[DMA_WQE]), .m_wqe_dma_ready(dma_c_ready[DMA_WQE]),
     .m_wqe_dma_data(dma_c_req[DMA_WQE]),
@@ -617,8 +616,7 @@ completer #(
     .clk(clk), .rst(rst), .now(now),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .rec_valid(rec_valid), .rec_qpn(a_qpn), .rec_idx(rec_idx), .rec_kind(rec_kind),
-    .rec_status(rec_status), .rec_port(a_port), .rec_tx(rec_tx), .rec_bypass(rec_bypass),
-    .rec_read(rec_read),
+    .rec_status(rec_status), .rec_port(a_port), .rec_tx(rec_tx), .rec_read(rec_read),
     .rec_atomic(rec_atomic), .rec_first(rec_first), .rec_end(rec_end), .rec_addr(rec_addr),
     .rec_mtu(rec_mtu), .rec_timeout(a_timeout),
     .rec_retry_cnt(a_retry_cnt), .rec_wr_id(rec_wr_id), .rec_wc_op(rec_wc_op),

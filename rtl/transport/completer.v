@@ -39,7 +39,7 @@ module completer #(
     input  wire [QPN_BITS-1:0]      restart_qpn,
 
     // a WQE the requester has issued: 0 done (with rec_status), 1 done when its last packet
-    // leaves rec_port (UC, UD) or, with rec_bypass, when the bypass reports its data in place,
+    // leaves rec_port (UC, UD) or, with no packets, when the bypass reports its data in place,
     // 2 RC: done when acknowledged
     input  wire                     rec_valid,
     input  wire [QPN_BITS-1:0]      rec_qpn,
@@ -48,7 +48,6 @@ module completer #(
     input  wire [7:0]               rec_status,
     input  wire [PORT_BITS-1:0]     rec_port,
     input  wire                     rec_tx,           // its packets went to rec_port
-    input  wire                     rec_bypass,       // the bypass's DMA queue moves its data
     input  wire                     rec_read,         // answered by responses (READ, atomic)
     input  wire                     rec_atomic,       // ... by an atomic ACK
     input  wire [23:0]              rec_first,        // its first PSN
@@ -388,6 +387,16 @@ task progress(input [QPN_BITS-1:0] q, input [23:0] upto);
     end
 endtask
 
+// A WQE waiting for its source's done (REC_SENT: its last packet out, its bypass data in
+// place) is finished with `status`; the matcher completes it in order.
+task sent_done(input [SLOT_BITS-1:0] slot, input [QPN_BITS-1:0] qpn, input [7:0] status);
+    begin
+        s_kind[slot]   <= REC_DONE;
+        s_status[slot] <= status;
+        walk[qpn]      <= 1'b1;
+    end
+endtask
+
 wire [SLOT_BITS-1:0] rec_slot = {rec_qpn, rec_idx[SQ_WIN_LOG-1:0]};
 wire [SLOT_BITS-1:0] bp_slot  = {bp_qpn, bp_idx[SQ_WIN_LOG-1:0]};
 wire unused_idx = ^{rec_idx[15:SQ_WIN_LOG], bp_idx[15:SQ_WIN_LOG]};
@@ -527,7 +536,7 @@ always @(posedge clk) begin
         s_sig[rec_slot]    <= rec_signaled;
         busy[rec_qpn] <= 1'b1;
         walk[rec_qpn] <= 1'b1;
-        if (rec_kind != REC_DONE && !rec_bypass)
+        if (rec_tx)
             wired[rec_qpn] <= 1'b1;
         if (rec_kind == REC_DONE && rec_status != WC_SUCCESS && rec_status != WC_WR_FLUSH_ERR)
             stopped[rec_qpn] <= 1'b1;
@@ -563,9 +572,7 @@ always @(posedge clk) begin
         if (tx_done[i]) begin
             pt_rd[i] <= !pt_rd[i];
             if (pt_done_kind[i] == REC_SENT && s_kind[pt_done_slot[i]] == REC_SENT) begin
-                s_kind[pt_done_slot[i]]   <= REC_DONE;
-                s_status[pt_done_slot[i]] <= WC_SUCCESS;
-                walk[pt_done_qpn[i]]      <= 1'b1;
+                sent_done(pt_done_slot[i], pt_done_qpn[i], WC_SUCCESS);
             end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
                 timer_on[pt_done_qpn[i]]   <= 1'b1;
                 q_deadline[pt_done_qpn[i]] <= now + ack_cycles(q_timeout[pt_done_qpn[i]]);
@@ -574,9 +581,7 @@ always @(posedge clk) begin
 
     // ---- bypass data in place: the message is done; a DMA error stops the QP ----
     if (bp_done && s_kind[bp_slot] == REC_SENT) begin
-        s_kind[bp_slot]   <= REC_DONE;
-        s_status[bp_slot] <= bp_error ? WC_GENERAL_ERR : WC_SUCCESS;
-        walk[bp_qpn]      <= 1'b1;
+        sent_done(bp_slot, bp_qpn, bp_error ? WC_GENERAL_ERR : WC_SUCCESS);
         if (bp_error)
             stopped[bp_qpn] <= 1'b1;
     end

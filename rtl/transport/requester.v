@@ -150,7 +150,6 @@ module requester #(
     output wire [15:0]              rec_idx,
     output reg  [1:0]               rec_kind,
     output reg                      rec_tx,           // its packets went to the port (m_tx_port)
-    output reg                      rec_bypass,       // the bypass's DMA queue finishes it (bp_done)
     output wire [7:0]               rec_status,
     output wire                     rec_read,
     output wire                     rec_atomic,
@@ -527,7 +526,6 @@ task route;
                 qp_sq_issue  <= 1'b1;
                 rec_kind     <= REC_RC;
                 rec_tx       <= 1'b0;
-                rec_bypass   <= 1'b0;
                 rec_valid    <= 1'b1;
                 turn         <= 1'b1;
                 state <= S_IDLE;
@@ -725,7 +723,6 @@ always @(posedge clk) begin
                 qp_sq_issue <= 1'b1;
                 rec_kind    <= REC_SENT;
                 rec_tx      <= 1'b0;
-                rec_bypass  <= 1'b1;
                 rec_valid   <= 1'b1;
                 turn        <= 1'b1;
                 state <= S_IDLE;
@@ -763,7 +760,6 @@ always @(posedge clk) begin
             qp_sq_issue  <= 1'b1;
             rec_kind     <= is_rc ? REC_RC : REC_SENT;
             rec_tx       <= 1'b1;
-            rec_bypass   <= 1'b0;
             rec_valid    <= 1'b1;
             turn         <= 1'b1;
             state <= S_IDLE;
@@ -775,7 +771,6 @@ always @(posedge clk) begin
             qp_sq_issue <= 1'b1;
             rec_kind    <= REC_DONE;
             rec_tx      <= 1'b0;
-            rec_bypass  <= 1'b0;
             rec_valid   <= 1'b1;
             turn        <= 1'b1;
             state <= S_IDLE;
