@@ -273,6 +273,7 @@ wire [47:0]           d_rnr_cycles;
 wire [CQN_BITS-1:0]   e_scq;
 wire                  e_sq_advance, e_rnr_clear;
 wire [NUM_QP-1:0]     sq_hold, sq_busy;
+wire [NUM_QP-1:0]     going_back;         // QPs with a go-back due: the ports cut their messages
 wire                  qp_restart;
 wire [QPN_BITS-1:0]   qp_restart_qpn;
 
@@ -624,6 +625,7 @@ completer #(
     .iss_busy(iss_busy), .iss_qpn(a_qpn), .iss_hold(iss_hold), .iss_kick(iss_kick),
     .iss_una_valid(win_una_valid), .iss_una(win_una), .iss_reads(win_reads),
     .iss_busy_qp(win_busy), .iss_wired_qp(win_wired), .hold(sq_hold), .busy(sq_busy),
+    .going_back(going_back),
     .tx_done(tx_req_done), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
     .bp_idx(bp_idx),
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
@@ -744,10 +746,11 @@ generate
         assign dma_c_req[3+2*p]   = port_dma_data[0 +: DMA_REQ_WIDTH];
         assign dma_c_req[3+2*p+1] = port_dma_data[DMA_REQ_WIDTH +: DMA_REQ_WIDTH];
 
-        port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH)) tx (
+        port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .NUM_QP(NUM_QP)) tx (
             .clk(clk), .rst(rst),
             .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
             .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
+            .going_back(going_back),
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
             .m_dma_valid(dma_c_valid[3+2*p +: 2]), .m_dma_ready(dma_c_ready[3+2*p +: 2]),
             .m_dma_data(port_dma_data), .s_dma_done(dma_c_done[3+2*p +: 2]),

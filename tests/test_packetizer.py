@@ -149,6 +149,7 @@ class TB:
         # order; a request at offset 0 starts the next one
         self.next_payloads = None
         self.requests = []          # (offset, length) in order
+        self.request_cycles = []    # the cycle each was taken in
         self.events = []            # PktLen of each pkt_sent
         self.dones = []             # done_psn of each done
         self.done_cycles = []       # the cycle of each done
@@ -160,6 +161,7 @@ class TB:
         self.pending = []           # (cycle the chunk may start, its bytes)
         dut.desc_valid.value = 0
         dut.pl_req_ready.value = 1
+        dut.cut_cycle.value = (1 << 64) - 1     # no cut
         dut.rst.value = 1
 
     async def reset(self):
@@ -184,6 +186,7 @@ class TB:
                 if self.next_payloads is not None and off == 0:
                     self.payload = self.next_payloads.pop(0)
                 self.requests.append((off, n))
+                self.request_cycles.append(int(dut.cycle.value))
                 due = int(dut.cycle.value) + self.latency
                 if self.jitter:
                     due += self.rng.randrange(self.jitter + 1)
@@ -208,18 +211,29 @@ class TB:
             if dut.m_axis_tx_tvalid.value and dut.m_axis_tx_tready.value:
                 self.tx_beats.append((int(dut.cycle.value), bool(dut.m_axis_tx_tlast.value)))
 
-    async def send(self, msg):
-        """Run one message through; returns (cycles from descriptor to done)."""
+    async def hand(self, msg):
+        """Hand the descriptor of `msg` over; returns the cycle it was taken in."""
         dut = self.dut
-        self.payload = msg.payload
         msg.drive(dut)
         dut.desc_valid.value = 1
-        start = int(dut.cycle.value)
         while True:
             await RisingEdge(dut.tb_clk)
             if dut.desc_ready.value:
                 break
         dut.desc_valid.value = 0
+        return int(dut.cycle.value)
+
+    def clear(self):
+        """Forget the events, dones and requests seen so far."""
+        for seen in (self.events, self.dones, self.requests, self.request_cycles):
+            seen.clear()
+
+    async def send(self, msg):
+        """Run one message through; returns (cycles from descriptor to done)."""
+        dut = self.dut
+        self.payload = msg.payload
+        start = int(dut.cycle.value)
+        await self.hand(msg)
         while True:
             await RisingEdge(dut.tb_clk)
             if dut.done.value:
@@ -228,9 +242,7 @@ class TB:
 
     async def check(self, msg):
         """Send `msg` and check every packet it produced."""
-        self.events.clear()
-        self.dones.clear()
-        self.requests.clear()
+        self.clear()
         await self.send(msg)
         expected = msg.expected()
         await ClockCycles(self.dut.tb_clk, 3)   # done and the last event are registered
@@ -337,14 +349,7 @@ async def test_messages_back_to_back(dut):
     tb.next_payloads = [m.payload for m in msgs if m.payload and m.operation not in SINGLE]
     taken = []
     for msg in msgs:
-        msg.drive(dut)
-        dut.desc_valid.value = 1
-        while True:
-            await RisingEdge(dut.tb_clk)
-            if dut.desc_ready.value:
-                break
-        taken.append(int(dut.cycle.value))
-        dut.desc_valid.value = 0
+        taken.append(await tb.hand(msg))
     while len(tb.dones) < len(msgs):
         await RisingEdge(dut.tb_clk)
     await ClockCycles(dut.tb_clk, 3)
@@ -412,6 +417,62 @@ async def test_resend_from_inside_a_message(dut):
             for start in sorted({1, count - 1, rng.randrange(1, count)}):
                 await tb.check(Message(rng, op, tr, length, mtu, psn=(1 << 24) - 5, start=start,
                                        imm=imm and op != "RDMA_READ_RESPONSE"))
+
+
+@cocotb.test()
+async def test_cut_ends_the_message_at_a_packet_boundary(dut):
+    """A cut (the QP went back) ends the message being filled at a packet boundary: with n of
+    its chunks requested by the cut's cycle, n packets leave, or n + 1 when all n were already
+    buffered (the next one ends it); a cut after the last chunk was requested changes nothing.
+    The packets that leave are the message's own first ones byte for byte (their opcodes
+    unchanged: a cut RC WRITE ends on a middle packet), one PktLen event each, one done with
+    the PSN after the last, no chunk requested past them; the next message then leaves whole.
+    Swept over the cut's cycle (from the one after the descriptor was taken), payload latency 0
+    and 12, TX backpressure on event simulators."""
+    tb = TB(dut, "test_cut_ends_the_message_at_a_packet_boundary")
+    rng = tb.rng
+    if not ON_VERILATOR:
+        tb.sink.set_pause_generator(pauses(rng, 0.2))
+    await tb.reset()
+    mtu, count = 256, 8
+    ends = {"short, on its chunks out": 0, "short, on the next chunk": 0, "whole": 0}
+    for latency in (0, 12):
+        tb.latency = latency
+        # about 40 cuts over a message's time on the link, on until three came too late
+        step = max(1, count * (mtu // tb.nbytes + 4) // 40)
+        offset, late = 1 - step, 0
+        while late < 3:
+            offset += step
+            msg = Message(rng, rng.choice(["RDMA_WRITE", "SEND"]), "RC",
+                          (count - 1) * mtu + rng.randrange(1, mtu + 1), mtu)
+            expected = msg.expected()
+            tb.clear()
+            tb.payload = msg.payload
+            cut = await tb.hand(msg) + offset
+            dut.cut_cycle.value = cut
+            while not tb.dones:
+                await RisingEdge(dut.tb_clk)
+            await ClockCycles(dut.tb_clk, 3)
+            dut.cut_cycle.value = (1 << 64) - 1
+            frames = []
+            while not tb.sink.empty():
+                frames.append(bytes(tb.sink.recv_nowait().tdata))
+            what = f"{msg.describe()}, latency {latency}, cut {offset} cycles after it was taken"
+            n = sum(1 for c in tb.request_cycles if c <= cut)
+            k = len(frames)
+            assert n <= k <= min(n + 1, count), f"{what}: {n} chunks requested, {k} sent"
+            assert frames == [ib.build(p) for p in expected[:k]], f"{what}: not its first {k} packets"
+            assert tb.requests == [(i * mtu, len(p.payload)) for i, p in enumerate(expected[:k])], (
+                f"{what}: requests {tb.requests}")
+            assert tb.events == [(len(f) - 2) // 4 for f in frames], f"{what}: {tb.events}"
+            assert tb.dones == [(msg.psn + k) & ib.PSN_MASK], f"{what}: done {tb.dones}"
+            late += k == count
+            ends["whole" if k == count else
+                 "short, on the next chunk" if k > n else "short, on its chunks out"] += 1
+            # nothing of the cut message is left behind
+            await tb.check(Message(rng, "SEND", "RC", 2 * mtu + rng.randrange(mtu), mtu))
+    tb.log.info("cut messages: %s", ends)
+    assert all(ends.values()), f"not every way of ending was met: {ends}"
 
 
 @cocotb.test()

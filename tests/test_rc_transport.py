@@ -294,6 +294,55 @@ async def test_sequence_nak_resends_from_the_psn_it_names(dut):
 
 
 @cocotb.test()
+async def test_a_go_back_cuts_the_messages_on_the_link(dut):
+    """A PSN sequence NAK for the third packet of a 128-packet RDMA WRITE, taken while the rest
+    of it is still leaving and a 64-packet WRITE waits behind it: the port ends the first WRITE
+    at the next packet boundary (a few more of its own packets, in order, middle packets only)
+    instead of sending the other 120 the responder would only drop, the second one after at
+    most its first packet, and the resend from the third packet follows at once: the same
+    packets as first sent, through the second WRITE's last. The ACK completes both."""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, timeout=10, sq_psn=0x300)
+    count, count2 = 128, 64
+    total = count + count2
+    src, dst = await rdma.region(total * MTU_BYTES), await rdma.region(total * MTU_BYTES)
+    for i, (offset, n) in enumerate(((0, count), (count, count2))):
+        await qp.post_send(work_request(WROpcode.RDMA_WRITE,
+                                        src.sge(offset * MTU_BYTES, n * MTU_BYTES),
+                                        dst.remote(offset * MTU_BYTES), wr_id=0xD1 + i))
+    first = await peer.sent(4, "the first WRITE's first packets")
+    await peer.answer(qp, 0x302, syndrome=0x60)
+    more = []
+    while True:
+        [c] = await peer.sent(1, "the WRITEs or their resend")
+        if c.packet.bth.psn == 0x302:
+            break
+        more.append(c)
+    rdma.tb.log.info("%d more packets after the NAK: PSNs %s", len(more),
+                     [hex(p) for p in psns(more)])
+    cut1 = [c for c in more if c.packet.bth.psn < 0x300 + count]
+    cut2 = more[len(cut1):]
+    assert psns(cut1) == list(range(0x304, 0x304 + len(cut1))), "the WRITE's packets in order"
+    assert set(opcodes(cut1)) <= {0x07}, "a cut WRITE leaves middle packets only"
+    # what the port held when the go-back was decided, and what left while the NAK came in
+    assert len(cut1) < 16, f"{len(cut1)} more packets of the first WRITE after the NAK"
+    assert [(c.packet.bth.psn, c.packet.bth.opcode) for c in cut2] in ([], [(0x380, 0x06)]), (
+        "the second WRITE was not cut")
+    rest = [c] + await peer.sent(total - 3, "the resend from the third packet")
+    assert psns(rest) == list(range(0x302, 0x300 + total))
+    assert opcodes(rest) == [0x07] * (count - 3) + [0x08, 0x06] + [0x07] * (count2 - 2) + [0x08]
+    assert [c.packet for c in rest[:2]] == [c.packet for c in first[2:]]
+    assert all(c.packet.payload == src.read(i * MTU_BYTES, MTU_BYTES)
+               for i, c in enumerate(rest, 2))
+    await peer.answer(qp, 0x300 + total - 1, msn=2)
+    wcs = await rdma.poll_until(qp.send_cq, 2, cycles=WAIT)
+    for i, wc in enumerate(wcs):
+        assert_wc(wc, wr_id=0xD1 + i, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_WRITE)
+    await peer.quiet(4 * ACK_UNIT, "after the last ACK")
+    await finish(rdma)
+
+
+@cocotb.test()
 async def test_rnr_nak_waits_its_timer_then_resends_the_message(dut):
     """An RNR NAK with timer code 2 (0.02 ms, 5000 cycles at 250 MHz) makes the requester
     send the whole message again from its first PSN after at least that long; with

@@ -28,6 +28,10 @@
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
 // A message is done (done, done_psn, done_user) in the cycle after its last packet's last beat
 // leaves; its place then takes the next descriptor.
+// A cut (the QP went back: its responder drops the rest of the message, which is sent again)
+// ends the message being filled early: no chunk is requested after it, and the packet of the
+// last chunk requested (of the next one, when none is out) ends the message. Its packets keep
+// their opcodes, as if the rest had been lost on the link.
 `ifndef RDMA_PACKETIZER_V
 `define RDMA_PACKETIZER_V
 `default_nettype none
@@ -79,6 +83,7 @@ module packetizer #(
     input  wire [63:0]              desc_atomic_b,   // Compare Data (5, 6)
     input  wire [3:0]               desc_rate,       // static-rate divisor, 0 or 1 = full rate
     input  wire [USER_WIDTH-1:0]    desc_user,
+    input  wire                     cut,             // end the message being filled at a packet boundary
 
     // payload chunk requests (the DMA mover's READ_STREAM)
     output reg                      pl_req_valid,
@@ -130,7 +135,7 @@ localparam BUF_LAST = BUFFERS - 1;
 localparam [IDX_BITS-1:0] LAST_BUF = BUF_LAST[IDX_BITS-1:0];
 localparam [CNT_BITS-1:0] ALL_BUFS = BUFFERS[CNT_BITS-1:0];
 localparam MSG_BITS = MESSAGES > 1 ? $clog2(MESSAGES) : 1;
-localparam SB_WIDTH = 12 + MSG_BITS;                      // {message, its last packet, PktLen}
+localparam SB_WIDTH = 12 + MSG_BITS;                      // {message, it ends there, PktLen}
 
 localparam [2:0] K_READ_REQ = 3'd2;
 localparam [2:0] K_ACK = 3'd4;
@@ -182,6 +187,7 @@ reg [12:0] m_plen [0:BUFFERS-1];
 reg [23:0] m_psn [0:BUFFERS-1];
 reg [BUFFERS-1:0] m_first;
 reg [BUFFERS-1:0] m_last;
+reg [BUFFERS-1:0] m_end;                  // it ends its message here (its last packet, or a cut)
 reg [MSG_BITS-1:0] m_msg [0:BUFFERS-1];   // its message's place
 
 // ------------------------------------------------------------------------------------------
@@ -202,6 +208,8 @@ reg         f_first;
 wire [31:0] f_rem = f_len - f_off;
 wire        f_last = no_payload || f_rem <= mtu_bytes;
 wire [12:0] f_plen = no_payload ? 13'd0 : f_last ? f_rem[12:0] : mtu_bytes[12:0];
+wire        f_cut_end;                 // a cut message's last chunk requested is complete
+wire        f_end = f_last || f_cut_end;
 
 // A beat arrives only for a requested chunk, and a chunk is requested only with a slot free
 // for it, so the fill side takes every beat the moment it comes.
@@ -239,6 +247,7 @@ always @(posedge clk) begin
         m_psn[f_buf] <= f_psn;
         m_first[f_buf] <= f_first;
         m_last[f_buf] <= f_last;
+        m_end[f_buf] <= f_end;
         m_msg[f_buf] <= f_msg;
         f_buf <= (f_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : f_buf + 1'b1;
         f_base <= f_base_next;
@@ -247,8 +256,8 @@ always @(posedge clk) begin
         f_psn <= f_psn + 1'b1;
         f_off <= f_off + mtu_bytes;
         // the packet after a first or middle one always carries payload, so no F_NEXT cycle
-        f_state <= f_last ? F_IDLE : F_DATA;
-        if (f_last)
+        f_state <= f_end ? F_IDLE : F_DATA;
+        if (f_end)
             place_end_psn[f_msg] <= f_psn + 1'b1;
     end
     if (rst) begin
@@ -264,6 +273,7 @@ end
 reg  [31:0] r_off;            // message offset of the next chunk to request
 reg         r_all;            // every chunk of the message has been requested
 reg  [CNT_BITS-1:0] r_out;    // chunks requested and not yet completely buffered
+reg         r_cut;            // the message was cut: the chunks requested are its last
 
 wire [31:0] r_rem = f_len - r_off;
 wire        r_last = r_rem <= mtu_bytes;
@@ -271,27 +281,39 @@ wire        r_xfer = pl_req_valid & pl_req_ready;
 wire        f_chunk_done = f_done & (f_plen != 13'd0);
 wire [CNT_BITS:0] r_taken = {1'b0, n_full} + {1'b0, r_out};
 wire        r_room = r_taken < {1'b0, ALL_BUFS};
+// a message with chunks still to request is cut: with a request waiting, that one is its last;
+// with chunks out and none waiting, the last of them; with none, the next one
+wire        cut_hit = cut && filling && !r_all;
+assign f_cut_end = (r_cut || cut_hit) && (r_all || cut_hit) && !pl_req_valid &&
+                   r_out == {{(CNT_BITS-1){1'b0}}, 1'b1};
 
 always @(posedge clk) begin
     if (r_xfer) begin
         pl_req_valid <= 1'b0;
         r_off <= r_off + mtu_bytes;
-        r_all <= r_last;
-    end else if (filling && !pl_req_valid && !r_all && r_room) begin
+        r_all <= r_last || r_cut || cut_hit;
+    end else if (filling && !pl_req_valid && !r_all && r_room && !cut_hit) begin
         pl_req_valid <= 1'b1;
         pl_req_offset <= r_off;
         pl_req_len <= r_last ? r_rem[12:0] : mtu_bytes[12:0];
     end
     if (r_xfer != f_chunk_done)
         r_out <= r_xfer ? r_out + 1'b1 : r_out - 1'b1;
+    if (cut_hit) begin
+        r_cut <= 1'b1;
+        if (!pl_req_valid && r_out != {CNT_BITS{1'b0}})
+            r_all <= 1'b1;
+    end
     if (start) begin
         r_off <= desc_start;
         r_all <= desc_kind == K_READ_REQ || desc_kind >= K_ACK || desc_len == 32'd0;
+        r_cut <= 1'b0;
     end
     if (rst) begin
         pl_req_valid <= 1'b0;
         r_out <= {CNT_BITS{1'b0}};
         r_all <= 1'b1;
+        r_cut <= 1'b0;
     end
 end
 
@@ -408,7 +430,7 @@ always @(posedge clk) begin
         a_data <= s_data;
         a_keep <= s_keep;
         a_last <= s_final;
-        a_sb <= {s_msg, m_last[s_buf], s_pktlen};
+        a_sb <= {s_msg, m_end[s_buf], s_pktlen};
         s_beat <= s_beat + 1'b1;
         s_prev <= s_mem;
         // the final beat of a packet may read one word past its payload (bytes it does not
@@ -534,7 +556,7 @@ always @(posedge clk) begin
         f_msg   <= next_place;
         filling <= 1'b1;
     end
-    if (f_done && f_last)
+    if (f_done && f_end)
         filling <= 1'b0;
     if (start != retire)
         held <= start ? held + 1'b1 : held - 1'b1;

@@ -3,7 +3,9 @@
 // them (one leaving while the next one's payload arrives), fetches each packet's payload from
 // host memory through its two DMA movers in turn (READ_STREAM), and sends the packets on the
 // physical link, or on the internal port loopback for a loopback message whose bypass is
-// switched off. Only physical-link packets are counted.
+// switched off. Only physical-link packets are counted. While a go-back is due for a QP, its
+// message being read out ends at the next packet boundary: the responder would drop the rest,
+// which is sent again anyway, and the resend would wait behind it.
 `ifndef RDMA_PORT_TX_V
 `define RDMA_PORT_TX_V
 `default_nettype none
@@ -11,7 +13,8 @@
 module port_tx #(
     parameter DATA_WIDTH = 256,    // link and payload beat width in bits
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter RSP_DEPTH = 16       // queued responses (the receive engine discards one that finds it full)
+    parameter RSP_DEPTH = 16,      // queued responses (the receive engine discards one that finds it full)
+    parameter NUM_QP = 64          // queue pairs (going_back's width)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -22,6 +25,8 @@ module port_tx #(
     output wire                     s_req_ready,
     input  wire [TXD_WIDTH-1:0]     s_req_desc,
     output wire                     req_done,
+    // the QPs with a go-back due (the completer's): their message being read out is cut
+    input  wire [NUM_QP-1:0]        going_back,
 
     // responses from the receive engine, queued
     input  wire                     s_rsp_valid,
@@ -65,6 +70,7 @@ module port_tx #(
 `include "pkt_fields.vh"
 
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
+localparam QPN_BITS = $clog2(NUM_QP);
 localparam RSP_BITS = RSP_DEPTH > 1 ? $clog2(RSP_DEPTH) : 1;
 localparam [RSP_BITS-1:0] RSP_LAST = RSP_DEPTH[RSP_BITS-1:0] - 1'b1;
 
@@ -84,9 +90,9 @@ wire [TXD_WIDTH-1:0] d = from_req ? s_req_desc : rq_mem[rq_rd];
 wire take_rsp = pk_ready && !from_req;
 wire take_req = pk_ready && from_req && s_req_valid;
 assign s_req_ready = take_req;
-// what each message carries through the packetizer: its payload's scatter/gather list, its
-// link (the internal loopback), whether it is the requester's
-localparam USER_WIDTH = 256 + 2;
+// what each message carries through the packetizer: its QP (the source QPN), its payload's
+// scatter/gather list, its link (the internal loopback), whether it is the requester's
+localparam USER_WIDTH = QPN_BITS + 256 + 2;
 wire [USER_WIDTH-1:0] pl_user, tx_user, done_user;
 assign req_done = pk_done && done_user[0];
 
@@ -141,7 +147,7 @@ always @(posedge clk) begin
         m_dma_valid[issue_to] <= 1'b1;
         chunk_off[issue_to]   <= pl_req_offset;
         chunk_len[issue_to]   <= {19'd0, pl_req_len};
-        chunk_sgl[issue_to]   <= pl_user[USER_WIDTH-1 -: 256];
+        chunk_sgl[issue_to]   <= pl_user[2 +: 256];
         issue_to <= !issue_to;
     end
     chunk_busy <= (chunk_busy | ((pl_req_valid && pl_req_ready) ? 2'b01 << issue_to : 2'b00))
@@ -181,7 +187,8 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk 
     .desc_syndrome(d[TXD_SYNDROME +: 8]), .desc_msn(d[TXD_MSN +: 24]),
     .desc_atomic_a(d[TXD_ATOMIC_A +: 64]), .desc_atomic_b(d[TXD_ATOMIC_B +: 64]),
     .desc_rate(d[TXD_INTERNAL] ? 4'd0 : d[TXD_RATE +: 4]),
-    .desc_user({d[TXD_SGL +: 256], d[TXD_INTERNAL], from_req}),
+    .desc_user({d[TXD_SRC_QPN +: QPN_BITS], d[TXD_SGL +: 256], d[TXD_INTERNAL], from_req}),
+    .cut(pl_user[0] && going_back[pl_user[USER_WIDTH-1 -: QPN_BITS]]),
     .pl_req_valid(pl_req_valid), .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len), .pl_req_user(pl_user),
     .s_axis_pl_tdata(pl_tdata), .s_axis_pl_tkeep(pl_tkeep),
@@ -215,7 +222,7 @@ always @(posedge clk)
 assign xmit_pkt    = pkt_sent && !sent_internal;
 assign xmit_pktlen = pkt_sent_len;
 
-wire unused = ^{pk_done_psn, pl_user[1:0], tx_user[USER_WIDTH-1:2], tx_user[0],
+wire unused = ^{pk_done_psn, pl_user[1], tx_user[USER_WIDTH-1:2], tx_user[0],
                 done_user[USER_WIDTH-1:1]};
 
 endmodule

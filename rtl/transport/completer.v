@@ -72,6 +72,7 @@ module completer #(
     output wire                     iss_busy_qp,      // WQEs outstanding
     output wire                     iss_wired_qp,     // ... some whose packets went to a port
     output wire [NUM_QP-1:0]        hold,             // no issue now (a WQE waits, or failed)
+    output wire [NUM_QP-1:0]        going_back,       // a go-back is due: the ports cut its message
     output reg  [NUM_QP-1:0]        busy,
 
     // the ports' last packets leaving
@@ -177,6 +178,7 @@ reg [NUM_QP-1:0] wired;                // WQEs whose packets went to a port, unt
 // A go-back due holds the QP too: otherwise the requester, busy issuing the QP's later WQEs,
 // keeps the rewind waiting and sends the whole window past the lost PSN before resending it.
 assign hold = held | rewind | (stopped & ~failed);
+assign going_back = rewind;
 
 integer i;
 

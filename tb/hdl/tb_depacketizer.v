@@ -152,7 +152,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .desc_psn(desc_psn), .desc_start(32'd0), .desc_qkey(desc_qkey), .desc_src_qpn(desc_src_qpn),
     .desc_raddr(desc_raddr), .desc_rkey(desc_rkey), .desc_dma_len(desc_dma_len),
     .desc_syndrome(desc_syndrome), .desc_msn(desc_msn), .desc_atomic_a(desc_atomic_a),
-    .desc_atomic_b(desc_atomic_b), .desc_rate(4'd0), .desc_user(1'b0),
+    .desc_atomic_b(desc_atomic_b), .desc_rate(4'd0), .desc_user(1'b0), .cut(1'b0),
     .pl_req_valid(d_req_valid), .pl_req_ready(1'b1), .pl_req_offset(d_req_offset),
     .pl_req_len(d_req_len), .pl_req_user(),
     .s_axis_pl_tdata(tx_pl_tdata), .s_axis_pl_tkeep(tx_pl_tkeep),

@@ -40,6 +40,7 @@ module tb_packetizer #(
     input  wire [63:0]                   desc_atomic_a,
     input  wire [63:0]                   desc_atomic_b,
     input  wire [3:0]                    desc_rate,
+    input  wire [63:0]                   cut_cycle,      // the cycle the packetizer sees its cut
     output wire                          pl_req_valid,
     input  wire                          pl_req_ready,
     output wire [31:0]                   pl_req_offset,
@@ -195,6 +196,7 @@ packetizer #(
     .desc_atomic_b(desc_atomic_b),
     .desc_rate(desc_rate),
     .desc_user(1'b0),
+    .cut(cycle == cut_cycle),
     .pl_req_valid(pl_req_valid),
     .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset),
