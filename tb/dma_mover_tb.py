@@ -134,6 +134,7 @@ class TB:
         dut.s_cmd_dst_addr.value = 0
         dut.s_cmd_len.value = 0
         dut.s_cmd_data.value = 0
+        dut.w_shared.value = 0      # no other mover writes (tests set it)
 
     def set_stream_backpressure(self):
         """Random stalls on both payload streams (tready low on READ_STREAM, tvalid gaps on

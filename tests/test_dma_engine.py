@@ -170,6 +170,36 @@ async def test_round_robin_bound_all_clients_long_copies(dut):
                 m["ar_grants"], m["aw_grants"])
 
 
+@cocotb.test()
+async def test_w_never_waits_on_a_read_while_copies_share_it(dut):
+    """The two deep clients start a COPY of 24-40 KiB each in the same cycle, any alignment,
+    and the host answers reads in order at latency 0 and 100: while both write, W never has a
+    burst granted without a beat offered (the harness counts such cycles), because each COPY
+    burst goes out only once its mover holds all its data. (A burst a mover presented alone,
+    on its first beat, may still wait when another mover starts writing: hence one copy each,
+    started together.) Every copy lands."""
+    for latency in (0, 100):
+        tb = TB(dut, f"w_never_waits_on_a_read_while_copies_share_it latency {latency}",
+                read_latency=latency)
+        await tb.reset()
+        rng = tb.rng
+
+        moves = []
+        for c in (2, 3):
+            n = rng.randrange(24 << 10, 40 << 10)
+            src = tb.place(c, n)
+            moves.append((c, src, tb.place(c, n, (src, n)), n))
+        tasks = [cocotb.start_soon(tb.copy(*move)) for move in moves]
+        for task in tasks:
+            await task
+        await tb.quiesce()
+        tb.check_all(f"copies at read latency {latency}")
+        m = tb.check_bus(f"copies at read latency {latency}")
+        assert m["aw_shared"] > 0, "the two clients' W bursts never met"
+        waits = int(dut.w_waits.value)
+        assert waits == 0, f"read latency {latency}: W waited on a read in {waits} cycles"
+
+
 class SharedLine:
     """The 64-byte line of the atomics test: the 8-byte word the ATOMICs work on and the bytes
     around it, which one client keeps writing and another keeps reading while the atomics run.

@@ -113,6 +113,7 @@ wire [K-1:0]          rd_tkeep_c [0:CLIENTS-1];
 wire [CLIENTS-1:0]    done_error_c;
 wire [CLIENTS-1:0]    arvalid, arready, rvalid, rready, awvalid, awready, wlast, wvalid, wready;
 wire [CLIENTS-1:0]    bvalid, bready, lock;
+wire [CLIENTS-1:0]    w_busy;        // movers writing host memory: each sees whether another is
 reg  [CLIENTS*ADDR_WIDTH-1:0] araddr, awaddr, lock_addr;
 reg  [CLIENTS*8-1:0]          arlen, awlen;
 reg  [CLIENTS*3-1:0]          arsize, awsize;
@@ -184,6 +185,7 @@ generate
             .m_done_valid(m_done_valid[c]), .m_done_error(done_error_c[c]),
             .m_done_data(done_data_c[c]),
             .m_lock(lock[c]), .m_lock_addr(lock_addr_c[c]),
+            .w_shared(|(w_busy & ~({{(CLIENTS-1){1'b0}}, 1'b1} << c))), .w_busy(w_busy[c]),
             .m_axis_rd_tdata(rd_tdata_c[c]), .m_axis_rd_tkeep(rd_tkeep_c[c]),
             .m_axis_rd_tvalid(m_axis_rd_tvalid[c]), .m_axis_rd_tready(m_axis_rd_tready[c]),
             .m_axis_rd_tlast(m_axis_rd_tlast[c]),

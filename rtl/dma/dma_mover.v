@@ -65,6 +65,8 @@ module dma_mover #(
     output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
     output reg                      m_lock,          // an ATOMIC runs: no other access to its 8 bytes
     output wire [ADDR_WIDTH-1:0]    m_lock_addr,     // ... at this address
+    input  wire                     w_shared,        // another mover writes host memory (dma_wr_engine)
+    output wire                     w_busy,          // this one does
 
     // READ_STREAM output; lanes outside tkeep are zero
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
@@ -125,6 +127,13 @@ localparam BL = $clog2(B);                    // byte offset width
 localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
 localparam [LEN_WIDTH:0] B_M1 = {{(LEN_WIDTH+1-BL){1'b0}}, {BL{1'b1}}};  // B - 1: rounds a byte end up to whole beats
+// The longest read and write bursts (dma_rd_engine, dma_wr_engine: 4 KiB, 256 beats, and the
+// read buffer): a buffer that still holds a whole write burst while a read burst is on its
+// way lets a COPY's write burst wait for all its data (dma_wr_engine's WAIT_WHOLE).
+localparam RD_BURST_LOG = ((RD_BUF_LOG < 8 ? RD_BUF_LOG : 8) + BL < 12) ?
+                          (RD_BUF_LOG < 8 ? RD_BUF_LOG : 8) : 12 - BL;
+localparam WR_BURST_LOG = (BL + 8 < 12) ? 8 : 12 - BL;
+localparam WAIT_WHOLE = (1 << RD_BUF_LOG) - (1 << RD_BURST_LOG) >= (1 << WR_BURST_LOG) ? 1 : 0;
 
 localparam [2:0] MODE_STORE = 3'd1;     // s_cmd_data -> host
 localparam [2:0] MODE_LOAD = 3'd2;      // host -> m_done_data
@@ -198,6 +207,8 @@ wire src_last, src_valid, src_ready;
 wire [DATA_WIDTH-1:0] dst_data;
 wire dst_last, dst_valid, dst_ready;
 wire rd_error, rd_idle, wr_error, wr_done;
+wire [RD_BUF_LOG:0] src_held;
+wire src_all_in;
 wire ld_valid;
 wire [LIW-1:0] ld_idx;
 wire [DATA_WIDTH-1:0] ld_data;
@@ -244,6 +255,8 @@ dma_rd_engine #(
     .m_last(src_last),
     .m_valid(src_valid),
     .m_ready(src_ready),
+    .held(src_held),
+    .all_in(src_all_in),
     .rd_error(rd_error),
     .idle(rd_idle)
 );
@@ -271,7 +284,9 @@ dma_wr_engine #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH)
+    .LEN_WIDTH(LEN_WIDTH),
+    .HELD_WIDTH(RD_BUF_LOG + 1),
+    .WAIT_WHOLE(WAIT_WHOLE)
 ) u_wr (
     .clk(clk),
     .rst(rst),
@@ -282,6 +297,10 @@ dma_wr_engine #(
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),
     .cfg_last_off(last_off),
+    .src_held(src_held),
+    .src_all_in(src_all_in),
+    .w_shared(w_shared),
+    .w_busy(w_busy),
     .s_data(dst_data),
     .s_last(dst_last),
     .s_valid(dst_valid),

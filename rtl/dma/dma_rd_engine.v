@@ -70,6 +70,8 @@ module dma_rd_engine #(
     output wire                     m_valid,
     input  wire                     m_ready,
 
+    output wire [RD_BUF_LOG:0]      held,        // beats in the read buffer
+    output wire                     all_in,      // every source beat of the command has entered the buffer
     output reg                      rd_error,    // an R beat was not OKAY, or the write stream did not match the length
     output wire                     idle         // no AR left to issue, no read burst in flight, no stream beat to drop
 );
@@ -119,6 +121,8 @@ wire [DATA_WIDTH/8-1:0] want_keep = (first ? first_keep : {(DATA_WIDTH/8){1'b1}}
 assign m_axi_rready = run && !store && !stream && buf_ready;
 assign s_axis_tready = drain || (run && from_axis && buf_ready);
 assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}} && !drain;
+assign held = buf_count;
+assign all_in = !run;
 
 // the beat entering the buffer: store block, stream beat (zeros once ended) or R data
 reg [DATA_WIDTH-1:0] src_data;

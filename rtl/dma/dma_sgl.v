@@ -60,6 +60,8 @@ module dma_sgl #(
     output wire [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
     output wire                     m_lock,          // an ATOMIC runs (dma_mover)
     output wire [ADDR_WIDTH-1:0]    m_lock_addr,     // ... on these 8 bytes
+    input  wire                     w_shared,        // another mover writes host memory (dma_mover)
+    output wire                     w_busy,          // this one does
 
     // READ_STREAM output; lanes outside tkeep are zero
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
@@ -313,6 +315,8 @@ dma_mover #(
     .m_done_data(m_done_data),
     .m_lock(m_lock),
     .m_lock_addr(m_lock_addr),
+    .w_shared(w_shared),
+    .w_busy(w_busy),
     .m_axis_rd_tdata(mv_rd_tdata),
     .m_axis_rd_tkeep(mv_rd_tkeep),
     .m_axis_rd_tvalid(mv_rd_tvalid),

@@ -8,6 +8,13 @@
 // cfg_wait) is presented once beats are at hand, at most one burst ahead of the one being
 // written; the data is then sure to follow (R is never held up, see dma_rd_engine). A STORE's
 // block and a WRITE_STREAM's beats are at hand from the start.
+// Sure to follow is not soon: the host answers reads in order, so a burst presented on its
+// first beat holds W while its next read waits behind other movers' read-ahead (hundreds of
+// beats each), and W idles though their data is at hand. So while another mover writes
+// (w_shared), a COPY burst is presented only once the read buffer holds all its beats (and
+// those of the burst before it still owed): W then never waits on R. Alone, the first beat is
+// enough, which keeps a single copy's latency one read round trip. WAIT_WHOLE says the read
+// buffer can hold a whole burst besides the one being written (else the old rule alone).
 //
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
@@ -19,7 +26,9 @@ module dma_wr_engine #(
     parameter DATA_WIDTH = 256,    // AXI data width in bits: 64, 128, 256 or 512
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
-    parameter LEN_WIDTH = 32       // beat count width
+    parameter LEN_WIDTH = 32,      // beat count width
+    parameter HELD_WIDTH = 10,     // width of src_held
+    parameter WAIT_WHOLE = 0       // 1: with w_shared, a COPY burst waits for all its beats in the read buffer
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -31,6 +40,11 @@ module dma_wr_engine #(
     input  wire [ADDR_WIDTH-1:0]    cfg_addr,     // destination byte address (offset 0 for LOAD)
     input  wire [LEN_WIDTH-1:0]     cfg_beats,    // destination beats, at least 1
     input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // byte offset of the last byte in its beat
+
+    input  wire [HELD_WIDTH-1:0]    src_held,     // source beats in the read buffer
+    input  wire                     src_all_in,   // every source beat of the command is in it (or past it)
+    input  wire                     w_shared,     // another mover writes host memory now
+    output wire                     w_busy,       // this one does: a command's beats go to host memory
 
     input  wire [DATA_WIDTH-1:0]    s_data,
     input  wire                     s_last,       // last destination beat of the command
@@ -94,10 +108,11 @@ reg [LEN_WIDTH-1:0]   b_pending;   // AWs accepted whose B has not returned
 reg                   b_error;     // an earlier B of this command was not OKAY
 reg                   wait_data;   // AWs wait for beats at hand (cfg_wait)
 reg [LEN_WIDTH-1:0]   w_open;      // AWs presented whose WLAST has not gone out
+reg [9:0]             w_owed;      // beats of those bursts not yet written
 
 wire aw_busy;
 wire aw_load;
-wire [8:0] aw_next_unused;
+wire [8:0] aw_next;
 wire w_end = m_axi_wvalid && m_axi_wready && m_axi_wlast;
 wire aw_fire = m_axi_awvalid && m_axi_awready;
 wire b_fire = m_axi_bvalid && m_axi_bready;
@@ -124,6 +139,7 @@ assign m_axi_awcache = 4'b0011;    // normal, non-cacheable, bufferable
 assign m_axi_awprot = 3'b000;
 
 assign ld_valid = s_valid && load && !stream;
+assign w_busy = active && !load;
 
 // (zero outside READ_STREAM, so the stream's nets stay still while a copy's beats go by)
 assign m_axis_tdata = stream ? ld_data : {DATA_WIDTH{1'b0}};
@@ -156,15 +172,21 @@ dma_axi_burst #(
     .start(start && !cfg_load),
     .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
     .start_beats(cfg_beats),
-    .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2})),
+    .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2} &&
+                                                 (WAIT_WHOLE == 0 || !w_shared || whole))),
     .ax_addr(m_axi_awaddr),
     .ax_len(m_axi_awlen),
     .ax_valid(m_axi_awvalid),
     .ax_ready(m_axi_awready),
     .busy(aw_busy),
-    .next_beats(aw_next_unused),
+    .next_beats(aw_next),
     .load(aw_load)
 );
+
+// the next burst's beats and those still owed are in the read buffer (one source beat more:
+// the realigner may need it to make them), or every beat of the command is
+wire [11:0] want = {2'b00, w_owed} + {3'b000, aw_next} + 12'd1;
+wire whole = src_all_in || {{(12-HELD_WIDTH){1'b0}}, src_held} >= want;
 
 // Nothing below can change while no command runs here: a simulator then skips the block.
 wire awake = start || active || aw_busy || m_axi_bvalid;
@@ -198,6 +220,8 @@ always @(posedge clk) begin
             2'b01: w_open <= w_open - 1'b1;
             default: ;
         endcase
+        w_owed <= w_owed + (aw_load ? {1'b0, aw_next} : 10'd0)
+                         - {9'd0, m_axi_wvalid && m_axi_wready};
 
         case ({aw_fire, b_fire})
             2'b10: b_pending <= b_pending + 1'b1;
@@ -213,6 +237,7 @@ always @(posedge clk) begin
         b_error   <= 1'b0;
         wait_data <= 1'b0;
         w_open    <= {LEN_WIDTH{1'b0}};
+        w_owed    <= 10'd0;
     end
 end
 

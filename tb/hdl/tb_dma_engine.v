@@ -520,6 +520,18 @@ always @(posedge clk) begin
     end
 end
 
+// w_waits: cycles in which the W channel has a burst granted (its AW taken) but no beat
+// offered while two movers or more write host memory (dma_engine's w_busy): a COPY burst then
+// waits for all its data, so the shared W channel never waits on a read. rst clears it.
+reg [31:0] w_waits = 32'd0;
+wire [N-1:0] w_busy = dut.w_busy;
+always @(posedge clk) begin
+    if (rst)
+        w_waits <= 32'd0;
+    else if (w_wr != w_rd && !m_axi_wvalid && (w_busy & (w_busy - 1'b1)) != {N{1'b0}})
+        w_waits <= w_waits + 32'd1;
+end
+
 endmodule
 
 `resetall

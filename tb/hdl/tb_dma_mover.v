@@ -28,6 +28,8 @@ module tb_dma_mover #(
     output wire [511:0]             m_done_data,
     output wire                     m_lock,
     output wire [ADDR_WIDTH-1:0]    m_lock_addr,
+    input  wire                     w_shared,       // another mover writes host memory
+    output wire                     w_busy,
 
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
     output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
@@ -116,6 +118,17 @@ assign s_axis_wr_tready = wr_tready;
 reg [63:0] cycle = 64'd0;
 always @(posedge clk) cycle <= cycle + 64'd1;
 
+// W waits: cycles in which a write burst whose AW the host took has no beat on W (its data
+// is not at hand, so the shared W channel idles)
+reg signed [31:0] w_bursts = 32'sd0;     // AWs taken minus WLASTs (W may lead its AW)
+reg        [31:0] w_waits = 32'd0;
+always @(posedge clk) begin
+    w_bursts <= w_bursts + ((m_axi_awvalid && m_axi_awready) ? 32'sd1 : 32'sd0)
+                         - ((m_axi_wvalid && m_axi_wready && m_axi_wlast) ? 32'sd1 : 32'sd0);
+    if (w_bursts > 32'sd0 && !m_axi_wvalid)
+        w_waits <= w_waits + 32'd1;
+end
+
 dma_sgl #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
@@ -129,7 +142,7 @@ dma_sgl #(
     .s_cmd_src_addr(s_cmd_src_addr), .s_cmd_dst_addr(s_cmd_dst_addr),
     .s_cmd_len(s_cmd_len), .s_cmd_data(s_cmd_data),
     .m_done_valid(m_done_valid), .m_done_error(m_done_error), .m_done_data(m_done_data),
-    .m_lock(m_lock), .m_lock_addr(m_lock_addr),
+    .m_lock(m_lock), .m_lock_addr(m_lock_addr), .w_shared(w_shared), .w_busy(w_busy),
     .m_axis_rd_tdata(rd_tdata), .m_axis_rd_tkeep(rd_tkeep),
     .m_axis_rd_tvalid(rd_tvalid), .m_axis_rd_tready(m_axis_rd_tready),
     .m_axis_rd_tlast(rd_tlast),
