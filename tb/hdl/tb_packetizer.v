@@ -40,7 +40,8 @@ module tb_packetizer #(
     input  wire [63:0]                   desc_atomic_a,
     input  wire [63:0]                   desc_atomic_b,
     input  wire [3:0]                    desc_rate,
-    input  wire [63:0]                   cut_cycle,      // the cycle the packetizer sees its cut
+    input  wire [15:0]                   cut_delay,      // cut this many cycles after a descriptor is taken (0: never)
+    output reg  [15:0]                   reqs_at_cut = 16'd0, // its payload requests taken by the cut's edge
     output wire                          pl_req_valid,
     input  wire                          pl_req_ready,
     output wire [31:0]                   pl_req_offset,
@@ -78,6 +79,27 @@ wire tb_clk = clk;
 // Free-running cycle counter, for gap and throughput measurements.
 reg [63:0] cycle = 64'd0;
 always @(posedge clk) cycle <= cycle + 64'd1;
+
+// The cut, made here on the RTL's clock so both simulators cut at the same edge: seen by the
+// packetizer cut_delay edges after the one that took a descriptor. reqs_at_cut counts that
+// descriptor's payload requests up to the cut's edge (one taken at that edge included), or
+// all of them when the message ends first.
+reg        cut_armed = 1'b0;
+reg [15:0] cut_count = 16'd0;
+wire       cut = cut_armed && cut_count == cut_delay;
+wire       req_taken = pl_req_valid && pl_req_ready;
+always @(posedge clk) begin
+    if (desc_valid && desc_ready) begin
+        cut_armed <= cut_delay != 16'd0;
+        cut_count <= 16'd1;
+        reqs_at_cut <= 16'd0;
+    end else if (cut_armed) begin
+        cut_count <= cut_count + 16'd1;
+        reqs_at_cut <= reqs_at_cut + {15'd0, req_taken};
+        if (cut)
+            cut_armed <= 1'b0;
+    end
+end
 
 // Link stalls for test_no_mover_stall, made here on the RTL's clock so the packetizer and the
 // sink model agree on every handshake on both simulators: while tx_stall_en is set (by the
@@ -196,7 +218,7 @@ packetizer #(
     .desc_atomic_b(desc_atomic_b),
     .desc_rate(desc_rate),
     .desc_user(1'b0),
-    .cut(cycle == cut_cycle),
+    .cut(cut),
     .pl_req_valid(pl_req_valid),
     .pl_req_ready(pl_req_ready),
     .pl_req_offset(pl_req_offset),
