@@ -38,6 +38,20 @@ def rtl_file(name):
     return path
 
 
+def include_files():
+    """The include files (`*.vh`) of the RTL and the harnesses. No source list names them, so
+    the runner cannot see them change: `build` does (a build older than one is rebuilt)."""
+    return sorted(RTL.rglob("*.vh")) + sorted(HDL.rglob("*.vh"))
+
+
+def _older_than(stamp, files):
+    """The build whose stamp is `stamp` is missing or older than one of `files`."""
+    if not stamp.exists():
+        return True
+    built = stamp.stat().st_mtime_ns
+    return any(f.stat().st_mtime_ns > built for f in files)
+
+
 def harness_sources(toplevel):
     """The harness top and the simulation models a harness may instantiate (sim_*.v)."""
     return [HDL / f"{toplevel}.v"] + sorted(HDL.glob("sim_*.v"))
@@ -83,7 +97,7 @@ def build(toplevel, parameters, rtl=None):
     """Build `toplevel` with `parameters` from the RTL files `rtl` (file names, default all)
     and the harness's sources once, into a folder named after both, and return the runner and
     the folder. Concurrent callers (pytest-xdist workers) take turns on a lock; the later ones
-    find the build up to date."""
+    find the build up to date. A build is redone when a source or an include file is newer."""
     sim = simulator()
     waves = waves_enabled()
     sources = (rtl_sources() if rtl is None else [rtl_file(name) for name in rtl]) \
@@ -98,8 +112,10 @@ def build(toplevel, parameters, rtl=None):
     build_dir = BUILD / sim / (key + ("-waves" if waves else ""))
     build_dir.parent.mkdir(parents=True, exist_ok=True)
     runner = get_runner(sim)
+    stamp = build_dir.with_name(build_dir.name + ".built")
     with open(build_dir.with_name(build_dir.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        stale = _older_than(stamp, include_files())
         runner.build(
             sources=sources,
             includes=[RTL],
@@ -109,8 +125,9 @@ def build(toplevel, parameters, rtl=None):
             build_args=build_args,
             timescale=("1ns", "1ps"),
             waves=waves,
-            always=False,
+            always=stale,
         )
+        stamp.touch()
     return runner, build_dir
 
 
