@@ -29,7 +29,7 @@ module tb_dma_mover #(
     output wire                     m_lock,
     output wire [ADDR_WIDTH-1:0]    m_lock_addr,
     input  wire                     w_shared,       // another mover writes host memory
-    output wire                     w_busy,
+    output wire                     w_busy,         // ... and this one does
 
     output wire [DATA_WIDTH-1:0]    m_axis_rd_tdata,
     output wire [DATA_WIDTH/8-1:0]  m_axis_rd_tkeep,
