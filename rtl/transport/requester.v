@@ -283,8 +283,13 @@ wire [2:0]   my_lmc   = port_lmc[qp_port*3 +: 3];
 wire [127:0] my_gid   = port_gid[qp_port*128 +: 128];
 wire [2:0]   my_mtu   = port_mtu[qp_port*3 +: 3];
 wire [15:0]  my_pkey  = port_pkey[qp_port*16 +: 16];
-wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;
-wire loopback = ((av_dlid ^ my_lid) & ~lmc_mask) == 16'd0 && (!av_global || av_dgid == my_gid);
+wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;     // the source path bits' place in the SLID
+wire loopback;
+loopback_match lb_match (
+    .port_lid(my_lid), .port_lmc(my_lmc), .port_gid(my_gid),
+    .dlid(av_dlid), .is_global(av_global), .dgid(av_dgid),
+    .loopback(loopback)
+);
 
 // ---- WQE checks ----
 wire op_ok = qp_type == QPT_RC ? w_op <= WR_ATOMIC_FETCH_AND_ADD :
