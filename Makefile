@@ -4,6 +4,8 @@
 #   make regress   long random runs with many seeds, on Icarus and Verilator
 #   make coverage  the regression with functional coverage, merged into one report
 #   make lint      verilator --lint-only -Wall on the RTL
+#   make formal    every SymbiYosys proof, and every mutant each must fail on: a table +
+#                  sim/out/formal.json (make test runs the proofs that take under a minute)
 #   make waves     open the last waveform in GTKWave
 #   make bench     clock-cycle benchmarks and simulation speed, table + sim/out/bench.json
 #   make rdma-core-tests  rdma-core's own test suite (Debian python3-pyverbs) against the device,
@@ -29,7 +31,7 @@ PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
 # (docs/architecture.md)
 RTL_SOURCES := $(wildcard rtl/*.v rtl/*/*.v)
 
-.PHONY: all sim test regress coverage durations lint waves bench rdma-core-tests clean deps simulator
+.PHONY: all sim test regress coverage durations lint formal waves bench rdma-core-tests clean deps simulator
 
 all: test
 
@@ -78,6 +80,9 @@ durations: deps
 lint:
 	@command -v verilator >/dev/null 2>&1 || sh sim/apt-install.sh verilator
 	verilator --lint-only -Wall -Irtl --top-module rdma_dev $(RTL_SOURCES)
+
+formal: $(STAMP)
+	$(PY) -m tb.formal --mutants
 
 waves:
 	@command -v gtkwave >/dev/null 2>&1 || sh sim/apt-install.sh gtkwave

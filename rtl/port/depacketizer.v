@@ -167,6 +167,10 @@ always @(posedge clk) begin
         cap[w_beat32*DATA_WIDTH +: DATA_WIDTH] <= s_axis_rx_tdata;
 end
 
+// A last beat's bytes must start at byte 0 and be contiguous (tkeep + 1 a power of 2):
+// counted by its bits alone, a last beat with a gap would be checked and stored as other bytes.
+wire rx_last_holey = (s_axis_rx_tkeep & (s_axis_rx_tkeep + 1'b1)) != {KEEP_WIDTH{1'b0}};
+
 // Bytes in this beat.
 reg [KEEP_BITS:0] rx_nbytes;
 integer k;
@@ -215,7 +219,7 @@ always @(posedge clk) begin
             t_valid <= 1'b1;
             t_bank <= w_bank;
             t_bytes <= w_bytes;
-            t_bad_link <= w_user | s_axis_rx_tuser | w_holey | w_over | ~w_room
+            t_bad_link <= w_user | s_axis_rx_tuser | w_holey | w_over | ~w_room | rx_last_holey
                         | (vcrc != VCRC_RESIDUE) | (icrc != ICRC_RESIDUE);
             t_tid <= s_axis_rx_tid;
             w_bank <= next_buf(w_bank);

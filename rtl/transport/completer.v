@@ -239,9 +239,11 @@ assign iss_wired_qp  = wired[iss_qpn];
 // Answers are taken while a QP has RC packets out: while WQEs are in its window, and after a
 // go-back until the requester has issued them again. An answer on its way when the go-back
 // began still covers the PSNs sent before it; dropped, it would leave nothing to complete them
-// if the responder has failed since (it answers no resent packet then).
+// if the responder has failed since (it answers no resent packet then). Never before the QP's
+// first RC message: its una and PSN state are not set yet, so a stray answer (in the cycle the
+// first one is recorded too) would set them from whatever they held.
 function answerable(input busy_q, input fresh_q, input [23:0] una, input [23:0] sent);
-    answerable = busy_q || (!fresh_q && psn_lt(una, sent));
+    answerable = !fresh_q && (busy_q || psn_lt(una, sent));
 endfunction
 
 // ---- the receive engine's QP: a READ response is taken at una, in the oldest WQE ----
@@ -679,6 +681,8 @@ always @(posedge clk) begin
         w_sel       <= {NUM_QP{1'b0}};
         c_sel       <= {NUM_QP{1'b0}};
         c_state     <= C_IDLE;
+        e_sq_advance <= 1'b0;
+        e_rnr_clear <= 1'b0;
         m_cqe_valid <= 1'b0;
         e_qpn       <= {QPN_BITS{1'b0}};
         for (i = 0; i < NUM_QP; i = i + 1) begin
