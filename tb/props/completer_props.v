@@ -61,6 +61,9 @@ module completer_props #(
 // each QP's first PSN (fixed: the solver is much faster on concrete PSNs); QP 1's wraps around
 // 2^24 within two messages
 localparam [23:0] first_psn0 = 24'd0, first_psn1 = 24'hFFFFFA;
+function [23:0] psn0(input qpn);
+    psn0 = qpn ? first_psn1 : first_psn0;
+endfunction
 // each QP's transport and path, for the whole run: RC or not, and an RC QP's messages on the
 // wire or through the bypass
 (* anyconst *) reg [NUM_QP-1:0] rc_qp;
@@ -170,23 +173,20 @@ end
 
 // ---- what the responder has answered, per QP, counted in PSNs from the QP's first: every PSN
 //      before ans (the responder answers only PSNs it was sent, or the one after them) ----
-reg [23:0] psn0 [0:NUM_QP-1];      // the QP's first PSN
 reg [23:0] sent [0:NUM_QP-1];      // PSNs sent so far, counted from psn0
 reg [23:0] ans  [0:NUM_QP-1];
-wire [23:0] a_off = s_ack_psn - psn0[s_ack_qpn];
+wire [23:0] a_off = s_ack_psn - psn0(s_ack_qpn);
 // an ACK, or a READ response stored, answers its own PSN; a NAK, an RNR NAK or a response
 // past the oldest unacknowledged PSN the ones before it
 wire [23:0] a_cnt = (s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b000) || s_ack_kind == 2'd1
                   ? a_off + 24'd1 : a_off;
-wire [23:0] rec_cnt = rec_end - psn0[rec_qpn];
+wire [23:0] rec_cnt = rec_end - psn0(rec_qpn);
 always @(posedge clk) begin
     if (s_ack_valid && a_cnt > ans[s_ack_qpn])
         ans[s_ack_qpn] <= a_cnt;
     if (rec_valid && rec_kind == REC_RC && rec_cnt > sent[rec_qpn])
         sent[rec_qpn] <= rec_cnt;
     if (rst) begin
-        psn0[0] <= first_psn0;
-        psn0[1] <= first_psn1;
         for (q = 0; q < NUM_QP; q = q + 1) begin
             sent[q] <= 24'd0;
             ans[q]  <= 24'd0;
