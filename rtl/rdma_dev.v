@@ -15,6 +15,7 @@
 `include "host/sq_sched.v"
 `include "transport/bypass_dma.v"
 `include "transport/completer.v"
+`include "transport/loopback_match.v"
 `include "transport/msg_arb.v"
 `include "transport/wqe_prefetch.v"
 `include "transport/requester.v"
