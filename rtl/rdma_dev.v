@@ -40,6 +40,7 @@
 `include "port/port_counters.v"
 `include "port/port_tx.v"
 `include "req_arb.v"
+`include "xor_ram.v"
 
 `default_nettype none
 

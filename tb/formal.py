@@ -118,7 +118,7 @@ PROOFS = (
     ),
     Proof(
         name="completer",
-        rtl=("completer.v",),
+        rtl=("completer.v", "xor_ram.v"),
         quick=False,
         mode="bmc", depth=10,
         what="send completions leave in posting order per QP; an RC WQE succeeds only after "

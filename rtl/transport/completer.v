@@ -135,9 +135,12 @@ localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam SLOTS     = NUM_QP << SQ_WIN_LOG;
 localparam SLOT_BITS = QPN_BITS + SQ_WIN_LOG;
 
-// ---- the send windows: one slot per issued WQE, at {QPN, WQE index mod window} ----
+// ---- the send windows: one slot per issued WQE, at {QPN, WQE index mod window}, each field
+//      with one writer so that it maps to RAM; what several blocks update at once is in the
+//      xor_rams below ----
 reg [1:0]            s_kind   [0:SLOTS-1];
-reg [7:0]            s_status [0:SLOTS-1];     // the final status once finished
+reg [7:0]            s_status [0:SLOTS-1];     // the status of a WQE the requester finished
+reg [7:0]            s_final  [0:SLOTS-1];     // the status the matcher finished it with
 reg                  s_read   [0:SLOTS-1];
 reg                  s_atomic [0:SLOTS-1];
 reg [23:0]           s_first  [0:SLOTS-1];
@@ -248,11 +251,12 @@ endfunction
 
 // ---- the receive engine's QP: a READ response is taken at una, in the oldest WQE ----
 wire [SLOT_BITS-1:0] rsp_head = {rsp_qpn, q_aw[rsp_qpn][SQ_WIN_LOG-1:0]};
+wire                 rsp_live;
 wire [23:0] rsp_off = q_una[rsp_qpn] - s_first[rsp_head];
 assign rsp_active = answerable(busy[rsp_qpn], fresh[rsp_qpn], q_una[rsp_qpn], q_sent[rsp_qpn]);
 assign rsp_wait   = walk[rsp_qpn];
 assign rsp_una    = q_una[rsp_qpn];
-assign rsp_read   = s_kind[rsp_head] == REC_RC && s_read[rsp_head] &&
+assign rsp_read   = rsp_live && s_kind[rsp_head] == REC_RC && s_read[rsp_head] &&
                     psn_lt(q_una[rsp_qpn], s_end[rsp_head]) && !psn_lt(q_una[rsp_qpn], s_first[rsp_head]);
 assign rsp_atomic = s_atomic[rsp_head];
 assign rsp_addr   = s_addr[rsp_head] +
@@ -270,11 +274,15 @@ wire [NUM_QP-1:0]   w_pick = next_of(walk | rewind, w_sel);
 wire [QPN_BITS-1:0] w_q;
 assign d_qpn = w_q;
 wire [SLOT_BITS-1:0] w_slot = {w_q, q_aw[w_q][SQ_WIN_LOG-1:0]};
-wire [1:0]  w_kind   = s_kind[w_slot];
+// a REC_SENT slot whose done pulse came ({done, error}) is finished like a REC_DONE one
+wire [1:0]  w_done;
+wire [1:0]  w_recorded = s_kind[w_slot];
+wire [1:0]  w_kind   = w_recorded == REC_SENT && w_done[1] ? REC_DONE : w_recorded;
+wire [7:0]  w_status = w_recorded != REC_SENT ? s_status[w_slot] :
+                       w_done[0] ? WC_GENERAL_ERR : WC_SUCCESS;
 wire        w_read   = s_read[w_slot];
 wire [23:0] w_first  = s_first[w_slot];
 wire [23:0] w_end    = s_end[w_slot];
-wire [7:0]  w_status = s_status[w_slot];
 wire [23:0] w_una    = q_una[w_q];
 wire [23:0] w_ackto  = q_ackto[w_q];
 wire        w_empty  = q_aw[w_q] == d_sq_ni || !busy[w_q];
@@ -344,7 +352,8 @@ wire a_in      = psn_lt(s_ack_psn, q_sent[a_q]) && !psn_lt(s_ack_psn, a_una);
 wire a_upto    = a_in || s_ack_psn == q_sent[a_q];
 // behind una, at the first PSN of the oldest unfinished WQE (a SEND or WRITE)
 wire [SLOT_BITS-1:0] a_head = {a_q, q_aw[a_q][SQ_WIN_LOG-1:0]};
-wire a_back    = psn_lt(s_ack_psn, a_una) && s_ack_psn == s_first[a_head] &&
+wire a_live;
+wire a_back    = a_live && psn_lt(s_ack_psn, a_una) && s_ack_psn == s_first[a_head] &&
                  s_kind[a_head] == REC_RC && !s_read[a_head];
 wire a_ack     = s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b000;
 wire a_rnr     = s_ack_kind == 2'd0 && s_ack_syndrome[7:5] == 3'b001;
@@ -374,8 +383,8 @@ generate
     end
 endgenerate
 wire [SLOT_BITS-1:0] c_slot = {e_qpn, e_sq_ci[SQ_WIN_LOG-1:0]};
-wire c_ok = s_status[c_slot] == WC_SUCCESS;
-wire [255:0] c_cqe = {48'd0, s_wc_op[c_slot], s_status[c_slot], 32'd0,
+wire c_ok = s_final[c_slot] == WC_SUCCESS;
+wire [255:0] c_cqe = {48'd0, s_wc_op[c_slot], s_final[c_slot], 32'd0,
                       {{(32-QPN_BITS){1'b0}}, e_qpn}, 32'd0,
                       c_ok ? s_len[c_slot] : 32'd0, s_wr_id[c_slot]};
 
@@ -391,19 +400,39 @@ task progress(input [QPN_BITS-1:0] q, input [23:0] upto);
     end
 endtask
 
-// A WQE waiting for its source's done (REC_SENT: its last packet out, its bypass data in
-// place) is finished with `status`; the matcher completes it in order.
-task sent_done(input [SLOT_BITS-1:0] slot, input [QPN_BITS-1:0] qpn, input [7:0] status);
-    begin
-        s_kind[slot]   <= REC_DONE;
-        s_status[slot] <= status;
-        walk[qpn]      <= 1'b1;
-    end
-endtask
-
 wire [SLOT_BITS-1:0] rec_slot = {rec_qpn, rec_idx[SQ_WIN_LOG-1:0]};
 wire [SLOT_BITS-1:0] bp_slot  = {bp_qpn, bp_idx[SQ_WIN_LOG-1:0]};
 wire unused_idx = ^{rec_idx[15:SQ_WIN_LOG], bp_idx[15:SQ_WIN_LOG]};
+
+// ---- slot state that several blocks change in one cycle (never the same slot) ----
+// Live: recorded and not finished yet; a done pulse or an answer for a slot the matcher has
+// finished (flushed) changes nothing. Set by the record, cleared by the matcher's finish.
+wire [NUM_PORTS*SLOT_BITS-1:0] pt_done_slot_v;    // pt_done_slot as one vector
+wire [NUM_PORTS-1:0] pt_live;
+wire                 bp_live;
+wire w_finish = w_act == A_FINISH;
+xor_ram #(.ADDR_BITS(SLOT_BITS), .WIDTH(1), .WRITES(2), .READS(NUM_PORTS + 3)) live_ram (
+    .clk(clk),
+    .wr_en({w_finish, rec_valid}), .wr_addr({w_slot, rec_slot}), .wr_data(2'b01),
+    .rd_addr({pt_done_slot_v, bp_slot, a_head, rsp_head}),
+    .rd_data({pt_live, bp_live, a_live, rsp_live}));
+// Done: a REC_SENT WQE's source finished it ({done, error}): its last packet left port p, or
+// its bypass data is in place (error: the DMA engine answered an error). The record clears it.
+wire [NUM_PORTS-1:0] pt_sent_done;
+wire bp_sent_done = bp_done && bp_live && s_kind[bp_slot] == REC_SENT;
+genvar gp;
+generate
+    for (gp = 0; gp < NUM_PORTS; gp = gp + 1) begin : port_done
+        assign pt_done_slot_v[gp*SLOT_BITS +: SLOT_BITS] = pt_done_slot[gp];
+        assign pt_sent_done[gp] = tx_done[gp] && pt_done_kind[gp] == REC_SENT && pt_live[gp];
+    end
+endgenerate
+xor_ram #(.ADDR_BITS(SLOT_BITS), .WIDTH(2), .WRITES(NUM_PORTS + 2), .READS(1)) done_ram (
+    .clk(clk),
+    .wr_en({bp_sent_done, pt_sent_done, rec_valid}),
+    .wr_addr({bp_slot, pt_done_slot_v, rec_slot}),
+    .wr_data({1'b1, bp_error, {NUM_PORTS{2'b10}}, 2'b00}),
+    .rd_addr(w_slot), .rd_data(w_done));
 
 always @(posedge clk) begin
     e_sq_advance <= 1'b0;
@@ -471,11 +500,10 @@ always @(posedge clk) begin
         A_FINISH: begin
             // after a failure everything is flushed, also a WQE the requester had finished
             // while an earlier one's data was still moving on the bypass
-            s_kind[w_slot]   <= REC_DONE;   // a done pulse still to come changes nothing
-            s_status[w_slot] <= w_err ? (w_kind == REC_DONE && !failed[w_q] ? w_status
+            s_final[w_slot] <= w_err ? (w_kind == REC_DONE && !failed[w_q] ? w_status
                                                                             : WC_WR_FLUSH_ERR) :
-                                w_kind == REC_DONE ? w_status :
-                                w_acked ? WC_SUCCESS : q_fail_status[w_q];
+                               w_kind == REC_DONE ? w_status :
+                               w_acked ? WC_SUCCESS : q_fail_status[w_q];
             if (w_fails || w_err) begin
                 failed[w_q]   <= 1'b1;
                 nak_fail[w_q] <= 1'b0;
@@ -575,8 +603,8 @@ always @(posedge clk) begin
     for (i = 0; i < NUM_PORTS; i = i + 1)
         if (tx_done[i]) begin
             pt_rd[i] <= !pt_rd[i];
-            if (pt_done_kind[i] == REC_SENT && s_kind[pt_done_slot[i]] == REC_SENT) begin
-                sent_done(pt_done_slot[i], pt_done_qpn[i], WC_SUCCESS);
+            if (pt_sent_done[i]) begin
+                walk[pt_done_qpn[i]] <= 1'b1;
             end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
                 timer_on[pt_done_qpn[i]]   <= 1'b1;
                 q_deadline[pt_done_qpn[i]] <= now + ack_cycles(q_timeout[pt_done_qpn[i]]);
@@ -584,8 +612,8 @@ always @(posedge clk) begin
         end
 
     // ---- bypass data in place: the message is done; a DMA error stops the QP ----
-    if (bp_done && s_kind[bp_slot] == REC_SENT) begin
-        sent_done(bp_slot, bp_qpn, bp_error ? WC_GENERAL_ERR : WC_SUCCESS);
+    if (bp_sent_done) begin
+        walk[bp_qpn] <= 1'b1;
         if (bp_error)
             stopped[bp_qpn] <= 1'b1;
     end
@@ -685,10 +713,6 @@ always @(posedge clk) begin
         e_rnr_clear <= 1'b0;
         m_cqe_valid <= 1'b0;
         e_qpn       <= {QPN_BITS{1'b0}};
-        for (i = 0; i < NUM_QP; i = i + 1) begin
-            q_aw[i]    <= 16'd0;
-            q_reads[i] <= 8'd0;
-        end
         for (i = 0; i < 2 * NUM_PORTS; i = i + 1)
             pt_kind[i] <= REC_DONE;
         pt_rd <= {NUM_PORTS{1'b0}};
