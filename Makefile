@@ -4,6 +4,10 @@
 #   make regress   long random runs with many seeds, on Icarus and Verilator
 #   make coverage  the regression with functional coverage, merged into one report
 #   make lint      verilator --lint-only -Wall on the RTL
+#   make synth     Yosys synthesis of the device: UltraScale+ at 256 and 512 bits, ECP5 at 64,
+#                  per block LUTs, flip-flops, RAMs, DSPs, logic levels: a table + sim/out/synth.json
+#   make pnr       nextpnr place and route of the ECP5 netlist on an LFE5UM-85F: Fmax and
+#                  utilisation, a table + sim/out/pnr.json
 #   make formal    every SymbiYosys proof, and every mutant each must fail on: a table +
 #                  sim/out/formal.json (make test runs the proofs that take under a minute)
 #   make waves     open the last waveform in GTKWave
@@ -21,6 +25,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PNR_STAMP := $(VENV)/.installed-pnr
 JOBS ?= auto
 # SHARD=i/N runs the i-th of N shards balanced by .test_durations (pytest-split)
 SHARD ?=
@@ -31,7 +36,7 @@ PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
 # (docs/architecture.md)
 RTL_SOURCES := $(wildcard rtl/*.v rtl/*/*.v)
 
-.PHONY: all sim test regress coverage durations lint formal waves bench rdma-core-tests clean deps simulator
+.PHONY: all sim test regress coverage durations lint synth pnr formal waves bench rdma-core-tests clean deps simulator
 
 all: test
 
@@ -42,6 +47,11 @@ $(STAMP): requirements.txt
 	  sh sim/apt-install.sh python3-venv
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+# nextpnr only for make pnr: it is large and nothing else needs it
+$(PNR_STAMP): requirements-pnr.txt $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-pnr.txt
 	@touch $@
 
 simulator:
@@ -80,6 +90,12 @@ durations: deps
 lint:
 	@command -v verilator >/dev/null 2>&1 || sh sim/apt-install.sh verilator
 	verilator --lint-only -Wall -Irtl --top-module rdma_dev $(RTL_SOURCES)
+
+synth: $(STAMP)
+	$(PY) -m tools.synth
+
+pnr: $(PNR_STAMP)
+	$(PY) -m tools.pnr
 
 formal: $(STAMP)
 	$(PY) -m tb.formal --mutants

@@ -37,7 +37,7 @@ module ah_table #(
 localparam AH_BITS   = $clog2(NUM_AH);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 
-reg                  h_valid  [0:NUM_AH-1];
+reg  [NUM_AH-1:0]    h_valid;
 reg [15:0]           h_pd     [0:NUM_AH-1];
 reg [PORT_BITS-1:0]  h_port   [0:NUM_AH-1];
 reg [15:0]           h_dlid   [0:NUM_AH-1];
@@ -78,7 +78,6 @@ ctx_cmd #(.CREATE_OP(CMD_CREATE_AH), .DESTROY_OP(CMD_DESTROY_AH), .COUNT(NUM_AH)
     .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
 );
 
-integer i;
 always @(posedge clk) begin
     if (do_destroy)
         h_valid[ci] <= 1'b0;
@@ -96,10 +95,8 @@ always @(posedge clk) begin
         h_dgid[ci]   <= gid_from_block(cmd_data[16*8 +: 128]);
         h_rate[ci]   <= cmd_data[4*8 +: 4];
     end
-    if (rst) begin
-        for (i = 0; i < NUM_AH; i = i + 1)
-            h_valid[i] <= 1'b0;
-    end
+    if (rst)
+        h_valid <= {NUM_AH{1'b0}};
 end
 
 endmodule

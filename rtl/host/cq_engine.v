@@ -47,7 +47,7 @@ module cq_engine #(
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam CQN_BITS = $clog2(NUM_CQ);
 
-reg                   c_valid [0:NUM_CQ-1];
+reg  [NUM_CQ-1:0]     c_valid;
 reg [ADDR_WIDTH-1:0]  c_base  [0:NUM_CQ-1];
 reg [3:0]             c_log   [0:NUM_CQ-1];
 reg [15:0]            c_pi    [0:NUM_CQ-1];
@@ -90,7 +90,6 @@ ctx_cmd #(.CREATE_OP(CMD_CREATE_CQ), .DESTROY_OP(CMD_DESTROY_CQ), .COUNT(NUM_CQ)
     .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
 );
 
-integer i;
 always @(posedge clk) begin
     m_rsp_valid <= 1'b0;
     cq_event    <= cq_event & ~cq_event_clear;
@@ -151,14 +150,7 @@ always @(posedge clk) begin
         r_cqn       <= 16'd0;
         r_sol       <= 1'b0;
         r_cqe       <= 256'd0;
-        for (i = 0; i < NUM_CQ; i = i + 1) begin
-            c_valid[i] <= 1'b0;
-            c_arm[i]   <= 2'd0;
-            c_pi[i]    <= 16'd0;
-            c_ci[i]    <= 16'd0;
-            c_log[i]   <= 4'd1;
-            c_base[i]  <= {ADDR_WIDTH{1'b0}};
-        end
+        c_valid     <= {NUM_CQ{1'b0}};   // the rest of a CQ is set when it is created
     end
 end
 

@@ -34,7 +34,7 @@ localparam REQ_WIDTH = 148;
 localparam RSP_WIDTH = ADDR_WIDTH + 1;
 localparam MR_BITS   = $clog2(NUM_MR);
 
-reg                   m_valid   [0:NUM_MR-1];
+reg  [NUM_MR-1:0]     m_valid;
 reg [63:0]            m_iova    [0:NUM_MR-1];
 reg [31:0]            m_length  [0:NUM_MR-1];
 reg [7:0]             m_variant [0:NUM_MR-1];
@@ -75,7 +75,6 @@ ctx_cmd #(.CREATE_OP(CMD_REG_MR), .DESTROY_OP(CMD_DEREG_MR), .COUNT(NUM_MR)) cmd
     .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
 );
 
-integer i;
 always @(posedge clk) begin
     m_rsp_valid <= 1'b0;
     if (s_req_valid) begin
@@ -98,8 +97,7 @@ always @(posedge clk) begin
     if (rst) begin
         m_rsp_valid <= 1'b0;
         r_key       <= 32'hFFFFFFFF;
-        for (i = 0; i < NUM_MR; i = i + 1)
-            m_valid[i] <= 1'b0;
+        m_valid     <= {NUM_MR{1'b0}};
     end
 end
 

@@ -192,8 +192,10 @@ reg                   implied;          // the READ response's implied acknowled
 // ---- each QP's last atomic results, a ring: a duplicate atomic is answered from here ----
 reg  [23:0]           res_psn   [0:NUM_QP*ATOMIC_RESULTS-1];
 reg  [63:0]           res_orig  [0:NUM_QP*ATOMIC_RESULTS-1];
-reg  [ATOMIC_RESULTS-1:0] res_valid [0:NUM_QP-1];
-reg  [RES_BITS-1:0]   res_wp    [0:NUM_QP-1];
+reg  [RES_BITS-1:0]   res_wp    [0:NUM_QP-1];     // the entry the next result takes
+reg  [NUM_QP-1:0]     res_full;         // the ring went round: every entry holds a result
+// (entries below res_wp, or all of them once full, hold results: no valid bit per entry, which
+// a restart would have to clear at once, keeps the results in RAM)
 reg  [RES_BITS-1:0]   scan;             // the entry S_REPLAY looks at
 
 // ---- checks of a request packet against its QP ----
@@ -317,10 +319,10 @@ assign s_hdr_ready = (state == S_IDLE && pick_valid) ? ({{(NUM_PORTS-1){1'b0}}, 
 
 wire unused = ^{pkts[31:24], h[RXH_MSN +: 24], qp_dest_qpn[31:24], j[31:PORT_BITS],
                 s_dma_rdata[511:64]};
-integer r;
 wire [QPN_BITS+RES_BITS-1:0] res_at   = {q, res_wp[q]};    // the entry a new result takes
 wire [QPN_BITS+RES_BITS-1:0] scan_at  = {q, scan};
-wire                         scan_hit = res_valid[q][scan] && res_psn[scan_at] == h_psn;
+wire                         scan_hit = (res_full[q] || scan < res_wp[q]) &&
+                                        res_psn[scan_at] == h_psn;
 
 // The payload to host memory (store_addr / store_sgl are set the same cycle: the command is
 // valid the next), or an atomic ACK's original value to the local SGE
@@ -564,8 +566,9 @@ always @(posedge clk) begin
                 ans_syndrome <= 8'h1F;
                 res_psn[res_at]  <= h_psn;
                 res_orig[res_at] <= s_dma_rdata[63:0];
-                res_valid[q][res_wp[q]] <= 1'b1;
                 res_wp[q]        <= res_wp[q] + 1'b1;
+                if (&res_wp[q])
+                    res_full[q]  <= 1'b1;
             end
             state <= S_ANSWER;
         end
@@ -611,7 +614,7 @@ always @(posedge clk) begin
     endcase
 
     if (qp_restart) begin
-        res_valid[qp_restart_qpn] <= {ATOMIC_RESULTS{1'b0}};
+        res_full[qp_restart_qpn]  <= 1'b0;
         res_wp[qp_restart_qpn]    <= {RES_BITS{1'b0}};
         in_msg[qp_restart_qpn]    <= 1'b0;
         nak_sent[qp_restart_qpn]  <= 1'b0;
@@ -630,10 +633,7 @@ always @(posedge clk) begin
         m_ack_valid <= 1'b0;
         nak_sent    <= {NUM_QP{1'b0}};
         took_back   <= {NUM_QP{1'b0}};
-        for (r = 0; r < NUM_QP; r = r + 1) begin
-            res_valid[r] <= {ATOMIC_RESULTS{1'b0}};
-            res_wp[r]    <= {RES_BITS{1'b0}};
-        end
+        res_full    <= {NUM_QP{1'b0}};
     end
 end
 

