@@ -713,6 +713,10 @@ always @(posedge clk) begin
         e_rnr_clear <= 1'b0;
         m_cqe_valid <= 1'b0;
         e_qpn       <= {QPN_BITS{1'b0}};
+        for (i = 0; i < NUM_QP; i = i + 1) begin
+            q_aw[i]    <= 16'd0;
+            q_reads[i] <= 8'd0;
+        end
         for (i = 0; i < 2 * NUM_PORTS; i = i + 1)
             pt_kind[i] <= REC_DONE;
         pt_rd <= {NUM_PORTS{1'b0}};
