@@ -5,7 +5,9 @@
 // holds one fetch, tagged with its QPN, first index and count. A fetch is usable once it has
 // arrived whole: a bad response anywhere in it is only known at its end, and then marks it
 // failed as a whole (the requester fetches the WQE again alone, so that only a WQE whose own
-// read fails completes in error).
+// read fails completes in error). The buffer is banked so that it maps to distributed RAM with
+// one read port per bank: a WQE is two 64-byte units, at the even and the odd bank of units
+// (in either order), and each unit's beats are in banks of their own.
 `ifndef RDMA_WQE_PREFETCH_V
 `define RDMA_WQE_PREFETCH_V
 `default_nettype none
@@ -52,12 +54,12 @@ module wqe_prefetch #(
 
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam K = DATA_WIDTH / 8;                     // bytes per beat
-localparam KLOG = $clog2(K);
 localparam BEATS = (128 << DEPTH_LOG) / K;         // the buffer: 2^DEPTH_LOG 128-byte WQEs
 localparam BEAT_BITS = $clog2(BEATS);
-localparam WQE_BEATS = 128 / K;
+localparam UNIT_BEATS = 64 / K;                    // beats of a 64-byte unit
+localparam UB_BITS = UNIT_BEATS > 1 ? $clog2(UNIT_BEATS) : 1;
+localparam UNIT_BITS = DEPTH_LOG + 1;              // 2^(DEPTH_LOG+1) units in the buffer
 
-reg [DATA_WIDTH-1:0] buffer [0:BEATS-1];
 reg                  held;       // the tag names what the buffer holds (or is receiving)
 reg                  filling;    // a fetch is arriving
 reg                  failed;     // it ended with a bad response
@@ -78,23 +80,33 @@ assign look_hit    = in_fetch && !failed;
 assign look_failed = in_fetch && failed;
 assign look_alone  = tag_count == {{DEPTH_LOG{1'b0}}, 1'b1};
 
-// the looked-for WQE's first beat: its offset in the fetch, in beats
-wire [DEPTH_LOG+6:0] look_byte = {ahead[DEPTH_LOG-1:0], 7'd0} >> (tag_big ? 0 : 1);
-wire [BEAT_BITS-1:0] look_beat = look_byte[DEPTH_LOG+6:KLOG];
-wire unused = ^look_byte[KLOG-1:0];   // WQEs start on beat boundaries
-genvar j;
+// the looked-for WQE's first unit, and the one after it (wraps: past the last WQE is not
+// looked at); an arriving beat's unit and its beat in the unit
+wire [UNIT_BITS-1:0] look_unit = tag_big ? {ahead[DEPTH_LOG-1:0], 1'b0} : {1'b0, ahead[DEPTH_LOG-1:0]};
+wire [UNIT_BITS-2:0] next_row  = look_unit[UNIT_BITS-1:1] + {{(UNIT_BITS-2){1'b0}}, look_unit[0]};   // (unit + 1) / 2
+wire [UNIT_BITS-1:0] wr_unit   = wr_beat[BEAT_BITS-1 -: UNIT_BITS];
+wire [UB_BITS-1:0]   wr_in     = UNIT_BEATS > 1 ? wr_beat[UB_BITS-1:0] : {UB_BITS{1'b0}};
+wire [1023:0] unit_data;               // the even bank's unit, the odd bank's above it
+genvar par, ub;
 generate
-    for (j = 0; j < WQE_BEATS; j = j + 1) begin : wqe_beat
-        wire [BEAT_BITS-1:0] at = look_beat + j;   // wraps: past the last WQE is not looked at
-        assign look_wqe[j*DATA_WIDTH +: DATA_WIDTH] = buffer[at];
+    for (par = 0; par < 2; par = par + 1) begin : parity
+        // of the WQE's two units, the one in this bank
+        wire [UNIT_BITS-2:0] row = look_unit[0] == par ? look_unit[UNIT_BITS-1:1] : next_row;
+        for (ub = 0; ub < UNIT_BEATS; ub = ub + 1) begin : beat
+            reg [DATA_WIDTH-1:0] mem [0:(1 << (UNIT_BITS - 1)) - 1];
+            always @(posedge clk)
+                if (filling && s_axis_tvalid && wr_unit[0] == par && wr_in == ub)
+                    mem[wr_unit[UNIT_BITS-1:1]] <= s_axis_tdata;
+            assign unit_data[par*512 + ub*DATA_WIDTH +: DATA_WIDTH] = mem[row];
+        end
     end
 endgenerate
+assign look_wqe = look_unit[0] ? {unit_data[511:0], unit_data[1023:512]} : unit_data;
 
 always @(posedge clk) begin
     if (m_dma_valid && m_dma_ready)
         m_dma_valid <= 1'b0;
     if (filling && s_axis_tvalid) begin
-        buffer[wr_beat] <= s_axis_tdata;
         wr_beat <= wr_beat + 1'b1;
     end
     if (filling && s_dma_done) begin
