@@ -112,64 +112,47 @@ always @* begin
 end
 wire [13:0] paylen = {7'd0, tr_len} + {1'b0, plen} + {12'd0, padcnt} + 14'd4;
 
-integer at;   // byte position of the next header
+// The BTH and the extension headers, byte 0 the BTH's first: at most 40 bytes (BTH and
+// AtomicETH). Every field has one place per packet kind, so this is plain wiring and one
+// multiplexer per byte, not a shifter: DETH, RETH, AtomicETH or AETH follow the BTH (at most
+// one of them), the AtomicAckETH follows the AETH, and ImmDt follows whichever came before it.
+reg  [319:0] tr;
+wire [5:0]   imm_at = has_deth ? 6'd20 : has_reth ? 6'd28 : 6'd12;
 always @* begin
-    hdr = 704'd0;
-    hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
-    pktlen = {6'd0, hdr_len[6:2]} + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
-    // LRH: VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID
-    hdr[15:8] = {sl, 2'b00, is_global ? 2'd3 : 2'd2};
-    hdr[31:16] = be16(dlid);
-    hdr[47:32] = be16({5'd0, pktlen});
-    hdr[63:48] = be16(slid);
-    at = 8;
-    if (is_global) begin
-        hdr[8*at +: 32] = be32({4'd6, tclass, flow_label});
-        hdr[8*at+32 +: 16] = be16({2'd0, paylen});
-        hdr[8*at+48 +: 8] = 8'h1B;
-        hdr[8*at+56 +: 8] = hop_limit;
-        hdr[8*at+64 +: 128] = be128(sgid);
-        hdr[8*at+192 +: 128] = be128(dgid);
-        at = 48;
-    end
-    // BTH
-    hdr[8*at +: 8] = opcode;
-    hdr[8*at+8 +: 8] = {solicited & ends & (kind == K_SEND || kind == K_WRITE), 1'b0, padcnt, 4'd0};
-    hdr[8*at+16 +: 16] = be16(pkey);
-    hdr[8*at+40 +: 24] = be24(dest_qpn);
-    hdr[8*at+64 +: 8] = {ackreq, 7'd0};
-    hdr[8*at+72 +: 24] = be24(psn);
-    at = at + 12;
-    if (has_deth) begin
-        hdr[8*at +: 32] = be32(qkey);
-        hdr[8*at+40 +: 24] = be24(src_qpn);
-        at = at + 8;
-    end
-    if (has_reth) begin
-        hdr[8*at +: 64] = be64(raddr);
-        hdr[8*at+64 +: 32] = be32(rkey);
-        hdr[8*at+96 +: 32] = be32(dma_len);
-        at = at + 16;
-    end
-    if (atomic_req) begin       // AtomicETH
-        hdr[8*at +: 64] = be64(raddr);
-        hdr[8*at+64 +: 32] = be32(rkey);
-        hdr[8*at+96 +: 64] = be64(atomic_a);
-        hdr[8*at+160 +: 64] = be64(atomic_b);
-        at = at + 28;
-    end
-    if (has_aeth) begin
-        hdr[8*at +: 8] = syndrome;
-        hdr[8*at+8 +: 24] = be24(msn);
-        at = at + 4;
-    end
-    if (has_atomic_ack) begin   // AtomicAckETH
-        hdr[8*at +: 64] = be64(atomic_a);
-        at = at + 8;
-    end
+    tr = 320'd0;
+    tr[7:0]   = opcode;
+    tr[15:8]  = {solicited & ends & (kind == K_SEND || kind == K_WRITE), 1'b0, padcnt, 4'd0};
+    tr[31:16] = be16(pkey);
+    tr[63:40] = be24(dest_qpn);
+    tr[71:64] = {ackreq, 7'd0};
+    tr[95:72] = be24(psn);
+    if (has_deth)
+        tr[96 +: 64] = {be24(src_qpn), 8'd0, be32(qkey)};
+    if (has_reth)
+        tr[96 +: 128] = {be32(dma_len), be32(rkey), be64(raddr)};
+    if (atomic_req)             // AtomicETH
+        tr[96 +: 224] = {be64(atomic_b), be64(atomic_a), be32(rkey), be64(raddr)};
+    if (has_aeth)
+        tr[96 +: 32] = {be24(msn), syndrome};
+    if (has_atomic_ack)         // AtomicAckETH
+        tr[128 +: 64] = be64(atomic_a);
     // ImmDt is 4 opaque bytes: the WQE's, in their memory order (imm[7:0] first)
     if (with_imm)
-        hdr[8*at +: 32] = imm;
+        case (imm_at)
+            6'd12:   tr[96 +: 32]  = imm;
+            6'd20:   tr[160 +: 32] = imm;
+            default: tr[224 +: 32] = imm;
+        endcase
+end
+
+// LRH (VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID), then the GRH when there is one, then `tr`
+wire [63:0]  lrh = {be16(slid), be16({5'd0, pktlen}), be16(dlid), sl, 2'b00, is_global ? 2'd3 : 2'd2, 8'd0};
+wire [319:0] grh = {be128(dgid), be128(sgid), hop_limit, 8'h1B, be16({2'd0, paylen}),
+                    be32({4'd6, tclass, flow_label})};
+always @* begin
+    hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
+    pktlen  = {6'd0, hdr_len[6:2]} + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
+    hdr     = is_global ? {tr, grh, lrh} : {320'd0, tr, lrh};
 end
 
 endmodule
