@@ -501,7 +501,7 @@ always @(posedge clk) begin
             // after a failure everything is flushed, also a WQE the requester had finished
             // while an earlier one's data was still moving on the bypass
             s_final[w_slot] <= w_err ? (w_kind == REC_DONE && !failed[w_q] ? w_status
-                                                                            : WC_WR_FLUSH_ERR) :
+                                                                           : WC_WR_FLUSH_ERR) :
                                w_kind == REC_DONE ? w_status :
                                w_acked ? WC_SUCCESS : q_fail_status[w_q];
             if (w_fails || w_err) begin
