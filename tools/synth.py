@@ -106,6 +106,7 @@ def _base(module):
 def _instances(modules, top="rdma_dev"):
     """How many times each (derived) module is instantiated under `top`."""
     count = defaultdict(int)
+    top = next(m for m in modules if _base(m) == top)     # renamed, it is `\\rdma_dev`
 
     def walk(name, times):
         count[name] += times
