@@ -8,6 +8,7 @@ or tools/ runs its own file.
 """
 
 import fcntl
+import json
 import os
 import re
 import sys
@@ -63,6 +64,14 @@ def _older_than(stamp, files):
 def harness_sources(toplevel):
     """The harness top and the simulation models a harness may instantiate (sim_*.v)."""
     return [HDL / f"{toplevel}.v"] + sorted(HDL.glob("sim_*.v"))
+
+
+PARAMETERS_ENV = "TB_PARAMETERS"   # the build's parameters, as the simulation sees them
+
+
+def build_parameters():
+    """In a simulation: the parameters `run` built its top with (JSON in TB_PARAMETERS)."""
+    return json.loads(os.environ.get(PARAMETERS_ENV, "{}"))
 
 
 def simulator():
@@ -173,7 +182,8 @@ def run(toplevel, test_module, parameters, name=None, rtl=None, extra_env=None):
             plusargs=plusargs,
             # every simulation imports the whole testbench: let it keep the compiled (and
             # assertion-rewritten) modules, even where the shell asks Python not to (1-2 s each)
-            extra_env={"PYTHONDONTWRITEBYTECODE": "", **(extra_env or {})},
+            extra_env={"PYTHONDONTWRITEBYTECODE": "", PARAMETERS_ENV: json.dumps(parameters),
+                       **(extra_env or {})},
             waves=waves_enabled(),
         )
     except SystemExit as failed:  # how the runner reports failed cocotb tests under pytest

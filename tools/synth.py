@@ -38,6 +38,11 @@ class Config:
     name: str
     family: str          # "xcup" or "ecp5"
     data_width: int
+    params: tuple = ()   # other rdma_dev parameters set, as (name, value) pairs
+
+    @property
+    def parameters(self):
+        return (("DATA_WIDTH", self.data_width),) + self.params
 
     @property
     def command(self):
@@ -49,7 +54,9 @@ class Config:
 CONFIGS = (
     Config("xcup-256", "xcup", 256),
     Config("xcup-512", "xcup", 512),
-    Config("ecp5-64", "ecp5", 64),
+    # the 64-QP device is 3.7 times an LFE5UM-85F (docs/synthesis.md): ECP5 builds a smaller one
+    Config("ecp5-64", "ecp5", 64, (("NUM_QP", 16), ("SQ_WIN_LOG", 3), ("NUM_MR", 16), ("NUM_CQ", 8),
+                                   ("NUM_AH", 8), ("BYPASS_MOVERS", 2))),
 )
 
 # What a mapped cell costs, by family: (column, amount). LUT-RAM counts the LUTs a primitive
@@ -81,7 +88,7 @@ def yosys_script(config, folder):
     return "\n".join([
         "read_verilog -Irtl rtl/rdma_dev.v",
         # chparam before hierarchy: `hierarchy -chparam` trips a Yosys 0.70 assertion here
-        f"chparam -set DATA_WIDTH {config.data_width} rdma_dev",
+        *(f"chparam -set {name} {value} rdma_dev" for name, value in config.parameters),
         "hierarchy -top rdma_dev",
         "rename -top rdma_dev",     # the top came out as $paramod\\rdma_dev\\DATA_WIDTH=...
         config.command,
@@ -195,7 +202,7 @@ def tally(config, folder, log):
     deepest = max(_levels(json.loads((folder / "netlist.json").read_text()), config.family).values())
     tables = [dict(block=block, array=array, how=how) for (block, array), how in _ff_tables(log)]
     return dict(config=config.name, family=config.family, data_width=config.data_width,
-                command=config.command, blocks=rows, total=total, deepest_levels=deepest,
+                parameters=dict(config.parameters), command=config.command, blocks=rows, total=total, deepest_levels=deepest,
                 arrays_in_flip_flops=tables)
 
 
@@ -223,8 +230,8 @@ def _fmt(x):
 
 
 def print_report(report):
-    print(f"\n{report['config']}: {report['command']}, DATA_WIDTH {report['data_width']}, "
-          f"{report['seconds']:.0f} s")
+    params = ", ".join(f"{k} {v}" for k, v in report["parameters"].items())
+    print(f"\n{report['config']}: {report['command']}, {params}, {report['seconds']:.0f} s")
     head = ("block", "inst", "LUTs", "LUT-RAM", "FFs", "BRAM", "DSP", "levels")
     print(f"{head[0]:<16}{head[1]:>5}{head[2]:>9}{head[3]:>9}{head[4]:>9}{head[5]:>7}{head[6]:>5}"
           f"{head[7]:>8}")

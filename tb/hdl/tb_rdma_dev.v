@@ -20,6 +20,8 @@ module tb_rdma_dev #(
     parameter NUM_CQ = 16,           // completion queues
     parameter NUM_MR = 64,           // memory regions
     parameter NUM_AH = 16,           // address handles
+    parameter SQ_WIN_LOG = 4,        // send window: 2^SQ_WIN_LOG WQEs per QP in flight
+    parameter BYPASS_MOVERS = 4,     // bypass payload moves running at once
     parameter MEM_BYTES = 1 << 24,   // host memory size
     parameter CABLE = 0              // 1: port 1 and port 2 are cabled to each other
 ) (
@@ -144,7 +146,7 @@ always @(posedge clk) begin
 end
 
 // the DMA engine's concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS)
-sim_dma_watch #(.N(12)) dma_watch (.rst(rst), .busy(~dut.dma_c_ready));
+sim_dma_watch #(.N(4 + 2*2 + BYPASS_MOVERS)) dma_watch (.rst(rst), .busy(~dut.dma_c_ready));
 
 // port p's TX link, as taken by its far end
 wire [DATA_WIDTH-1:0]   link0_tdata, link1_tdata;
@@ -209,7 +211,9 @@ rdma_dev #(
     .NUM_QP(NUM_QP),
     .NUM_CQ(NUM_CQ),
     .NUM_MR(NUM_MR),
-    .NUM_AH(NUM_AH)
+    .NUM_AH(NUM_AH),
+    .SQ_WIN_LOG(SQ_WIN_LOG),
+    .BYPASS_MOVERS(BYPASS_MOVERS)
 ) dut (
     .clk(clk),
     .rst(rst),
