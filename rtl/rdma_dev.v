@@ -394,7 +394,8 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 // transmit side (3 + 2p and 4 + 2p, its chunks in turn), the bypass's movers
 // (3 + 2 NUM_PORTS + k), the requester's WQE read-ahead (3 + 2 NUM_PORTS + BYPASS_MOVERS); the
 // ports', the bypass's and the read-ahead's movers have the deep read buffers (their moves
-// are long and must hide the host's read latency)
+// are long and must hide the host's read latency); the receive engine's, the ports' and the
+// bypass's commands follow SGE lists, the others' never do (no list splitter for them)
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -424,7 +425,8 @@ wire                    dma_wr_tvalid, dma_wr_tlast;
 dma_engine #(
     .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .DEEP(((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3)
+    .DEEP(((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3),
+    .LISTS((((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS)) - 32'd1) << 3) | 32'd4)
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),

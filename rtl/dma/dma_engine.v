@@ -20,7 +20,8 @@ module dma_engine #(
     parameter AXI_ID_WIDTH = 4,      // AXI ID width: a burst's ID is its client's index
     parameter [31:0] DEEP = 32'h0,   // clients (a bit each) whose movers get the deep read buffer
     parameter DEEP_LOG = 9,          // the deep read buffer: 2^DEEP_LOG beats (hides read latency)
-    parameter SHALLOW_LOG = 4        // every other client's: 2^SHALLOW_LOG beats (>= 64 bytes)
+    parameter SHALLOW_LOG = 4,       // every other client's: 2^SHALLOW_LOG beats (>= 64 bytes)
+    parameter [31:0] LISTS = 32'hFFFFFFFF  // clients (a bit each) whose commands may carry lists: the others get no splitter
 ) (
     input  wire                              clk,
     input  wire                              rst,
@@ -173,7 +174,7 @@ generate
         wire [2:0] awprot_unused, arprot_unused;
         dma_sgl #(
             .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH),
-            .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG)
+            .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG), .LISTS(LISTS[c])
         ) mover (
             .clk(clk), .rst(rst),
             .s_cmd_valid(s_cmd_valid[c]), .s_cmd_ready(s_cmd_ready[c]),

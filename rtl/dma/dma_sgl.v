@@ -33,6 +33,9 @@
 // One piece at a time, each a whole mover command (a few cycles of seek, plan and the mover's
 // set-up between pieces): lists are short, and the mover stays the only place that knows AXI.
 // One m_done pulse per client command, its error the OR of the pieces' and the coverage's.
+// A client that never hands over a list (LISTS 0) gets the mover alone: every command goes to
+// it as it is, each of the splitter's decodes below is a constant, and synthesis builds none of
+// the splitter.
 `ifndef RDMA_DMA_SGL_V
 `define RDMA_DMA_SGL_V
 `default_nettype none
@@ -42,7 +45,8 @@ module dma_sgl #(
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // command length width in bytes
-    parameter RD_BUF_LOG = 4       // the mover's read buffer: 2^RD_BUF_LOG beats
+    parameter RD_BUF_LOG = 4,      // the mover's read buffer: 2^RD_BUF_LOG beats
+    parameter [0:0] LISTS = 1'b1   // 1: commands may carry lists; 0: no list is ever looked for
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -156,7 +160,8 @@ reg [B-1:0] hold_keep;
 reg [BL-1:0] trk_lo;         // lane of its next byte: its first lane on its first beat, else 0
 reg [W-1:0] trk_rem;         // its bytes from that lane on
 
-wire idle = state == ST_IDLE;
+wire idle = !LISTS || state == ST_IDLE;
+wire list_done = LISTS && done_q;
 
 // ---- the command port: the mover's own while idle, the pieces' otherwise --------------------
 wire        mv_cmd_ready;
@@ -167,8 +172,8 @@ wire [ADDR_WIDTH-1:0] plain_src_a, plain_dst_a;  // a command the mover takes as
 wire [LEN_WIDTH-1:0] p_len_l;
 
 // a list is present when one of its lengths is not zero
-wire s_any = |{s_cmd_data[255:224], s_cmd_data[191:160], s_cmd_data[127:96], s_cmd_data[63:32]};
-wire d_any = |{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352], s_cmd_data[319:288]};
+wire s_any = LISTS && |{s_cmd_data[255:224], s_cmd_data[191:160], s_cmd_data[127:96], s_cmd_data[63:32]};
+wire d_any = LISTS && |{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352], s_cmd_data[319:288]};
 wire is_copy = s_cmd_mode == MODE_COPY;
 wire use_sl = (is_copy || s_cmd_mode == MODE_RD_STREAM) && s_any;
 wire use_dl = (is_copy || s_cmd_mode == MODE_WR_STREAM) && d_any;
@@ -190,8 +195,8 @@ wire cmd_fire = s_cmd_valid && s_cmd_ready;
 wire mv_cmd_valid = idle ? s_cmd_valid && !list_cmd : state == ST_ISSUE;
 wire mv_cmd_fire = mv_cmd_valid && mv_cmd_ready;
 
-assign m_done_valid = done_q || (idle && mv_done_valid);
-assign m_done_error = done_q ? err : mv_done_error;
+assign m_done_valid = list_done || (idle && mv_done_valid);
+assign m_done_error = list_done ? err : mv_done_error;
 
 // ---- list cursors and the next piece ---------------------------------------------------------
 wire [63:0] s_ent = s_list[s_idx[1:0]*64 +: 64];
@@ -218,28 +223,28 @@ wire [B-1:0] trk_keep = lo_mask & (trk_last ? end_mask : ALL);
 wire [DATA_WIDTH-1:0] mv_rd_tdata;
 wire [B-1:0] mv_rd_tkeep;
 wire mv_rd_tvalid, mv_rd_tlast, mv_rd_tready;
-wire zfill = state == ST_ZFILL;
+wire zfill = LISTS && state == ST_ZFILL;
 wire [DATA_WIDTH-1:0] rs_data = zfill ? {DATA_WIDTH{1'b0}} : mv_rd_tdata;
 wire [B-1:0] rs_keep = zfill ? trk_keep : mv_rd_tkeep;
 wire rs_valid = zfill || mv_rd_tvalid;
 wire rs_last = zfill ? trk_last : mv_rd_tlast;
 // a piece's last beat that stops short of the top lane waits for the next piece's bytes
-wire absorb = rd_list && rs_last && !p_final && !rs_keep[B-1];
+wire absorb = LISTS && rd_list && rs_last && !p_final && !rs_keep[B-1];
 wire rs_ready = absorb || m_axis_rd_tready;
 wire rs_fire = rs_valid && rs_ready;
-assign m_axis_rd_tdata = rs_data | hold_data;
-assign m_axis_rd_tkeep = rs_keep | hold_keep;
+assign m_axis_rd_tdata = LISTS ? rs_data | hold_data : rs_data;
+assign m_axis_rd_tkeep = LISTS ? rs_keep | hold_keep : rs_keep;
 assign m_axis_rd_tvalid = rs_valid && !absorb;
-assign m_axis_rd_tlast = rs_last && p_final;
+assign m_axis_rd_tlast = rs_last && (!LISTS || p_final);
 assign mv_rd_tready = rs_ready && !zfill;
 
 // ---- WRITE_STREAM: the input shown to each piece ---------------------------------------------
 wire mv_wr_tready;
-wire split = wr_list && trk_last && !p_final;   // the piece's last beat, more pieces follow
-wire shared = split && !end_mask[B-1];          // ... and the next piece starts in it
-wire [B-1:0] wr_mask = !wr_list ? ALL : lo_mask & (split ? end_mask : ALL);
+wire split = LISTS && wr_list && trk_last && !p_final;  // the piece's last beat, more follow
+wire shared = split && !end_mask[B-1];                  // ... and the next piece starts in it
+wire [B-1:0] wr_mask = !(LISTS && wr_list) ? ALL : lo_mask & (split ? end_mask : ALL);
 wire mv_wr_fire = s_axis_wr_tvalid && mv_wr_tready;
-assign s_axis_wr_tready = state == ST_WDRAIN || (mv_wr_tready && !shared);
+assign s_axis_wr_tready = (LISTS && state == ST_WDRAIN) || (mv_wr_tready && !shared);
 wire in_fire = s_axis_wr_tvalid && s_axis_wr_tready;
 
 wire trk_step = (wr_list && mv_wr_fire) || (zfill && rs_fire);
