@@ -143,6 +143,24 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, sr
 localparam DMA_CLIENTS = 4 + 2*NUM_PORTS + BYPASS_MOVERS;
 localparam DMA_BYPASS = 3 + 2*NUM_PORTS;
 localparam DMA_WQE = 3 + 2*NUM_PORTS + BYPASS_MOVERS;
+// dma_mover's MODES: a bit per mode (rdma_defs.vh's DMA_*)
+localparam [7:0] M_COPY = 8'h01, M_STORE = 8'h02, M_LOAD = 8'h04, M_READ_STREAM = 8'h08,
+                 M_WRITE_STREAM = 8'h10, M_ATOMIC = 8'h20;
+// dma_engine's MODES, client by client (the clients' order is the DMA engine's, below)
+function [32*8-1:0] dma_modes(input unused);
+    integer k;
+    begin
+        dma_modes = {32{8'h00}};
+        dma_modes[0 +: 8] = M_STORE;
+        dma_modes[8 +: 8] = M_STORE | M_LOAD;
+        dma_modes[16 +: 8] = M_WRITE_STREAM | M_ATOMIC | M_STORE;
+        for (k = 0; k < 2*NUM_PORTS; k = k + 1)
+            dma_modes[(3+k)*8 +: 8] = M_READ_STREAM;
+        for (k = 0; k < BYPASS_MOVERS; k = k + 1)
+            dma_modes[(DMA_BYPASS+k)*8 +: 8] = M_COPY | M_ATOMIC | M_STORE;
+        dma_modes[DMA_WQE*8 +: 8] = M_READ_STREAM;
+    end
+endfunction
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
@@ -395,7 +413,11 @@ req_arb #(.CLIENTS(2), .REQ_WIDTH(CQE_REQ_WIDTH), .RSP_WIDTH(1)) cqe_arb (
 // (3 + 2 NUM_PORTS + k), the requester's WQE read-ahead (3 + 2 NUM_PORTS + BYPASS_MOVERS); the
 // ports', the bypass's and the read-ahead's movers have the deep read buffers (their moves
 // are long and must hide the host's read latency); the receive engine's, the ports' and the
-// bypass's commands follow SGE lists, the others' never do (no list splitter for them)
+// bypass's commands follow SGE lists, the others' never do (no list splitter for them). Each
+// mover is built for its client's modes: the CQE writer STOREs; the responder STOREs (a GRH)
+// and LOADs (receive WQEs); the receive engine streams payload to memory, runs ATOMICs and
+// STOREs their original values; the ports and the read-ahead READ_STREAM; the bypass COPYs,
+// runs ATOMICs and STOREs their original values.
 wire [DMA_CLIENTS-1:0]      dma_c_valid, dma_c_ready, dma_c_done;
 wire [DMA_REQ_WIDTH-1:0]    dma_c_req [0:DMA_CLIENTS-1];
 reg  [DMA_CLIENTS*DMA_REQ_WIDTH-1:0] dma_c_data;
@@ -426,7 +448,8 @@ dma_engine #(
     .CLIENTS(DMA_CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .DEEP(((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3),
-    .LISTS((((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS)) - 32'd1) << 3) | 32'd4)
+    .LISTS((((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS)) - 32'd1) << 3) | 32'd4),
+    .MODES(dma_modes(1'b0))
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),

@@ -581,6 +581,55 @@ async def test_list_error_responses(dut):
     assert await tb.list_write_stream(*tb.random_range(dst_list), dst_list) == 0
 
 
+@cocotb.test()
+async def test_modes_taken_and_refused(dut):
+    """A mover built for some modes (MODES, as the device builds each client's) moves every
+    mode it takes, lists too where the mode has them, and ends every other mode at once in
+    error with no bus or stream traffic and no byte written."""
+    tb = TB(dut, "modes_taken_and_refused")
+    await tb.reset()
+    modes = simrun.build_parameters().get("MODES", 0x3F)
+    rng = tb.rng
+    page = lambda: rng.randrange(1, (DST_BASE // 4096) - 2) * 4096 + rng.randrange(0, 64)
+    for mode in range(8):
+        if modes >> mode & 1:
+            for length in (1, 13, 64):   # STORE and LOAD take at most 64 bytes
+                if mode == MODE_COPY:
+                    await tb.copy(page(), DST_BASE + page(), length * 7)
+                    src_list, dst_list = tb.random_list(False), tb.random_list(True)
+                    await tb.list_copy(*tb.random_range(src_list), tb.random_range(dst_list)[0],
+                                       src_list, dst_list)
+                elif mode == MODE_STORE:
+                    await tb.store(DST_BASE + page(), length)
+                elif mode == MODE_LOAD:
+                    await tb.load(page(), length)
+                elif mode == MODE_RD_STREAM:
+                    await tb.read_stream(page(), length * 5)
+                    src_list = tb.random_list(False)
+                    await tb.list_read_stream(*tb.random_range(src_list), src_list)
+                elif mode == MODE_WR_STREAM:
+                    await tb.write_stream(DST_BASE + page(), length * 5)
+                    dst_list = tb.random_list(True)
+                    assert await tb.list_write_stream(*tb.random_range(dst_list), dst_list) == 0
+                elif mode == MODE_ATOMIC:
+                    await tb.atomic(DST_BASE + page(), rng.getrandbits(64))
+                    await tb.atomic(DST_BASE + page(), rng.getrandbits(64), rng.getrandbits(64))
+            continue
+        before = dict(tb.counts)
+        src, dst = page(), DST_BASE + page()
+        # with lists too: a refused mode is refused before any list is looked at
+        error, data, cycles = await tb.command(
+            mode, src, dst, 64, list_data(tb.random_list(False), tb.random_list(True)))
+        assert error == 1 and cycles <= 2, \
+            f"mode {mode} not in MODES {modes:#x}: error={error} cycles={cycles}"
+        assert data == bytes(64), f"mode {mode}: done data {data.hex()} from a refused command"
+        for _ in range(10):
+            await RisingEdge(dut.clk)
+        assert tb.counts == before, f"mode {mode}: bus traffic for a refused command"
+        assert tb.rd_sink.empty(), f"mode {mode}: stream traffic for a refused command"
+        tb.check_all(f"after refused mode {mode}")
+
+
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the unit tests at each supported data width.
 
@@ -592,4 +641,26 @@ def test_dma_mover(w):
         parameters={"DATA_WIDTH": w, **PARAMETERS},
         name=f"dma_mover_w{w}",
         rtl=RTL_FILES,
+    )
+
+
+# The movers rdma_dev builds, by the modes their clients use (rdma_dev.v's dma_modes)
+CLIENT_MODES = {
+    "cqe_writer": 1 << MODE_STORE,
+    "responder": 1 << MODE_STORE | 1 << MODE_LOAD,
+    "rx_engine": 1 << MODE_WR_STREAM | 1 << MODE_ATOMIC | 1 << MODE_STORE,
+    "port_or_wqe_read_ahead": 1 << MODE_RD_STREAM,
+    "bypass": 1 << MODE_COPY | 1 << MODE_ATOMIC | 1 << MODE_STORE,
+}
+
+
+@pytest.mark.parametrize("client", sorted(CLIENT_MODES))
+def test_dma_mover_client_modes(client):
+    simrun.run(
+        toplevel="tb_dma_mover",
+        test_module="test_dma_mover",
+        parameters={"DATA_WIDTH": 64, **PARAMETERS, "MODES": CLIENT_MODES[client]},
+        name=f"dma_mover_{client}",
+        rtl=RTL_FILES,
+        extra_env={"COCOTB_TEST_FILTER": r"^test_dma_mover\.test_modes_taken_and_refused$"},
     )

@@ -21,7 +21,10 @@
 //   bytes is granted. Reads are never held back: another mover's read of the 8 bytes sees the value
 //   before or after the operation, and a write burst already granted may need a read to
 //   complete (its data), so holding reads could stop the owner's own write behind it.
-// An R or B beat whose ID names no mover is taken and dropped.
+// An R or B beat whose ID names no mover (or one that never reads, or writes) is taken and
+// dropped.
+// READERS, WRITERS and LOCKERS say which movers ever read, write or run an atomic (dma_engine
+// knows from their modes): the others' inputs of that kind are not looked at.
 `ifndef RDMA_DMA_AXI_MUX_V
 `define RDMA_DMA_AXI_MUX_V
 `default_nettype none
@@ -31,7 +34,10 @@ module dma_axi_mux #(
     parameter DATA_WIDTH = 256,    // AXI data width in bits
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter ID_WIDTH = 4,        // AXI ID width of the shared master (2^ID_WIDTH >= N)
-    parameter W_ORDER_LOG = 4      // at most 2^W_ORDER_LOG AWs taken whose W burst is not done
+    parameter W_ORDER_LOG = 4,     // at most 2^W_ORDER_LOG AWs taken whose W burst is not done
+    parameter [31:0] READERS = 32'hFFFFFFFF,  // movers that may present ARs, a bit each
+    parameter [31:0] WRITERS = 32'hFFFFFFFF,  // movers that may present AWs
+    parameter [31:0] LOCKERS = 32'hFFFFFFFF   // movers that may raise s_lock
 ) (
     input  wire                       clk,
     input  wire                       rst,
@@ -93,6 +99,36 @@ module dma_axi_mux #(
 localparam SW = N > 1 ? $clog2(N) : 1;          // mover index width
 localparam OUTW = 12;                           // writes in flight counter
 localparam [SW:0] NN = N[SW:0];
+localparam [N-1:0] RD_ON = READERS[N-1:0];
+localparam [N-1:0] WR_ON = WRITERS[N-1:0];
+localparam [N-1:0] LK_ON = LOCKERS[N-1:0];
+
+// the inputs of movers that never use them are constants here (a block per channel: a
+// block runs whole whenever any of its inputs changes)
+reg [N*ADDR_WIDTH-1:0] araddr, awaddr, lockaddr;
+reg [N*8-1:0]          arlen, awlen;
+reg [N*3-1:0]          arsize, awsize;
+integer m;
+always @* begin
+    for (m = 0; m < N; m = m + 1) begin
+        araddr[m*ADDR_WIDTH +: ADDR_WIDTH] = RD_ON[m] ? s_axi_araddr[m*ADDR_WIDTH +: ADDR_WIDTH] : {ADDR_WIDTH{1'b0}};
+        arlen[m*8 +: 8]                    = RD_ON[m] ? s_axi_arlen[m*8 +: 8] : 8'd0;
+        arsize[m*3 +: 3]                   = RD_ON[m] ? s_axi_arsize[m*3 +: 3] : 3'd0;
+    end
+end
+integer n;
+always @* begin
+    for (n = 0; n < N; n = n + 1) begin
+        awaddr[n*ADDR_WIDTH +: ADDR_WIDTH] = WR_ON[n] ? s_axi_awaddr[n*ADDR_WIDTH +: ADDR_WIDTH] : {ADDR_WIDTH{1'b0}};
+        awlen[n*8 +: 8]                    = WR_ON[n] ? s_axi_awlen[n*8 +: 8] : 8'd0;
+        awsize[n*3 +: 3]                   = WR_ON[n] ? s_axi_awsize[n*3 +: 3] : 3'd0;
+    end
+end
+integer q;
+always @*
+    for (q = 0; q < N; q = q + 1)
+        lockaddr[q*ADDR_WIDTH +: ADDR_WIDTH] = LK_ON[q] ? s_lock_addr[q*ADDR_WIDTH +: ADDR_WIDTH] : {ADDR_WIDTH{1'b0}};
+wire [N-1:0] lock_req = s_lock & LK_ON;
 
 // ---- round robin: the first of `req` after `last`, cyclically ------------------------------
 function [SW-1:0] rr_pick(input [N-1:0] req, input [SW-1:0] last);
@@ -131,7 +167,7 @@ reg            lk_busy;     // a mover owns the lock
 reg [SW-1:0]   lk_owner;
 reg            lk_read;     // the owner's read has gone out: only its 8 bytes stay closed
 reg [OUTW-1:0] wr_out;      // AWs taken whose B has not come back
-wire [ADDR_WIDTH-1:0] lk_addr = s_lock_addr[lk_owner*ADDR_WIDTH +: ADDR_WIDTH];
+wire [ADDR_WIDTH-1:0] lk_addr = lockaddr[lk_owner*ADDR_WIDTH +: ADDR_WIDTH];
 wire drained = wr_out == {OUTW{1'b0}} && !m_axi_awvalid;
 
 // which movers' presented bursts may be granted
@@ -142,13 +178,13 @@ always @* begin
         if (lk_busy && lk_owner == i[SW-1:0]) begin
             ar_ok[i] = lk_read || drained;
             aw_ok[i] = 1'b1;
-        end else if (s_lock[i]) begin
+        end else if (lock_req[i]) begin
             ar_ok[i] = 1'b0;        // an atomic waiting for the lock
             aw_ok[i] = 1'b0;
         end else if (lk_busy) begin
             ar_ok[i] = 1'b1;
-            aw_ok[i] = lk_read && !touches(s_axi_awaddr[i*ADDR_WIDTH +: ADDR_WIDTH],
-                                           s_axi_awlen[i*8 +: 8], s_axi_awsize[i*3 +: 3], lk_addr);
+            aw_ok[i] = WR_ON[i] && lk_read && !touches(awaddr[i*ADDR_WIDTH +: ADDR_WIDTH],
+                                                       awlen[i*8 +: 8], awsize[i*3 +: 3], lk_addr);
         end else begin
             ar_ok[i] = 1'b1;
             aw_ok[i] = 1'b1;
@@ -159,20 +195,20 @@ end
 // ---- AR ------------------------------------------------------------------------------------
 reg          ar_hold;       // a burst is presented and not yet taken: keep it
 reg [SW-1:0] ar_sel, ar_last;
-wire [N-1:0]  ar_req = s_axi_arvalid & ar_ok;
+wire [N-1:0]  ar_req = s_axi_arvalid & ar_ok & RD_ON;
 wire [SW-1:0] ar_now = ar_hold ? ar_sel : rr_pick(ar_req, ar_last);
 assign m_axi_arvalid = ar_hold || |ar_req;
 assign m_axi_arid    = {{(ID_WIDTH-SW){1'b0}}, ar_now};
-assign m_axi_araddr  = s_axi_araddr[ar_now*ADDR_WIDTH +: ADDR_WIDTH];
-assign m_axi_arlen   = s_axi_arlen[ar_now*8 +: 8];
-assign m_axi_arsize  = s_axi_arsize[ar_now*3 +: 3];
+assign m_axi_araddr  = araddr[ar_now*ADDR_WIDTH +: ADDR_WIDTH];
+assign m_axi_arlen   = arlen[ar_now*8 +: 8];
+assign m_axi_arsize  = arsize[ar_now*3 +: 3];
 assign s_axi_arready = (m_axi_arvalid && m_axi_arready) ? {{(N-1){1'b0}}, 1'b1} << ar_now
                                                        : {N{1'b0}};
 wire ar_fire = m_axi_arvalid && m_axi_arready;
 
 // ---- R -------------------------------------------------------------------------------------
-wire r_known = {{(32-ID_WIDTH){1'b0}}, m_axi_rid} < N;
 wire [SW-1:0] r_to = m_axi_rid[SW-1:0];
+wire r_known = {{(32-ID_WIDTH){1'b0}}, m_axi_rid} < N && RD_ON[r_to];
 assign s_axi_rdata  = m_axi_rdata;
 assign s_axi_rresp  = m_axi_rresp;
 assign s_axi_rlast  = m_axi_rlast;
@@ -187,14 +223,14 @@ reg [W_ORDER_LOG:0] wo_wr, wo_rd;
 wire [W_ORDER_LOG:0] wo_count = wo_wr - wo_rd;
 wire wo_full  = wo_count[W_ORDER_LOG];
 wire wo_empty = wo_wr == wo_rd;
-wire [N-1:0]  aw_req = s_axi_awvalid & aw_ok;
+wire [N-1:0]  aw_req = s_axi_awvalid & aw_ok & WR_ON;
 wire [SW-1:0] aw_now = aw_hold ? aw_sel : rr_pick(aw_req, aw_last);
 // a full order FIFO takes no AW
 assign m_axi_awvalid = aw_hold || (|aw_req && !wo_full);
 assign m_axi_awid    = {{(ID_WIDTH-SW){1'b0}}, aw_now};
-assign m_axi_awaddr  = s_axi_awaddr[aw_now*ADDR_WIDTH +: ADDR_WIDTH];
-assign m_axi_awlen   = s_axi_awlen[aw_now*8 +: 8];
-assign m_axi_awsize  = s_axi_awsize[aw_now*3 +: 3];
+assign m_axi_awaddr  = awaddr[aw_now*ADDR_WIDTH +: ADDR_WIDTH];
+assign m_axi_awlen   = awlen[aw_now*8 +: 8];
+assign m_axi_awsize  = awsize[aw_now*3 +: 3];
 assign s_axi_awready = (m_axi_awvalid && m_axi_awready) ? {{(N-1){1'b0}}, 1'b1} << aw_now
                                                        : {N{1'b0}};
 wire aw_fire = m_axi_awvalid && m_axi_awready;
@@ -207,8 +243,8 @@ assign s_axi_wready = (!wo_empty && m_axi_wready) ? {{(N-1){1'b0}}, 1'b1} << w_f
 wire w_end = m_axi_wvalid && m_axi_wready && m_axi_wlast;
 
 // ---- B -------------------------------------------------------------------------------------
-wire b_known = {{(32-ID_WIDTH){1'b0}}, m_axi_bid} < N;
 wire [SW-1:0] b_to = m_axi_bid[SW-1:0];
+wire b_known = {{(32-ID_WIDTH){1'b0}}, m_axi_bid} < N && WR_ON[b_to];
 assign s_axi_bresp  = m_axi_bresp;
 assign s_axi_bvalid = (m_axi_bvalid && b_known) ? {{(N-1){1'b0}}, 1'b1} << b_to : {N{1'b0}};
 assign m_axi_bready = !b_known || s_axi_bready[b_to];
@@ -238,12 +274,12 @@ always @(posedge clk) begin
 
     // the lock: taken by the next mover asking, released when its owner lets go
     if (!lk_busy) begin
-        if (|s_lock) begin
+        if (|lock_req) begin
             lk_busy  <= 1'b1;
-            lk_owner <= rr_pick(s_lock, lk_owner);
+            lk_owner <= rr_pick(lock_req, lk_owner);
             lk_read  <= 1'b0;
         end
-    end else if (!s_lock[lk_owner]) begin
+    end else if (!lock_req[lk_owner]) begin
         lk_busy <= 1'b0;
     end else if (ar_fire && ar_now == lk_owner) begin
         lk_read <= 1'b1;

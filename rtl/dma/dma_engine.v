@@ -7,8 +7,11 @@
 // robin, so no client can starve another; its lock keeps an ATOMIC's read-modify-write alone
 // on its 8 bytes.
 //
-// A client's command and answers are dma_mover's (the mode, addresses, length and data of its
-// s_cmd_data bundle); its read stream (READ_STREAM) and write stream (WRITE_STREAM) are its own.
+// A client's mover is built for the modes the client uses (MODES): a client that only reads
+// has no write side, one that only stores no read side, and so on; another mode ends in
+// error. A client's command and answers are dma_mover's (the mode, addresses, length and data
+// of its s_cmd_data bundle); its read stream (READ_STREAM) and write stream (WRITE_STREAM) are
+// its own.
 `ifndef RDMA_DMA_ENGINE_V
 `define RDMA_DMA_ENGINE_V
 `default_nettype none
@@ -21,7 +24,8 @@ module dma_engine #(
     parameter [31:0] DEEP = 32'h0,   // clients (a bit each) whose movers get the deep read buffer
     parameter DEEP_LOG = 9,          // the deep read buffer: 2^DEEP_LOG beats (hides read latency)
     parameter SHALLOW_LOG = 4,       // every other client's: 2^SHALLOW_LOG beats (>= 64 bytes)
-    parameter [31:0] LISTS = 32'hFFFFFFFF  // clients (a bit each) whose commands may carry lists: the others get no splitter
+    parameter [31:0] LISTS = 32'hFFFFFFFF, // clients (a bit each) whose commands may carry lists: the others get no splitter
+    parameter [32*8-1:0] MODES = {32{8'h3F}} // client c's modes in bits [c*8 +: 8] (dma_mover's MODES): a mover has only what they need
 ) (
     input  wire                              clk,
     input  wire                              rst,
@@ -85,6 +89,20 @@ module dma_engine #(
 );
 
 localparam REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
+
+// which clients ever read, write or lock host memory, by their modes (dma_mover's rule)
+function [31:0] uses(input [5:0] any);
+    integer k;
+    begin
+        uses = 32'd0;
+        for (k = 0; k < CLIENTS; k = k + 1)
+            uses[k] = |(MODES[k*8 +: 6] & any);
+    end
+endfunction
+// COPY, LOAD, READ_STREAM, ATOMIC read; COPY, STORE, WRITE_STREAM, ATOMIC write
+localparam [31:0] READERS = uses(6'b101101);
+localparam [31:0] WRITERS = uses(6'b110011);
+localparam [31:0] LOCKERS = uses(6'b100000);
 localparam K = DATA_WIDTH / 8;
 
 // Every burst is INCR, full width, normal non-cacheable bufferable, unprivileged, not exclusive.
@@ -174,7 +192,8 @@ generate
         wire [2:0] awprot_unused, arprot_unused;
         dma_sgl #(
             .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH),
-            .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG), .LISTS(LISTS[c])
+            .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG), .LISTS(LISTS[c]),
+            .MODES(MODES[c*8 +: 8])
         ) mover (
             .clk(clk), .rst(rst),
             .s_cmd_valid(s_cmd_valid[c]), .s_cmd_ready(s_cmd_ready[c]),
@@ -213,7 +232,8 @@ generate
 endgenerate
 
 dma_axi_mux #(
-    .N(CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(AXI_ID_WIDTH)
+    .N(CLIENTS), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(AXI_ID_WIDTH),
+    .READERS(READERS), .WRITERS(WRITERS), .LOCKERS(LOCKERS)
 ) mux (
     .clk(clk), .rst(rst),
     .s_axi_araddr(araddr), .s_axi_arlen(arlen), .s_axi_arsize(arsize),

@@ -22,7 +22,11 @@
 //                          its done with the 8 bytes' address on m_lock_addr: the engines'
 //                          AXI mux (dma_axi_mux) lets no other access to them come between the
 //                          read and the write
-//   modes 6-7 are not commands: they complete at once with m_done_error set
+//   modes 6-7 are not commands: they complete at once with m_done_error set, and so does a
+//   mode outside MODES. A mover is built for the modes its client uses (MODES): the AR side
+//   only with a mode that reads host memory, the AW/W/B side only with one that writes it,
+//   the STORE block and the LOAD result only as wide as its modes need (an ATOMIC's 8 bytes),
+//   the streams only with their modes.
 // A STORE or LOAD longer than 64 bytes is outside the contract; it still completes (STORE
 // repeats the data block, LOAD wraps around m_done_data) rather than hanging. A WRITE_STREAM
 // whose stream does not have that layout (tlast early or late, a tkeep other than the
@@ -47,7 +51,8 @@ module dma_mover #(
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // command length width in bytes
-    parameter RD_BUF_LOG = 4       // read buffer of 2^RD_BUF_LOG beats: the most read beats in flight
+    parameter RD_BUF_LOG = 4,      // read buffer of 2^RD_BUF_LOG beats: the most read beats in flight
+    parameter [7:0] MODES = 8'h3F  // the modes taken, a bit each (bit m: mode m); the others end in error
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -141,6 +146,20 @@ localparam [2:0] MODE_RD_STREAM = 3'd3; // host -> m_axis_rd
 localparam [2:0] MODE_WR_STREAM = 3'd4; // s_axis_wr -> host (COPY is mode 0)
 localparam [2:0] MODE_ATOMIC = 3'd5;    // a LOAD, then a STORE of the new value (above 5 is no command)
 
+// What the modes taken need: an ATOMIC runs as a LOAD and then a STORE of its 8 bytes
+localparam [5:0] TAKEN = MODES[5:0];
+localparam HAS_COPY = TAKEN[DMA_COPY];
+localparam HAS_STORE = TAKEN[MODE_STORE] || TAKEN[MODE_ATOMIC];
+localparam HAS_LOAD = TAKEN[MODE_LOAD] || TAKEN[MODE_ATOMIC];
+localparam HAS_RD_STREAM = TAKEN[MODE_RD_STREAM];
+localparam HAS_WR_STREAM = TAKEN[MODE_WR_STREAM];
+localparam HAS_ATOMIC = TAKEN[MODE_ATOMIC];
+localparam AXI_READS = HAS_COPY || HAS_LOAD || HAS_RD_STREAM;
+localparam AXI_WRITES = HAS_COPY || HAS_STORE || HAS_WR_STREAM;
+// the bits of the STORE block and of the LOAD result that are ever used (an ATOMIC's: 64)
+localparam [511:0] STORE_BITS = TAKEN[MODE_STORE] ? {512{1'b1}} : HAS_ATOMIC ? {{448{1'b0}}, {64{1'b1}}} : 512'd0;
+localparam [511:0] LOAD_BITS = TAKEN[MODE_LOAD] ? {512{1'b1}} : HAS_ATOMIC ? {{448{1'b0}}, {64{1'b1}}} : 512'd0;
+
 localparam [1:0] ST_IDLE = 2'd0;   // waiting for a command
 localparam [1:0] ST_SETUP = 2'd1;  // an ATOMIC's write latched: start the engines on it
 localparam [1:0] ST_RUN = 2'd2;    // engines running until the last beat and B are done
@@ -160,8 +179,8 @@ assign s_cmd_ready = cmd_ready;
 assign m_lock_addr = cmd_dst;
 
 wire cmd_fire = s_cmd_valid && cmd_ready;
-wire bad_mode = s_cmd_mode > MODE_ATOMIC;
-wire is_atomic_cmd = s_cmd_mode == MODE_ATOMIC;
+wire bad_mode = !TAKEN[s_cmd_mode] || s_cmd_mode > MODE_ATOMIC;
+wire is_atomic_cmd = HAS_ATOMIC && s_cmd_mode == MODE_ATOMIC;
 // a command with bytes to move starts the engines in the cycle it is taken (an ATOMIC's write
 // one cycle after its read, from ST_SETUP)
 wire take = cmd_fire && s_cmd_len != {LEN_WIDTH{1'b0}} && !bad_mode;
@@ -178,10 +197,11 @@ wire [LEN_WIDTH-1:0]  c_len  = take ? s_cmd_len : cmd_len;
 // offset 0). The stream modes take their lane offset from the low bits of the stream's side:
 // to the realigner and the strobes it is just an address offset (the upper bits are dropped;
 // no AR for WRITE_STREAM, no AW for READ_STREAM).
-wire is_store = c_mode == MODE_STORE;
-wire is_load = c_mode == MODE_LOAD;
-wire is_rd_stream = c_mode == MODE_RD_STREAM;
-wire is_wr_stream = c_mode == MODE_WR_STREAM;
+wire is_store = HAS_STORE && c_mode == MODE_STORE;
+wire is_load = HAS_LOAD && c_mode == MODE_LOAD;
+wire is_rd_stream = HAS_RD_STREAM && c_mode == MODE_RD_STREAM;
+wire is_wr_stream = HAS_WR_STREAM && c_mode == MODE_WR_STREAM;
+wire is_copy = HAS_COPY && c_mode == DMA_COPY;
 wire dst_local = is_load || is_rd_stream;   // destination is m_done_data or the read stream
 wire [BL-1:0] src_off = is_store ? {BL{1'b0}} : c_src[BL-1:0];
 wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : c_dst[BL-1:0];
@@ -218,7 +238,10 @@ dma_rd_engine #(
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .LEN_WIDTH(LEN_WIDTH),
-    .RD_BUF_LOG(RD_BUF_LOG)
+    .RD_BUF_LOG(RD_BUF_LOG),
+    .AXI_SRC(AXI_READS),
+    .STORE_SRC(HAS_STORE),
+    .STREAM_SRC(HAS_WR_STREAM)
 ) u_rd (
     .clk(clk),
     .rst(rst),
@@ -286,14 +309,17 @@ dma_wr_engine #(
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .LEN_WIDTH(LEN_WIDTH),
     .HELD_WIDTH(RD_BUF_LOG + 1),
-    .WAIT_WHOLE(WAIT_WHOLE)
+    .WAIT_WHOLE(WAIT_WHOLE),
+    .AXI_DST(AXI_WRITES),
+    .LOAD_DST(HAS_LOAD),
+    .STREAM_DST(HAS_RD_STREAM)
 ) u_wr (
     .clk(clk),
     .rst(rst),
     .start(start),
     .cfg_load(dst_local),
     .cfg_stream(is_rd_stream),
-    .cfg_wait(c_mode == DMA_COPY),
+    .cfg_wait(is_copy),
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),
     .cfg_last_off(last_off),
@@ -351,10 +377,10 @@ always @(posedge clk) begin
                     cmd_mode    <= is_atomic_cmd ? MODE_LOAD : s_cmd_mode;
                     cmd_src     <= is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr;
                     atomic      <= is_atomic_cmd;
-                    atom_op     <= s_cmd_data[128:0];
+                    atom_op     <= HAS_ATOMIC ? s_cmd_data[128:0] : 129'd0;
                     cmd_dst     <= s_cmd_dst_addr;
                     cmd_len     <= s_cmd_len;
-                    cmd_data    <= s_cmd_data;
+                    cmd_data    <= s_cmd_data & STORE_BITS;
                     m_done_data <= 512'd0;
                     if (s_cmd_len == {LEN_WIDTH{1'b0}} || bad_mode) begin
                         // nothing to move (or no such mode): finish now, ready stays up
@@ -401,7 +427,7 @@ always @(posedge clk) begin
         if (ld_valid) begin
             for (p = 0; p < NPOS; p = p + 1)
                 if (ld_idx == p[LIW-1:0])
-                    m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data;
+                    m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data & LOAD_BITS[p*DATA_WIDTH +: DATA_WIDTH];
         end
     end
 

@@ -17,6 +17,9 @@
 // Several engines share one R channel (dma_axi_mux), so that is what keeps one engine's consumer
 // from stopping another's reads. The buffer is also what hides the host's read latency: up to
 // 2^RD_BUF_LOG beats are in flight, in bursts no longer than the buffer.
+//
+// A source the mover's modes never use is not built (AXI_SRC, STORE_SRC, STREAM_SRC): its
+// ready is low and its outputs are zero.
 `ifndef RDMA_DMA_RD_ENGINE_V
 `define RDMA_DMA_RD_ENGINE_V
 `default_nettype none
@@ -27,7 +30,10 @@ module dma_rd_engine #(
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // beat count width
     parameter MAX_RD_BURSTS = 8,   // read bursts in flight at most (ARs accepted, RLAST not yet seen)
-    parameter RD_BUF_LOG = 4       // read buffer of 2^RD_BUF_LOG beats (at least 64 bytes of them)
+    parameter RD_BUF_LOG = 4,      // read buffer of 2^RD_BUF_LOG beats (at least 64 bytes of them)
+    parameter AXI_SRC = 1,         // 1: commands may read host memory (AR, R)
+    parameter STORE_SRC = 1,       // 1: commands may take store_data
+    parameter STREAM_SRC = 1       // 1: commands may take the s_axis write stream
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -86,8 +92,8 @@ localparam OW = $clog2(MAX_RD_BURSTS) + 1;    // outstanding-burst counter width
 localparam [OW-1:0] OUT_LIMIT = MAX_RD_BURSTS - 1;
 localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
 
-reg                  store;
-reg                  stream;
+reg                  store_q;
+reg                  stream_q;
 reg                  ended;      // stream: tlast came early, the remaining beats are zeros
 reg                  drain;      // stream: all beats taken but no tlast yet, dropping until it
 reg                  first;      // stream: the next beat is the first
@@ -97,6 +103,10 @@ reg [LEN_WIDTH-1:0]  left;       // source beats still to enter the buffer
 reg [OW-1:0]         out_bursts; // accepted ARs whose RLAST has not arrived
 reg [CW-1:0]         coming;     // beats of the ARs presented whose R beats have not arrived
 
+// the source of the running command: a constant when the modes leave only one
+wire store = STORE_SRC && (store_q || !(AXI_SRC || STREAM_SRC));
+wire stream = STREAM_SRC && (stream_q || !(AXI_SRC || STORE_SRC));
+wire r_valid = AXI_SRC && m_axi_rvalid;
 wire run = left != {LEN_WIDTH{1'b0}};
 wire last = left == {{(LEN_WIDTH-1){1'b0}}, 1'b1};
 
@@ -110,16 +120,16 @@ wire [CW-1:0] asked = coming + {{(CW-RD_BUF_LOG-1){1'b0}}, buf_count} + {{(CW-9)
 wire room = asked <= BUF_BEATS;
 wire [DATA_WIDTH-1:0] store_beat;
 wire from_axis = stream && !ended;   // the next beat comes from the write stream
-wire src_valid = run && (store || (stream ? (ended || s_axis_tvalid) : m_axi_rvalid));
+wire src_valid = run && (store || (stream ? (ended || s_axis_tvalid) : r_valid));
 wire src_fire = src_valid && buf_ready;
 wire ar_fire = m_axi_arvalid && m_axi_arready;
-wire r_fire = m_axi_rvalid && m_axi_rready;
+wire r_fire = r_valid && m_axi_rready;
 wire axis_fire = src_fire && from_axis;
 wire [DATA_WIDTH/8-1:0] want_keep = (first ? first_keep : {(DATA_WIDTH/8){1'b1}})
                                   & (last ? last_keep : {(DATA_WIDTH/8){1'b1}});
 
-assign m_axi_rready = run && !store && !stream && buf_ready;
-assign s_axis_tready = drain || (run && from_axis && buf_ready);
+assign m_axi_rready = AXI_SRC && run && !store && !stream && buf_ready;
+assign s_axis_tready = STREAM_SRC && (drain || (run && from_axis && buf_ready));
 assign idle = !run && !ar_busy && out_bursts == {OW{1'b0}} && !drain;
 assign held = buf_count;
 assign all_in = !run;
@@ -132,7 +142,7 @@ always @* begin
     else if (stream)
         src_data = ended ? {DATA_WIDTH{1'b0}} : s_axis_tdata;
     else
-        src_data = m_axi_rdata;
+        src_data = AXI_SRC ? m_axi_rdata : {DATA_WIDTH{1'b0}};
 end
 
 assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
@@ -142,28 +152,38 @@ assign m_axi_arlock = 1'b0;
 assign m_axi_arcache = 4'b0011;    // normal, non-cacheable, bufferable
 assign m_axi_arprot = 3'b000;
 
-dma_axi_burst #(
-    .ADDR_WIDTH(ADDR_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH),
-    .BEAT_LOG(BEAT_LOG),
-    .BOUND_LOG(BOUND_LOG)
-) u_ar (
-    .clk(clk),
-    .rst(rst),
-    .start(start && !cfg_store && !cfg_stream),
-    .start_addr(cfg_addr),
-    .start_beats(cfg_beats),
-    .allow(out_bursts < OUT_LIMIT && room),
-    .ax_addr(m_axi_araddr),
-    .ax_len(m_axi_arlen),
-    .ax_valid(m_axi_arvalid),
-    .ax_ready(m_axi_arready),
-    .busy(ar_busy),
-    .next_beats(ar_next),
-    .load(ar_load)
-);
-
 generate
+    if (AXI_SRC) begin : g_ar
+        dma_axi_burst #(
+            .ADDR_WIDTH(ADDR_WIDTH),
+            .LEN_WIDTH(LEN_WIDTH),
+            .BEAT_LOG(BEAT_LOG),
+            .BOUND_LOG(BOUND_LOG)
+        ) u_ar (
+            .clk(clk),
+            .rst(rst),
+            .start(start && !cfg_store && !cfg_stream),
+            .start_addr(cfg_addr),
+            .start_beats(cfg_beats),
+            .allow(out_bursts < OUT_LIMIT && room),
+            .ax_addr(m_axi_araddr),
+            .ax_len(m_axi_arlen),
+            .ax_valid(m_axi_arvalid),
+            .ax_ready(m_axi_arready),
+            .busy(ar_busy),
+            .next_beats(ar_next),
+            .load(ar_load)
+        );
+    end else begin : g_no_ar
+        assign m_axi_araddr = {ADDR_WIDTH{1'b0}};
+        assign m_axi_arlen = 8'd0;
+        assign m_axi_arvalid = 1'b0;
+        assign ar_busy = 1'b0;
+        assign ar_next = 9'd0;
+        assign ar_load = 1'b0;
+        wire unused_ar = &{1'b0, cfg_addr, room};
+    end
+
     if (NSB == 1) begin : g_store_one
         assign store_beat = store_data;
     end else begin : g_store_many
@@ -200,8 +220,8 @@ wire awake = start || run || drain || ar_busy;
 always @(posedge clk) begin
     if (awake) begin
         if (start) begin
-            store      <= cfg_store;
-            stream     <= cfg_stream;
+            store_q    <= cfg_store;
+            stream_q   <= cfg_stream;
             ended      <= 1'b0;
             first      <= 1'b1;
             first_keep <= {(DATA_WIDTH/8){1'b1}} << cfg_first_off;
@@ -213,14 +233,14 @@ always @(posedge clk) begin
             first <= 1'b0;
         end
 
-        if (axis_fire) begin
+        if (STREAM_SRC && axis_fire) begin
             if (s_axis_tkeep != want_keep || s_axis_tlast != last)
                 rd_error <= 1'b1;
             if (s_axis_tlast && !last)
                 ended <= 1'b1;
             if (last && !s_axis_tlast)
                 drain <= 1'b1;
-        end else if (drain && s_axis_tvalid && s_axis_tlast) begin
+        end else if (STREAM_SRC && drain && s_axis_tvalid && s_axis_tlast) begin
             drain <= 1'b0;
         end
 
@@ -241,7 +261,7 @@ always @(posedge clk) begin
     if (rst) begin
         left       <= {LEN_WIDTH{1'b0}};
         drain      <= 1'b0;
-        stream     <= 1'b0;
+        stream_q   <= 1'b0;
         ended      <= 1'b0;
         out_bursts <= {OW{1'b0}};
         coming     <= {CW{1'b0}};

@@ -35,7 +35,9 @@
 // One m_done pulse per client command, its error the OR of the pieces' and the coverage's.
 // A client that never hands over a list (LISTS 0) gets the mover alone: every command goes to
 // it as it is, each of the splitter's decodes below is a constant, and synthesis builds none of
-// the splitter.
+// the splitter. MODES goes to the mover (the modes the client uses) and also trims the
+// splitter: a source list only with COPY or READ_STREAM, a destination list only with COPY or
+// WRITE_STREAM, the stream merging and tracking only with their stream's mode.
 `ifndef RDMA_DMA_SGL_V
 `define RDMA_DMA_SGL_V
 `default_nettype none
@@ -46,7 +48,8 @@ module dma_sgl #(
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // command length width in bytes
     parameter RD_BUF_LOG = 4,      // the mover's read buffer: 2^RD_BUF_LOG beats
-    parameter [0:0] LISTS = 1'b1   // 1: commands may carry lists; 0: no list is ever looked for
+    parameter [0:0] LISTS = 1'b1,  // 1: commands may carry lists; 0: no list is ever looked for
+    parameter [7:0] MODES = 8'h3F  // the modes taken, a bit each (dma_mover)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -130,6 +133,11 @@ localparam [B-1:0] ALL = {B{1'b1}};
 localparam [2:0] MODE_COPY = 3'd0;
 localparam [2:0] MODE_RD_STREAM = 3'd3;
 localparam [2:0] MODE_WR_STREAM = 3'd4;
+// which lists and which stream handling the modes taken can ever need
+localparam SRC_LISTS = LISTS && (MODES[MODE_COPY] || MODES[MODE_RD_STREAM]);
+localparam DST_LISTS = LISTS && (MODES[MODE_COPY] || MODES[MODE_WR_STREAM]);
+localparam RD_LISTS = LISTS && MODES[MODE_RD_STREAM];
+localparam WR_LISTS = LISTS && MODES[MODE_WR_STREAM];
 
 localparam [2:0] ST_IDLE = 3'd0;    // no list command: the mover is the client's
 localparam [2:0] ST_SEEK = 3'd1;    // step each list cursor past the entries it has used up
@@ -172,11 +180,12 @@ wire [ADDR_WIDTH-1:0] plain_src_a, plain_dst_a;  // a command the mover takes as
 wire [LEN_WIDTH-1:0] p_len_l;
 
 // a list is present when one of its lengths is not zero
-wire s_any = LISTS && |{s_cmd_data[255:224], s_cmd_data[191:160], s_cmd_data[127:96], s_cmd_data[63:32]};
-wire d_any = LISTS && |{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352], s_cmd_data[319:288]};
-wire is_copy = s_cmd_mode == MODE_COPY;
-wire use_sl = (is_copy || s_cmd_mode == MODE_RD_STREAM) && s_any;
-wire use_dl = (is_copy || s_cmd_mode == MODE_WR_STREAM) && d_any;
+wire s_any = SRC_LISTS && |{s_cmd_data[255:224], s_cmd_data[191:160], s_cmd_data[127:96], s_cmd_data[63:32]};
+wire d_any = DST_LISTS && |{s_cmd_data[511:480], s_cmd_data[447:416], s_cmd_data[383:352], s_cmd_data[319:288]};
+// (a mode the mover does not take goes to it as it is, and ends in error there)
+wire is_copy = MODES[MODE_COPY] && s_cmd_mode == MODE_COPY;
+wire use_sl = (is_copy || (MODES[MODE_RD_STREAM] && s_cmd_mode == MODE_RD_STREAM)) && s_any;
+wire use_dl = (is_copy || (MODES[MODE_WR_STREAM] && s_cmd_mode == MODE_WR_STREAM)) && d_any;
 // A list whose one range is its first entry and covers the bytes asked for is that range's
 // address plus the offset: the command goes to the mover as it is (a single-SGE message pays
 // nothing for the lists).
@@ -223,28 +232,28 @@ wire [B-1:0] trk_keep = lo_mask & (trk_last ? end_mask : ALL);
 wire [DATA_WIDTH-1:0] mv_rd_tdata;
 wire [B-1:0] mv_rd_tkeep;
 wire mv_rd_tvalid, mv_rd_tlast, mv_rd_tready;
-wire zfill = LISTS && state == ST_ZFILL;
+wire zfill = RD_LISTS && state == ST_ZFILL;
 wire [DATA_WIDTH-1:0] rs_data = zfill ? {DATA_WIDTH{1'b0}} : mv_rd_tdata;
 wire [B-1:0] rs_keep = zfill ? trk_keep : mv_rd_tkeep;
 wire rs_valid = zfill || mv_rd_tvalid;
 wire rs_last = zfill ? trk_last : mv_rd_tlast;
 // a piece's last beat that stops short of the top lane waits for the next piece's bytes
-wire absorb = LISTS && rd_list && rs_last && !p_final && !rs_keep[B-1];
+wire absorb = RD_LISTS && rd_list && rs_last && !p_final && !rs_keep[B-1];
 wire rs_ready = absorb || m_axis_rd_tready;
 wire rs_fire = rs_valid && rs_ready;
-assign m_axis_rd_tdata = LISTS ? rs_data | hold_data : rs_data;
-assign m_axis_rd_tkeep = LISTS ? rs_keep | hold_keep : rs_keep;
+assign m_axis_rd_tdata = RD_LISTS ? rs_data | hold_data : rs_data;
+assign m_axis_rd_tkeep = RD_LISTS ? rs_keep | hold_keep : rs_keep;
 assign m_axis_rd_tvalid = rs_valid && !absorb;
 assign m_axis_rd_tlast = rs_last && (!LISTS || p_final);
 assign mv_rd_tready = rs_ready && !zfill;
 
 // ---- WRITE_STREAM: the input shown to each piece ---------------------------------------------
 wire mv_wr_tready;
-wire split = LISTS && wr_list && trk_last && !p_final;  // the piece's last beat, more follow
+wire split = WR_LISTS && wr_list && trk_last && !p_final;  // the piece's last beat, more follow
 wire shared = split && !end_mask[B-1];                  // ... and the next piece starts in it
-wire [B-1:0] wr_mask = !(LISTS && wr_list) ? ALL : lo_mask & (split ? end_mask : ALL);
+wire [B-1:0] wr_mask = !(WR_LISTS && wr_list) ? ALL : lo_mask & (split ? end_mask : ALL);
 wire mv_wr_fire = s_axis_wr_tvalid && mv_wr_tready;
-assign s_axis_wr_tready = (LISTS && state == ST_WDRAIN) || (mv_wr_tready && !shared);
+assign s_axis_wr_tready = (WR_LISTS && state == ST_WDRAIN) || (mv_wr_tready && !shared);
 wire in_fire = s_axis_wr_tvalid && s_axis_wr_tready;
 
 wire trk_step = (wr_list && mv_wr_fire) || (zfill && rs_fire);
@@ -304,7 +313,8 @@ dma_mover #(
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .LEN_WIDTH(LEN_WIDTH),
-    .RD_BUF_LOG(RD_BUF_LOG)
+    .RD_BUF_LOG(RD_BUF_LOG),
+    .MODES(MODES)
 ) u_mover (
     .clk(clk),
     .rst(rst),
@@ -402,12 +412,12 @@ always @(posedge clk) begin
             ST_IDLE: begin
                 if (cmd_fire && list_cmd) begin
                     c_mode   <= s_cmd_mode;
-                    rd_list  <= s_cmd_mode == MODE_RD_STREAM;
-                    wr_list  <= s_cmd_mode == MODE_WR_STREAM;
+                    rd_list  <= RD_LISTS && s_cmd_mode == MODE_RD_STREAM;
+                    wr_list  <= WR_LISTS && s_cmd_mode == MODE_WR_STREAM;
                     sl       <= use_sl;
                     dl       <= use_dl;
-                    s_list   <= s_cmd_data[255:0];
-                    d_list   <= s_cmd_data[511:256];
+                    s_list   <= SRC_LISTS ? s_cmd_data[255:0] : 256'd0;
+                    d_list   <= DST_LISTS ? s_cmd_data[511:256] : 256'd0;
                     s_idx    <= 3'd0;
                     d_idx    <= 3'd0;
                     s_off    <= src_w;

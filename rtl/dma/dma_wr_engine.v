@@ -18,6 +18,9 @@
 //
 // WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
 // at the command's last beat, the same rule dma_axi_burst applies to AW.
+//
+// A destination the mover's modes never use is not built (AXI_DST, LOAD_DST, STREAM_DST): its
+// valid is low and its outputs are zero.
 `ifndef RDMA_DMA_WR_ENGINE_V
 `define RDMA_DMA_WR_ENGINE_V
 `default_nettype none
@@ -28,7 +31,10 @@ module dma_wr_engine #(
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // beat count width
     parameter HELD_WIDTH = 10,     // width of src_held
-    parameter WAIT_WHOLE = 0       // 1: with w_shared, a COPY burst waits for all its beats in the read buffer
+    parameter WAIT_WHOLE = 0,      // 1: with w_shared, a COPY burst waits for all its beats in the read buffer
+    parameter AXI_DST = 1,         // 1: commands may write host memory (AW, W, B)
+    parameter LOAD_DST = 1,        // 1: commands may deliver the LOAD result
+    parameter STREAM_DST = 1       // 1: commands may feed the read stream
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -97,8 +103,8 @@ localparam [2:0] SIZE = BEAT_LOG[2:0];            // AxSIZE: full-width beats
 
 `include "keep_bits.vh"
 
-reg                   load;
-reg                   stream;
+reg                   load_q;
+reg                   stream_q;
 reg                   active;      // destination beats still expected
 reg                   first;       // next beat is the command's first
 reg [BB-1:0]          pos;         // beat position between burst boundaries
@@ -110,12 +116,15 @@ reg                   wait_data;   // AWs wait for beats at hand (cfg_wait)
 reg [LEN_WIDTH-1:0]   w_open;      // AWs presented whose WLAST has not gone out
 reg [9:0]             w_owed;      // beats of those bursts not yet written
 
+// the destination of the running command: a constant when the modes leave only one
+wire load = (LOAD_DST || STREAM_DST) && (load_q || !AXI_DST);
+wire stream = STREAM_DST && (stream_q || !LOAD_DST);
 wire aw_busy;
 wire aw_load;
 wire [8:0] aw_next;
 wire w_end = m_axi_wvalid && m_axi_wready && m_axi_wlast;
 wire aw_fire = m_axi_awvalid && m_axi_awready;
-wire b_fire = m_axi_bvalid && m_axi_bready;
+wire b_fire = AXI_DST && m_axi_bvalid && m_axi_bready;
 wire beat_fire = s_valid && s_ready;
 
 wire [B-1:0] strb = (first ? first_mask : {B{1'b1}}) & (s_last ? last_mask : {B{1'b1}});
@@ -125,11 +134,11 @@ wire [B-1:0] strb = (first ? first_mask : {B{1'b1}}) & (s_last ? last_mask : {B{
 wire w_ok = !wait_data || w_open != {LEN_WIDTH{1'b0}};
 assign s_ready = load ? (!stream || m_axis_tready) : m_axi_wready && w_ok;
 
-assign m_axi_wdata = s_data;
-assign m_axi_wstrb = strb;
-assign m_axi_wlast = s_last || (pos == {BB{1'b1}});
-assign m_axi_wvalid = s_valid && !load && w_ok;
-assign m_axi_bready = 1'b1;
+assign m_axi_wdata = AXI_DST ? s_data : {DATA_WIDTH{1'b0}};
+assign m_axi_wstrb = AXI_DST ? strb : {B{1'b0}};
+assign m_axi_wlast = AXI_DST && (s_last || (pos == {BB{1'b1}}));
+assign m_axi_wvalid = AXI_DST && s_valid && !load && w_ok;
+assign m_axi_bready = AXI_DST;
 
 assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
 assign m_axi_awsize = SIZE;
@@ -138,14 +147,14 @@ assign m_axi_awlock = 1'b0;
 assign m_axi_awcache = 4'b0011;    // normal, non-cacheable, bufferable
 assign m_axi_awprot = 3'b000;
 
-assign ld_valid = s_valid && load && !stream;
+assign ld_valid = LOAD_DST && s_valid && load && !stream;
 assign w_busy = active && !load;
 
 // (zero outside READ_STREAM, so the stream's nets stay still while a copy's beats go by)
 assign m_axis_tdata = stream ? ld_data : {DATA_WIDTH{1'b0}};
 assign m_axis_tkeep = stream ? strb : {B{1'b0}};
 assign m_axis_tvalid = s_valid && stream;
-assign m_axis_tlast = s_last;
+assign m_axis_tlast = STREAM_DST && s_last;
 
 reg [DATA_WIDTH-1:0] strb_bits;
 always @* strb_bits = keep_bits(strb);
@@ -161,27 +170,39 @@ wire bs_done = b_pending == {LEN_WIDTH{1'b0}} ||
                (b_pending == {{(LEN_WIDTH-1){1'b0}}, 1'b1} && b_fire && !aw_fire);
 assign done = beats_done && !aw_busy && bs_done;
 
-dma_axi_burst #(
-    .ADDR_WIDTH(ADDR_WIDTH),
-    .LEN_WIDTH(LEN_WIDTH),
-    .BEAT_LOG(BEAT_LOG),
-    .BOUND_LOG(BOUND_LOG)
-) u_aw (
-    .clk(clk),
-    .rst(rst),
-    .start(start && !cfg_load),
-    .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
-    .start_beats(cfg_beats),
-    .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2} &&
-                                                 (WAIT_WHOLE == 0 || !w_shared || whole))),
-    .ax_addr(m_axi_awaddr),
-    .ax_len(m_axi_awlen),
-    .ax_valid(m_axi_awvalid),
-    .ax_ready(m_axi_awready),
-    .busy(aw_busy),
-    .next_beats(aw_next),
-    .load(aw_load)
-);
+generate
+    if (AXI_DST) begin : g_aw
+        dma_axi_burst #(
+            .ADDR_WIDTH(ADDR_WIDTH),
+            .LEN_WIDTH(LEN_WIDTH),
+            .BEAT_LOG(BEAT_LOG),
+            .BOUND_LOG(BOUND_LOG)
+        ) u_aw (
+            .clk(clk),
+            .rst(rst),
+            .start(start && !cfg_load),
+            .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
+            .start_beats(cfg_beats),
+            .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2} &&
+                                                         (WAIT_WHOLE == 0 || !w_shared || whole))),
+            .ax_addr(m_axi_awaddr),
+            .ax_len(m_axi_awlen),
+            .ax_valid(m_axi_awvalid),
+            .ax_ready(m_axi_awready),
+            .busy(aw_busy),
+            .next_beats(aw_next),
+            .load(aw_load)
+        );
+    end else begin : g_no_aw
+        assign m_axi_awaddr = {ADDR_WIDTH{1'b0}};
+        assign m_axi_awlen = 8'd0;
+        assign m_axi_awvalid = 1'b0;
+        assign aw_busy = 1'b0;
+        assign aw_next = 9'd0;
+        assign aw_load = 1'b0;
+        wire unused_aw = &{1'b0, cfg_addr, cfg_beats, w_shared, whole};
+    end
+endgenerate
 
 // the next burst's beats and those still owed are in the read buffer (one source beat more:
 // the realigner may need it to make them), or every beat of the command is
@@ -189,13 +210,13 @@ wire [11:0] want = {2'b00, w_owed} + {3'b000, aw_next} + 12'd1;
 wire whole = src_all_in || {{(12-HELD_WIDTH){1'b0}}, src_held} >= want;
 
 // Nothing below can change while no command runs here: a simulator then skips the block.
-wire awake = start || active || aw_busy || m_axi_bvalid;
+wire awake = start || active || aw_busy || (AXI_DST && m_axi_bvalid);
 
 always @(posedge clk) begin
     if (awake) begin
         if (start) begin
-            load       <= cfg_load;
-            stream     <= cfg_stream;
+            load_q     <= cfg_load;
+            stream_q   <= cfg_stream;
             active     <= 1'b1;
             first      <= 1'b1;
             pos        <= cfg_addr[BOUND_LOG-1:BEAT_LOG];
@@ -232,7 +253,7 @@ always @(posedge clk) begin
 
     if (rst) begin
         active    <= 1'b0;
-        stream    <= 1'b0;
+        stream_q  <= 1'b0;
         b_pending <= {LEN_WIDTH{1'b0}};
         b_error   <= 1'b0;
         wait_data <= 1'b0;

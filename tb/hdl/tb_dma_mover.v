@@ -12,7 +12,8 @@ module tb_dma_mover #(
     parameter ADDR_WIDTH = 32,     // AXI address width
     parameter AXI_ID_WIDTH = 4,    // AXI ID width
     parameter LEN_WIDTH = 32,      // command length width in bytes
-    parameter RD_BUF_LOG = 9       // read buffer of 2^RD_BUF_LOG beats (the device's payload movers')
+    parameter RD_BUF_LOG = 9,      // read buffer of 2^RD_BUF_LOG beats (the device's payload movers')
+    parameter [7:0] MODES = 8'h3F  // the modes the mover takes, a bit each (dma_mover)
 ) (
     input  wire                     rst,
 
@@ -134,7 +135,8 @@ dma_sgl #(
     .ADDR_WIDTH(ADDR_WIDTH),
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .LEN_WIDTH(LEN_WIDTH),
-    .RD_BUF_LOG(RD_BUF_LOG)
+    .RD_BUF_LOG(RD_BUF_LOG),
+    .MODES(MODES)
 ) dut (
     .clk(clk),
     .rst(rst),
