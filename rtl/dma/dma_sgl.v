@@ -248,7 +248,7 @@ wire [B-1:0] rs_keep = zfill ? trk_keep : mv_rd_tkeep;
 wire rs_valid = zfill || mv_rd_tvalid;
 wire rs_last = zfill ? trk_last : mv_rd_tlast;
 // a piece's last beat that stops short of the top lane waits for the next piece's bytes
-wire absorb = RD_LISTS && rd_list && rs_last && !p_final && !rs_keep[B-1];
+wire absorb = rd_list && rs_last && !p_final && !rs_keep[B-1];
 wire rs_ready = absorb || m_axis_rd_tready;
 wire rs_fire = rs_valid && rs_ready;
 assign m_axis_rd_tdata = RD_LISTS ? rs_data | hold_data : rs_data;
@@ -259,9 +259,9 @@ assign mv_rd_tready = rs_ready && !zfill;
 
 // ---- WRITE_STREAM: the input shown to each piece ---------------------------------------------
 wire mv_wr_tready;
-wire split = WR_LISTS && wr_list && trk_last && !p_final;  // the piece's last beat, more follow
+wire split = wr_list && trk_last && !p_final;  // the piece's last beat, more follow
 wire shared = split && !end_mask[B-1];                  // ... and the next piece starts in it
-wire [B-1:0] wr_mask = !(WR_LISTS && wr_list) ? ALL : lo_mask & (split ? end_mask : ALL);
+wire [B-1:0] wr_mask = !wr_list ? ALL : lo_mask & (split ? end_mask : ALL);
 wire mv_wr_fire = s_axis_wr_tvalid && mv_wr_tready;
 assign s_axis_wr_tready = (WR_LISTS && state == ST_WDRAIN) || (mv_wr_tready && !shared);
 wire in_fire = s_axis_wr_tvalid && s_axis_wr_tready;
