@@ -305,6 +305,106 @@ async def test_rnr_after_a_sequence_nak_takes_the_message_back(dut):
     await rdma.finish(links_idle=False)
 
 
+@cocotb.test()
+async def test_a_duplicate_just_before_the_psn_wrap_is_acknowledged_not_naked(dut):
+    """RDMA WRITE only packets with PSNs 0xFFFFFE, 0xFFFFFF and 0 land on an RC QP expecting
+    0xFFFFFE, which then expects PSN 1. The packet of PSN 0xFFFFFF comes again with other bytes:
+    across the 24-bit wrap it lies just behind the expected PSN, so it is a duplicate,
+    acknowledged with the last in-order PSN (0) and MSN 3, not NAKed as a sequence gap, and its
+    bytes are not written again. PSN 2, just ahead across the same wrap, is a gap: NAKed for
+    PSN 1."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    model.links_lossy()     # the model takes messages in order: the answers are checked here
+    first_psn = 0xFFFFFE
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=first_psn)
+    inbox = await rdma.region(4096)
+    lrh = LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9, sl=3)
+    link = LinkInjector(dut, PORT)
+    sniffer = rdma.tb.sniffers[PORT]
+
+    def write_only(n, fill):
+        """The RDMA WRITE only packet of PSN first_psn + n, 40 bytes of `fill` at offset 64 n."""
+        target = inbox.remote(64 * n)
+        [packet] = packetize("RC", "RDMA_WRITE", bytes([fill]) * 40, 256, lrh=lrh,
+                             dest_qp=qp.qp_num, psn=(first_psn + n) & 0xFFFFFF,
+                             reth=RETH(va=target.addr, rkey=target.rkey, dma_len=40))
+        return packet
+
+    async def answers(packet):
+        seen = len(sniffer.captures)
+        await link.send(build(packet))
+        model.receive_injected(PORT, [packet])
+        await rdma.cycles(400)
+        return [(p.bth.psn, p.aeth.syndrome & 0xE0, p.aeth.msn) for p in sniffer.packets()[seen:]]
+
+    for n in range(3):
+        assert await answers(write_only(n, 0xA0 + n)) == [((first_psn + n) & 0xFFFFFF, 0, n + 1)]
+    assert await answers(write_only(1, 0x5D)) == [(0, 0, 3)], \
+        "PSN 0xFFFFFF while PSN 1 is expected is a duplicate: ACKed with PSN 0 and MSN 3"
+    assert inbox.read(64, 40) == bytes([0xA1]) * 40, "the duplicate was written again"
+    assert await answers(write_only(4, 0xA4)) == [(1, 0x60, 3)], \
+        "PSN 2 while PSN 1 is expected is a sequence gap"
+    for n in (3, 4):
+        assert await answers(write_only(n, 0xA0 + n)) == [(n - 2, 0, n + 1)]
+    assert [inbox.read(64 * n, 40) for n in range(5)] == [bytes([0xA0 + n]) * 40 for n in range(5)]
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_a_packet_for_a_qp_of_the_other_port_is_dropped_and_counted(dut, transport):
+    """A good SEND only packet arrives on port 2 for a QP bound to port 1 that would take it
+    there (in RTS, a receive posted, for RC and UC connected to this sender at this PSN): port 2
+    drops it and counts it in PortRcvErrors (and PortRcvPkts); nothing is written, no
+    completion appears, no answer leaves and port 1 counts nothing. The same packet put on
+    port 1's link is delivered."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    if transport == QPType.UD:
+        qp = await rdma.ud_qp(port=1)
+    else:
+        qp = await rdma.qp(transport)
+        await rdma.connect(qp, 0x77, port=1, dlid=0x9, rq_psn=0x40)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 1024), wr_id=0xF1))
+    memory = inbox.read()
+
+    def send_only(port):
+        lrh = LRH(dlid=rdma.dev.ports[port].lid, slid=0x9, sl=3)
+        if transport == QPType.UD:
+            return Packet(lrh=lrh, bth=BTH(opcode=0x64, dest_qp=qp.qp_num, psn=0),
+                          deth=DETH(qkey=QKEY, src_qp=0x77), payload=PAYLOAD)
+        [packet] = packetize(transport.name, "SEND", PAYLOAD, 256, lrh=lrh, dest_qp=qp.qp_num,
+                             psn=0x40)
+        return packet
+
+    before = {port: await rdma.dev.port_counters(port) for port in (1, 2)}
+    await LinkInjector(dut, 2).send(build(send_only(2)))
+    model.receive_injected(2, [send_only(2)])
+    await rdma.cycles(400)
+    after = {port: await rdma.dev.port_counters(port) for port in (1, 2)}
+    moved = {port: {c.name: after[port][c] - before[port][c] for c in after[port]
+                    if after[port][c] != before[port][c]} for port in (1, 2)}
+    size = len(build(send_only(2)))
+    assert moved == {1: {}, 2: {"RCV_ERRORS": 1, "RCV_ERRORS_EXT": 1, "RCV_PKTS": 1,
+                                "RCV_PKTS_EXT": 1, "RCV_DATA": size // 4,
+                                "RCV_DATA_EXT": size // 4}}, f"counters moved: {moved}"
+    assert inbox.read() == memory, "memory changed"
+    assert await qp.recv_cq.poll() == [], "a completion appeared"
+    assert rdma.tb.sniffers[2].packets() == [], "port 2 answered"
+
+    await LinkInjector(dut, 1).send(build(send_only(1)))
+    model.receive_injected(1, [send_only(1)])
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    offset = GRH_BYTES if transport == QPType.UD else 0
+    assert_wc(wc, wr_id=0xF1, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + offset,
+              src_qp=0x77, slid=0x9)
+    assert inbox.read(offset, len(PAYLOAD)) == PAYLOAD
+    await rdma.finish(links_idle=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Packets injected on rdma_dev's RX links by the testbench at each supported
 # data width; the same build as test_rdma_dev (links open to the testbench).
