@@ -26,7 +26,8 @@ from tb.rdma_program import (
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, ud_send,
+    WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, rdma_read,
+    ud_send,
 )
 
 PEER = {1: 2, 2: 1}
@@ -755,6 +756,48 @@ async def test_answers_that_find_the_response_queue_full_are_discarded_and_recov
     after = await counters(rdma, 2)
     assert moved(before, after, PortCounter.XMIT_DISCARDS_EXT) > 0, \
         "port 2 discarded no answer: the test did not fill its response queue"
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_a_port_sends_its_answers_before_new_requests(dut):
+    """Port 1 is sending two 32 KiB RDMA WRITEs (path MTU 1024: 32 packets each) when an RDMA
+    READ request from port 2 reaches it, and a third WRITE is waiting for room: the READ
+    response, queued behind the WRITE being sent, leaves before the third WRITE."""
+    rdma = await Rdma.open(dut, cabled=True)
+    writer, sink = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
+    server, reader = await wire_pair(rdma, QPType.RC)
+    sizes = (32768, 32768, 4096)
+    src, dst = await rdma.region(sum(sizes)), await rdma.region(sum(sizes))
+    window, inbox = await rdma.region(64), await rdma.region(64)
+    writes = [work_request(WROpcode.RDMA_WRITE, src.sge(sum(sizes[:k]), size),
+                           dst.remote(sum(sizes[:k])), wr_id=k) for k, size in enumerate(sizes)]
+    await writer.post_send(writes[:2])
+    # the READ before the third WRITE: the requester, which serves both ports, then waits at
+    # port 1 with that WRITE until port 1 has room
+    await reader.post_send(rdma_read(inbox.sge(0, 64), window.remote(0), wr_id=0x99))
+    await writer.post_send(writes[2])
+    [wc] = await rdma.poll_until(reader.send_cq, 1)
+    assert_wc(wc, wr_id=0x99, status=WCStatus.SUCCESS)
+    assert inbox.read() == window.read()
+    wcs = await rdma.poll_until(writer.send_cq, len(sizes), cycles=500_000)
+    assert [wc.status for wc in wcs] == [WCStatus.SUCCESS] * len(sizes)
+
+    sniffers = rdma.tb.sniffers
+    [request] = [c.cycle for c in sniffers[2].captures if c.packet.bth.dest_qp == server.qp_num]
+    [response] = [c.cycle for c in sniffers[1].captures if c.packet.bth.dest_qp == reader.qp_num]
+    base = dst.remote(0).addr
+    starts = {c.packet.reth.va - base: c.cycle for c in sniffers[1].captures     # first packets
+              if c.packet.reth is not None}
+    packets = [c.cycle for c in sniffers[1].captures if c.packet.bth.dest_qp == sink.qp_num]
+    rdma.tb.log.info("READ request sent at cycle %d, response at %d; WRITEs from %s",
+                     request, response, starts)
+    assert request < packets[(sizes[0] + sizes[1]) // 1024 - 1], \
+        "the READ request came after the second WRITE had left: the test came too late"
+    assert sorted(starts) == [0, sizes[0], sizes[0] + sizes[1]]
+    assert response < starts[sizes[0] + sizes[1]], \
+        f"the third WRITE (cycle {starts[sizes[0] + sizes[1]]}) left before the READ response " \
+        f"(cycle {response})"
     await rdma.finish(links_idle=False)
 
 
