@@ -8,6 +8,11 @@ map and host memory (docs/host-interface.md); nothing looks at RTL signals.
 Every call is reported to `Device.observers` (see `Observer`), so a reference model and a
 scoreboard can follow the program without the test mentioning them.
 
+Many coroutines may use one Device at once, as many threads use one ibv_context: the driver
+serializes what the device serializes (one command block: a command runs whole before the
+next starts) and its own bookkeeping (each ring's producer index and room, each CQ's consumer
+index; an index a create verb picks is taken before its command runs).
+
     dev = Device(tb.regs, tb.mem, tb.wait_event, mem_base=0x10000, mem_size=0x100000)
     await dev.open()
     await dev.set_port(1, lid=0x11)
@@ -24,8 +29,11 @@ from __future__ import annotations
 
 import random
 import struct
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from enum import IntEnum, IntFlag
+
+from cocotb.triggers import Lock
 
 DEV_ID_MAGIC = 0x52444D41  # "RDMA"
 GRH_BYTES = 40  # a UD receive buffer starts with this much room for the GRH
@@ -622,6 +630,7 @@ class Device:
         self.ports = {}
         self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}
         self.counters_at_open = Counters()
+        self._command_block = Lock("command block")
 
     def _notify(self, event, *args):
         for observer in self.observers:
@@ -650,24 +659,38 @@ class Device:
 
     async def command(self, opcode, index=0, block=b"", reply=0, what=None):
         """Run one command: CMD_DATA, CMD, poll CMD_STATUS. Returns `reply` bytes of the
-        command block (QUERY answers); raises CommandError when the result is not OK."""
+        command block (QUERY answers); raises CommandError when the result is not OK. One
+        command at a time: the block, CMD and CMD_STATUS are the device's only ones."""
         block += bytes(-len(block) % 4)
-        for i in range(0, len(block), 4):
-            await self.write_reg(Reg.CMD_DATA + i, int.from_bytes(block[i:i + 4], "little"))
-        await self.write_reg(Reg.CMD, opcode | index << 16)
         what = what or f"{getattr(_enum(Cmd, opcode), 'name', hex(opcode))} {index}"
-        for _ in range(CMD_POLLS):
-            status = await self.read_reg(Reg.CMD_STATUS)
-            if not status & 1:
-                break
-        else:
-            raise TimeoutError(f"{what}: CMD_STATUS still busy after {CMD_POLLS} reads")
-        result = _enum(CmdResult, (status >> 8) & 0xFF)
-        self._notify("on_command", opcode, index, result)
-        if result != CmdResult.OK:
-            raise CommandError(what, result)
-        words = [await self.read_reg(Reg.CMD_DATA + i) for i in range(0, reply, 4)]
+        async with self._command_block:
+            for i in range(0, len(block), 4):
+                await self.write_reg(Reg.CMD_DATA + i, int.from_bytes(block[i:i + 4], "little"))
+            await self.write_reg(Reg.CMD, opcode | index << 16)
+            for _ in range(CMD_POLLS):
+                status = await self.read_reg(Reg.CMD_STATUS)
+                if not status & 1:
+                    break
+            else:
+                raise TimeoutError(f"{what}: CMD_STATUS still busy after {CMD_POLLS} reads")
+            result = _enum(CmdResult, (status >> 8) & 0xFF)
+            self._notify("on_command", opcode, index, result)
+            if result != CmdResult.OK:
+                raise CommandError(what, result)
+            words = [await self.read_reg(Reg.CMD_DATA + i) for i in range(0, reply, 4)]
         return b"".join(w.to_bytes(4, "little") for w in words)[:reply]
+
+    @staticmethod
+    @contextmanager
+    def _claim(table, index, obj):
+        """Hold `index` of `table` while the command that creates it runs, so that a create
+        verb on another coroutine picks another index; released when the command fails."""
+        table[index] = obj
+        try:
+            yield
+        except BaseException:
+            del table[index]
+            raise
 
     async def open(self):
         """Identify the device and learn its sizes and port settings."""
@@ -800,9 +823,9 @@ class Device:
         cqn = self._free_index(self.cqs, 0, self.num_cq, "CQ")
         log2 = _log2_entries(depth, f"CQ {cqn}")
         ring = self.alloc(CQE_BYTES << log2, label=f"CQ {cqn} ring")
-        await self.command(Cmd.CREATE_CQ, cqn, _CQ_BLOCK.pack(ring, log2))
         cq = CQ(self, cqn, ring, log2)
-        self.cqs[cqn] = cq
+        with self._claim(self.cqs, cqn, cq):
+            await self.command(Cmd.CREATE_CQ, cqn, _CQ_BLOCK.pack(ring, log2))
         self._notify("on_create_cq", cq)
         return cq
 
@@ -833,10 +856,10 @@ class PD:
             if index in dev.mrs:
                 raise VerbsError(f"MR index {index} of key {key:#x} is in use")
         iova = addr if iova is None else iova
-        await dev.command(Cmd.REG_MR, index,
-                          _MR_BLOCK.pack(iova, length, variant, access, self.pdn, addr))
         mr = MR(self, index, index << 8 | variant, iova, length, Access(access), addr)
-        dev.mrs[index] = mr
+        with dev._claim(dev.mrs, index, mr):
+            await dev.command(Cmd.REG_MR, index,
+                              _MR_BLOCK.pack(iova, length, variant, access, self.pdn, addr))
         dev._notify("on_reg_mr", mr)
         return mr
 
@@ -845,12 +868,12 @@ class PD:
         ahn = dev._free_index(dev.ahs, 0, dev.num_ah, "AH")
         attr = AHAttr(dlid, sl, src_path_bits, static_rate, grh)
         is_global, route = encode_av(attr)
-        await dev.command(Cmd.CREATE_AH, ahn,
-                          _AH_BLOCK.pack(dlid, sl, src_path_bits, static_rate, is_global, port,
-                                         route.hop_limit, route.flow_label, route.traffic_class,
-                                         self.pdn, route.dgid))
         ah = AH(self, ahn, port, attr)
-        dev.ahs[ahn] = ah
+        with dev._claim(dev.ahs, ahn, ah):
+            await dev.command(Cmd.CREATE_AH, ahn,
+                              _AH_BLOCK.pack(dlid, sl, src_path_bits, static_rate, is_global,
+                                             port, route.hop_limit, route.flow_label,
+                                             route.traffic_class, self.pdn, route.dgid))
         dev._notify("on_create_ah", ah)
         return ah
 
@@ -866,12 +889,12 @@ class PD:
         rq = _WorkQueue(0, rq_log2, max_recv_sge)
         sq.base = dev.alloc(sq.stride << sq_log2, label=f"QP {qpn} send ring")
         rq.base = dev.alloc(rq.stride << rq_log2, label=f"QP {qpn} receive ring")
-        await dev.command(Cmd.CREATE_QP, qpn,
-                          _QP_CREATE_BLOCK.pack(qp_type, self.pdn, send_cq.cqn, recv_cq.cqn,
-                                                sq_log2, rq_log2, max_send_sge, max_recv_sge,
-                                                sq.base, rq.base))
         qp = QP(self, qpn, QPType(qp_type), send_cq, recv_cq, sq, rq)
-        dev.qps[qpn] = qp
+        with dev._claim(dev.qps, qpn, qp):
+            await dev.command(Cmd.CREATE_QP, qpn,
+                              _QP_CREATE_BLOCK.pack(qp_type, self.pdn, send_cq.cqn, recv_cq.cqn,
+                                                    sq_log2, rq_log2, max_send_sge,
+                                                    max_recv_sge, sq.base, rq.base))
         dev._notify("on_create_qp", qp)
         return qp
 
@@ -930,6 +953,7 @@ class CQ:
         self.ring = ring
         self.log2 = log2
         self.ci = 0  # consumer index, free running (the doorbell takes its low 16 bits)
+        self._consumer = Lock(f"CQ {cqn}")
 
     @property
     def depth(self):
@@ -939,16 +963,17 @@ class CQ:
         """Up to `max_entries` (default: the depth) completions, oldest first."""
         max_entries = self.depth if max_entries is None else max_entries
         wcs = []
-        while len(wcs) < max_entries:
-            raw = self.dev.read(self.ring + CQE_BYTES * (self.ci % self.depth), CQE_BYTES)
-            wc, owner = decode_cqe(raw)
-            if owner != 1 ^ ((self.ci >> self.log2) & 1):
-                break
-            wcs.append(wc)
-            self.ci += 1
-        if wcs:
-            await self.dev.write_reg(cq_ci_db(self.cqn), self.ci & 0xFFFF)
-            self.dev._notify("on_poll_cq", self, wcs)
+        async with self._consumer:
+            while len(wcs) < max_entries:
+                raw = self.dev.read(self.ring + CQE_BYTES * (self.ci % self.depth), CQE_BYTES)
+                wc, owner = decode_cqe(raw)
+                if owner != 1 ^ ((self.ci >> self.log2) & 1):
+                    break
+                wcs.append(wc)
+                self.ci += 1
+            if wcs:
+                await self.dev.write_reg(cq_ci_db(self.cqn), self.ci & 0xFFFF)
+                self.dev._notify("on_poll_cq", self, wcs)
         return wcs
 
     async def req_notify(self, solicited_only=False):
@@ -983,6 +1008,7 @@ class _WorkQueue:
     max_sge: int = 1
     head: int = 0
     tail: int = 0
+    producer: Lock = field(default_factory=Lock)    # held from the room check to the doorbell
 
     @property
     def size(self):
@@ -1093,10 +1119,11 @@ class QP:
             raise VerbsError(f"QP {self.qp_num}: post_send in {self.state.name}")
         if sge_check:
             self._check_sges(wrs, self.max_send_sge, "post_send")
-        await self._reserve(self.sq, len(wrs), "sq_ci", "send queue")
-        await self._post(self.sq, [encode_send_wqe(wr, self.sq.stride) for wr in wrs],
-                         sq_db(self.qp_num))
-        self.dev._notify("on_post_send", self, wrs)
+        async with self.sq.producer:
+            await self._reserve(self.sq, len(wrs), "sq_ci", "send queue")
+            await self._post(self.sq, [encode_send_wqe(wr, self.sq.stride) for wr in wrs],
+                             sq_db(self.qp_num))
+            self.dev._notify("on_post_send", self, wrs)
 
     async def post_recv(self, wrs, sge_check=True):
         """Post one RecvWR or a list; all or none (QueueFull). One RQ_DB write. `sge_check` as
@@ -1106,10 +1133,11 @@ class QP:
             raise VerbsError(f"QP {self.qp_num}: post_recv in RESET")
         if sge_check:
             self._check_sges(wrs, self.max_recv_sge, "post_recv")
-        await self._reserve(self.rq, len(wrs), "rq_ci", "receive queue")
-        await self._post(self.rq, [encode_recv_wqe(wr, self.rq.stride) for wr in wrs],
-                         rq_db(self.qp_num))
-        self.dev._notify("on_post_recv", self, wrs)
+        async with self.rq.producer:
+            await self._reserve(self.rq, len(wrs), "rq_ci", "receive queue")
+            await self._post(self.rq, [encode_recv_wqe(wr, self.rq.stride) for wr in wrs],
+                             rq_db(self.qp_num))
+            self.dev._notify("on_post_recv", self, wrs)
 
     async def destroy(self):
         await self.dev.command(Cmd.DESTROY_QP, self.qp_num)

@@ -11,6 +11,7 @@ Payloads and background bytes come from one seed, logged at the start of every t
 SEED=<n> replays a run.
 """
 
+import random
 import struct
 from dataclasses import replace
 from enum import Enum
@@ -25,10 +26,10 @@ from tb.rdma_program import (
     SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_wc, free_index, grh_bytes,
     unregistered_key, wait_all, work_request,
 )
-from tb.seed import REGRESS
+from tb.seed import REGRESS, SEED
 from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
-    PortReg, QPState, QPType, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
+    PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
     WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add, connect, cq_arm_db, cq_ci_db,
     encode_modify, encode_send_wqe, port_counter_reg, port_reg, rdma_read, rq_db, sq_db, ud_send,
 )
@@ -643,6 +644,66 @@ async def test_unsignaled_then_signaled(dut, transport):
     assert [wc.wr_id for wc in received] == t.received
     assert await a.send_cq.poll() == [], "an unsignaled success wrote a CQE"
     await rdma.assert_loopback_moves(6, t.bytes)
+    await rdma.finish()
+
+
+@cocotb.test()
+async def test_six_coroutines_drive_six_qps_at_once(dut):
+    """Six coroutines, one per RC loopback pair, create their QPs and CQs, then each posts 40
+    RDMA WRITEs in batches of 1 to 6 into an 8-entry send queue, so that the driver asks
+    QUERY_QP for room again and again, from all six at once, and queries its QP after every
+    batch. Every QUERY_QP answer is the asking QP's own (its producer index, its PSNs), no WQE
+    still in use is overwritten, and every WR completes once, in order, with its bytes in place.
+    Six more coroutines post to one QP at once: every WR runs once."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    count, depth, size = 40, 8, 64
+    rng = random.Random(SEED)
+
+    async def flow(n):
+        a, b = await rdma.connected_pair(QPType.RC, depth=depth, sq_psn=n << 20)
+        src, dst = await rdma.region(count * size), await rdma.region(count * size)
+        wrs = [work_request(WROpcode.RDMA_WRITE, src.sge(k * size, size),
+                            dst.remote(k * size), wr_id=n << 8 | k) for k in range(count)]
+        done, k = [], 0
+        while k < count:
+            batch = wrs[k:k + rng.randint(1, 6)]
+            try:
+                await a.post_send(batch)
+            except QueueFull:
+                done += await rdma.poll_until(a.send_cq, 1)
+                continue
+            k += len(batch)
+            status = await a.query()
+            assert status.sq_pi == a.sq.head & 0xFFFF, \
+                f"QP {a.qp_num} asked QUERY_QP and got producer index {status.sq_pi}, its own " \
+                f"is {a.sq.head & 0xFFFF}"
+            assert (status.sq_psn - (n << 20)) & 0xFFFFFF <= k, \
+                f"QP {a.qp_num} got another QP's send PSN {status.sq_psn:#x}"
+            done += await a.send_cq.poll()     # the CQ holds 16: drained as a program would
+        done += await rdma.poll_until(a.send_cq, count - len(done))
+        assert [(wc.wr_id, wc.status) for wc in done] == \
+            [(wr.wr_id, WCStatus.SUCCESS) for wr in wrs]
+        assert dst.read() == src.read()
+
+    for task in [cocotb.start_soon(flow(n)) for n in range(6)]:
+        await task
+
+    a, b = await rdma.connected_pair(QPType.RC, depth=64)
+    src, dst = await rdma.region(36 * size), await rdma.region(36 * size)
+
+    async def poster(n):
+        for k in range(6):
+            slot = 6 * n + k
+            await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(slot * size, size),
+                                           dst.remote(slot * size), wr_id=slot))
+
+    for task in [cocotb.start_soon(poster(n)) for n in range(6)]:
+        await task
+    wcs = await rdma.poll_until(a.send_cq, 36)
+    assert sorted(wc.wr_id for wc in wcs) == list(range(36))
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+    assert dst.read() == src.read()
     await rdma.finish()
 
 
