@@ -49,7 +49,7 @@ MTUS = [m.size for m in MTU]
 
 _VERBS_ONLY = ("LOC_EEC_OP_ERR", "MW_BIND_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR",
                "LOC_RDD_VIOL_ERR", "REM_ABORT_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-               "GENERAL_ERR", "BAD_RESP_ERR", "REM_INV_RD_REQ_ERR", "LOC_ACCESS_ERR")
+               "BAD_RESP_ERR", "REM_INV_RD_REQ_ERR", "LOC_ACCESS_ERR")
 
 
 def _why_status(status):

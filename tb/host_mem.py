@@ -100,3 +100,14 @@ class HostMemory:
                             ("stall_rate", stall_rate), ("rng", seed)):
             if value is not None:
                 getattr(self.ram, name).value = Immediate(value)
+
+    def fail(self, addr=0, length=0):
+        """From now on every beat in [addr, addr + length) is answered SLVERR and writes
+        nothing (sim_axi_ram's fault window); length 0 heals the memory."""
+        self.ram.fault_base.value = Immediate(addr)
+        self.ram.fault_limit.value = Immediate(addr + length)
+
+    @property
+    def faults(self):
+        """Beats the memory answered SLVERR so far."""
+        return int(self.ram.faults.value)

@@ -107,6 +107,7 @@ class MemoryImage:
     def __init__(self):
         self.regions = []  # (addr, length, label) as tracked, for reports
         self._spans = []  # (start, bytearray): disjoint, overlapping regions merged
+        self.undefined = []  # (addr, length) whose content no rule decides: taken as found
 
     def track(self, addr, length, label, read_host):
         if not length:
@@ -198,6 +199,7 @@ class ModelQP:
     rq_size: int = 0
     max_send_sge: int = 1   # SGEs a WQE of the queue may have
     max_recv_sge: int = 1
+    sq_slot: tuple = (0, 0)   # (address, bytes) of the send ring's first WQE
     state: QPState = QPState.RESET
     attr: QPAttr = QPAttr()
     sq: deque = field(default_factory=deque)  # posted, not yet completed (head: RNR waiting)
@@ -243,6 +245,7 @@ class Model(Observer):
         # functional coverage (tb/coverage.py)
         self.listeners = []
         self.last_recv_sges = ()    # the receive buffer the last arriving SEND was given
+        self.failing = (0, 0)       # host memory [lo, hi) answers every access with an error
 
     def loosen(self, port, dest_qpn):
         """The packets `port` sends to QP `dest_qpn`, and those its RC QP connected to that
@@ -361,7 +364,8 @@ class Model(Observer):
     def on_create_qp(self, qp):
         self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
                                       qp.recv_cq.cqn, qp.sq.size, qp.rq.size,
-                                      qp.max_send_sge, qp.max_recv_sge)
+                                      qp.max_send_sge, qp.max_recv_sge,
+                                      sq_slot=(qp.sq.base, qp.sq.stride))
         # The device only reads the rings: tracking them catches a stray write into one.
         for wq, name in ((qp.sq, "send"), (qp.rq, "receive")):
             self.image.track(wq.base, wq.stride * wq.size, f"QP {qp.qp_num} {name} ring",
@@ -478,6 +482,12 @@ class Model(Observer):
         if q.state != QPState.RTS:
             return False
         if not w.started:
+            slot = q.sq_slot[0] + q.sq_slot[1] * (q.sq_done % q.sq_size)
+            if self._fails(slot, q.sq_slot[1]):
+                # the device never saw the WQE: it completes as an all-zero one
+                w.wr = SendWR(WROpcode.RDMA_WRITE)
+                self._complete_send(q, w, WCStatus.GENERAL_ERR, "its WQE could not be read")
+                return True
             status, why = self._requester_check(q, w.wr)
             if status != WCStatus.SUCCESS:
                 self._complete_send(q, w, status, why)
@@ -589,6 +599,22 @@ class Model(Observer):
             return self._deliver_atomic(q, w, dest)
         return self._deliver_rdma(q, w, dest)
 
+    def host_fails(self, addr=0, length=0):
+        """Host memory answers every access to [addr, addr + length) with an error from now
+        on (HostMemory.fail; length 0: none). A WQE read from there completes GENERAL_ERR, and
+        so does a loopback RDMA WRITE or READ whose data is read or written there; what that
+        message left in its destination is not decided (docs/semantics.md)."""
+        self.failing = (addr, addr + length)
+
+    def _fails(self, addr, length):
+        lo, hi = self.failing
+        return length > 0 and addr < hi and lo < addr + length
+
+    def _local_parts(self, wr):
+        """(host address, length) of each of the sender's SGEs with bytes."""
+        return [(self.mrs[s.lkey >> 8].host_addr(s.addr), s.length) for s in wr.sg_list
+                if s.length]
+
     def _no_receive(self, q, dest):
         """The sender's status for a message that needs a receive `dest` does not have."""
         why = f"QP {dest.qpn} has no receive posted"
@@ -688,6 +714,10 @@ class Model(Observer):
             return self._no_receive(q, dest)
         if rmr is not None:
             remote = rmr.host_addr(wr.remote_addr)
+            local = self._local_parts(wr)
+            if any(self._fails(at, n) for at, n in local + [(remote, length)]):
+                self.image.undefined += local if read else [(remote, length)]
+                return WCStatus.GENERAL_ERR, "host memory failed under its data"
             if read:
                 self._write_local(wr, self.image.read(remote, length))
             else:

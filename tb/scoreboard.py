@@ -212,6 +212,8 @@ class Scoreboard(Observer):
 
     def _memory_failures(self):
         image = self.model.image
+        for addr, length in image.undefined:
+            image.write(addr, self.dev.read(addr, length))
         diffs = (_bytes_diff(label, addr, image.read(addr, length), self.dev.read(addr, length))
                  for addr, length, label in image.regions)
         failures = [d for d in diffs if d]

@@ -621,10 +621,11 @@ always @(posedge clk) begin
         S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
 
         // the WQE from the read-ahead, fetched first if it is not there; a fetch that failed is
-        // done again for this WQE alone, and when that fails too, the WQE completes in error
+        // done again for this WQE alone, and when that fails too, the WQE completes in error as
+        // an all-zero WQE (wr_id 0): whatever the bus returned with the error is not a WQE
         S_LOAD_WAIT: if (!ra_busy && !ra_fetch) begin
             if (ra_hit || (ra_failed && ra_alone)) begin
-                take_wqe(ra_wqe);
+                take_wqe(ra_failed ? 1024'd0 : ra_wqe);
                 if (ra_failed)
                     status <= WC_GENERAL_ERR;
                 state <= S_DECODE;

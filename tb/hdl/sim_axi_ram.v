@@ -12,7 +12,10 @@
 //
 // Only INCR bursts within one 4 KiB page with WLAST on the last beat are legal for this device;
 // anything else counts in `protocol_errors` (the testbench checks it stays 0). A beat outside
-// [0, MEM_BYTES) is answered DECERR and writes nothing.
+// [0, MEM_BYTES) is answered DECERR and writes nothing; a beat inside [fault_base, fault_limit)
+// (registers, empty at time 0) is answered SLVERR and writes nothing, as host memory behind an
+// IOMMU that refuses it or a bridge that fails would. A burst answers the worst of its beats
+// on B; each R beat carries its own.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -70,7 +73,7 @@ localparam LANES = WORD_BITS / DATA_WIDTH;      // bus words per storage word
 localparam LANE_BITS = LANES > 1 ? $clog2(LANES) : 1;
 localparam WORDS = MEM_BYTES / WORD_BYTES;
 localparam PTR = $clog2(FIFO_DEPTH);
-localparam [1:0] OKAY = 2'b00, DECERR = 2'b11;
+localparam [1:0] OKAY = 2'b00, SLVERR = 2'b10, DECERR = 2'b11;
 
 reg [WORD_BITS-1:0] mem [0:WORDS-1];
 integer init_i;
@@ -81,6 +84,9 @@ reg [15:0] read_latency = READ_LATENCY;
 reg [15:0] write_latency = WRITE_LATENCY;
 reg [7:0]  stall_rate = STALL_RATE;
 reg [31:0] rng = SEED;
+reg [ADDR_WIDTH-1:0] fault_base = {ADDR_WIDTH{1'b0}};
+reg [ADDR_WIDTH-1:0] fault_limit = {ADDR_WIDTH{1'b0}};
+reg [31:0] faults = 32'd0;          // beats answered SLVERR
 reg [31:0] read_errors = 32'd0;       // protocol errors seen on AR
 reg [31:0] write_errors = 32'd0;      // protocol errors seen on AW and W
 wire [31:0] protocol_errors = read_errors + write_errors;
@@ -118,6 +124,18 @@ endfunction
 
 function in_range(input [ADDR_WIDTH-1:0] addr);
     in_range = {1'b0, addr} < MEM_BYTES;
+endfunction
+
+// the answer to a beat at `addr`: OKAY, SLVERR when its bus word touches the fault window,
+// DECERR beyond memory
+function [1:0] beat_resp(input [ADDR_WIDTH-1:0] addr);
+    reg [ADDR_WIDTH:0] word;
+    begin
+        word = {1'b0, addr >> BUS_SHIFT} << BUS_SHIFT;
+        beat_resp = !in_range(addr) ? DECERR :
+                    (word + BUS_BYTES > {1'b0, fault_base} && word < {1'b0, fault_limit}) ?
+                    SLVERR : OKAY;
+    end
 endfunction
 
 // AXI4 rules this device must keep: INCR, full or narrower size, no 4 KiB page crossed
@@ -176,13 +194,13 @@ always @(posedge clk) begin
             s_axi_rvalid <= 1'b1;
             s_axi_rid <= ar_id[ar_head];
             s_axi_rlast <= r_last;
-            if (in_range(r_addr)) begin
+            s_axi_rresp <= beat_resp(r_addr);
+            if (beat_resp(r_addr) == OKAY)
                 s_axi_rdata <= mem[r_addr >> WORD_SHIFT][r_lane * DATA_WIDTH +: DATA_WIDTH];
-                s_axi_rresp <= OKAY;
-            end else begin
+            else
                 s_axi_rdata <= {DATA_WIDTH{1'b0}};
-                s_axi_rresp <= DECERR;
-            end
+            if (beat_resp(r_addr) == SLVERR)
+                faults <= faults + 32'd1;
             read_beats <= read_beats + 64'd1;
             r_beat <= r_last ? 8'd0 : r_beat + 8'd1;
             if (r_last)
@@ -200,7 +218,7 @@ reg [7:0]            aw_len [0:FIFO_DEPTH-1];
 reg [2:0]            aw_size [0:FIFO_DEPTH-1];
 reg [PTR:0]          aw_wr = 0, aw_rd = 0;
 reg [7:0]            w_beat = 8'd0;
-reg                  w_bad = 1'b0;      // a beat of the head burst was out of range
+reg [1:0]            w_resp = OKAY;     // the worst answer to a beat of the head burst
 
 reg [ID_WIDTH-1:0]   b_id [0:FIFO_DEPTH-1];
 reg [1:0]            b_resp [0:FIFO_DEPTH-1];
@@ -224,12 +242,17 @@ wire [31:0] aw_error = {31'd0, s_axi_awvalid && s_axi_awready &&
 wire [31:0] w_error = {31'd0, s_axi_wvalid && s_axi_wready && s_axi_wlast != w_last};
 integer byte_i;
 
+// DECERR over SLVERR over OKAY (the codes' order)
+function [1:0] worst(input [1:0] a, input [1:0] b);
+    worst = a > b ? a : b;
+endfunction
+
 always @(posedge clk) begin
     if (rst) begin
         aw_wr <= 0;
         aw_rd <= 0;
         w_beat <= 8'd0;
-        w_bad <= 1'b0;
+        w_resp <= OKAY;
         b_wr <= 0;
         b_rd <= 0;
         s_axi_bvalid <= 1'b0;
@@ -246,7 +269,9 @@ always @(posedge clk) begin
             // only the strobed bytes, so a back-door write to other bytes of the word in the
             // same time step survives: a full beat in one write (a byte loop costs Icarus some
             // 15 times as much), a partial one byte by byte
-            if (in_range(w_addr)) begin
+            if (beat_resp(w_addr) == SLVERR)
+                faults <= faults + 32'd1;
+            if (beat_resp(w_addr) == OKAY) begin
                 if (&s_axi_wstrb)
                     mem[w_addr >> WORD_SHIFT][w_lane * DATA_WIDTH +: DATA_WIDTH] <= s_axi_wdata;
                 else
@@ -258,15 +283,15 @@ always @(posedge clk) begin
             write_beats <= write_beats + 64'd1;
             if (w_last) begin
                 b_id[b_wr[PTR-1:0]] <= aw_id[aw_head];
-                b_resp[b_wr[PTR-1:0]] <= (w_bad || !in_range(w_addr)) ? DECERR : OKAY;
+                b_resp[b_wr[PTR-1:0]] <= worst(w_resp, beat_resp(w_addr));
                 b_due[b_wr[PTR-1:0]] <= now + {48'd0, write_latency};
                 b_wr <= b_wr + 1'b1;
                 aw_rd <= aw_rd + 1'b1;
                 w_beat <= 8'd0;
-                w_bad <= 1'b0;
+                w_resp <= OKAY;
             end else begin
                 w_beat <= w_beat + 8'd1;
-                w_bad <= w_bad || !in_range(w_addr);
+                w_resp <= worst(w_resp, beat_resp(w_addr));
             end
         end
         if (s_axi_bvalid && s_axi_bready)
