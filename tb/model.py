@@ -626,8 +626,7 @@ class Model(Observer):
 
     def _local_bytes(self, wr):
         """The bytes the sender's SGEs name, in order (validated by the requester checks)."""
-        return b"".join(self.image.read(self.mrs[s.lkey >> 8].host_addr(s.addr), s.length)
-                        for s in wr.sg_list if s.length)
+        return b"".join(self.image.read(at, n) for at, n in self._local_parts(wr))
 
     def _write_local(self, wr, data):
         """Bytes for the sender's own SGEs (a READ's data, an atomic's original value)."""
