@@ -573,6 +573,7 @@ wire [ADDR_WIDTH-1:0]  rsp_addr_read;
 wire                   ack_valid;
 wire [QPN_BITS-1:0]    ack_qpn;
 wire [1:0]             ack_kind;
+wire                   ack_error;
 wire [7:0]             ack_syndrome;
 wire [23:0]            ack_psn;
 
@@ -658,7 +659,7 @@ completer #(
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
     .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr_read),
     .s_ack_valid(ack_valid), .s_ack_qpn(ack_qpn), .s_ack_kind(ack_kind),
-    .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
+    .s_ack_error(ack_error), .s_ack_syndrome(ack_syndrome), .s_ack_psn(ack_psn),
     .d_qpn(d_qpn), .d_state(d_state), .d_sq_ni(d_sq_ni), .d_rnr_left(d_rnr_left),
     .d_rnr_retry(d_rnr_retry), .d_rewind(d_rewind), .d_ni_value(d_ni_value),
     .d_psn_value(d_psn_value), .d_set_err(d_set_err), .d_rnr_wait(d_rnr_wait),
@@ -754,7 +755,7 @@ rx_engine #(
     .req_active(rsp_active), .req_wait(rsp_wait), .req_una(rsp_una), .req_read(rsp_read),
     .req_atomic(rsp_atomic),
     .req_addr(rsp_addr_read), .m_ack_valid(ack_valid), .m_ack_qpn(ack_qpn), .m_ack_kind(ack_kind),
-    .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
+    .m_ack_error(ack_error), .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
     .rcv_drop(rcv_drop), .xmit_discard(rsp_discard)
 );
 

@@ -602,8 +602,9 @@ class Model(Observer):
     def host_fails(self, addr=0, length=0):
         """Host memory answers every access to [addr, addr + length) with an error from now
         on (HostMemory.fail; length 0: none). A WQE read from there completes GENERAL_ERR, and
-        so does a loopback RDMA WRITE or READ whose data is read or written there; what that
-        message left in its destination is not decided (docs/semantics.md)."""
+        so does a loopback RDMA WRITE or READ whose data is read or written there, and a READ
+        or atomic on the packet path whose answer is stored there; what that message left in
+        its destination is not decided (docs/semantics.md)."""
         self.failing = (addr, addr + length)
 
     def _fails(self, addr, length):
@@ -941,6 +942,11 @@ class Model(Observer):
             return WCStatus.RNR_RETRY_EXC_ERR, why
         if answer != ACK:
             return NAK_STATUS[answer], why
+        local = self._local_parts(wr)
+        if wr.opcode in _READS_BACK and any(self._fails(at, n) for at, n in local):
+            self.image.undefined += local
+            q.sq_psn = (q.sq_psn + len(responses)) & PSN_MASK
+            return WCStatus.GENERAL_ERR, "host memory refused the answer's data"
         if wr.opcode in ATOMIC_OPS:
             self._write_back(wr, responses[-1].atomic_ack_eth.orig_data)
             q.sq_psn = (q.sq_psn + 1) & PSN_MASK

@@ -27,13 +27,15 @@ index; an index a create verb picks is taken before its command runs).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import IntEnum, IntFlag
 
-from cocotb.triggers import Lock
+import cocotb
+import cocotb.triggers
 
 DEV_ID_MAGIC = 0x52444D41  # "RDMA"
 GRH_BYTES = 40  # a UD receive buffer starts with this much room for the GRH
@@ -106,6 +108,12 @@ class PortCounter(IntEnum):
 
 
 COUNTERS = tuple(c for c in PortCounter if c != PortCounter.CLEAR)
+
+
+def _new_lock():
+    """An async lock of the loop the driver runs in: cocotb's in a simulation, asyncio's
+    elsewhere (the unit tests' device without a simulator)."""
+    return cocotb.triggers.Lock() if cocotb.is_simulation else asyncio.Lock()
 
 
 def port_counter_reg(port, index):
@@ -630,7 +638,7 @@ class Device:
         self.ports = {}
         self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}
         self.counters_at_open = Counters()
-        self._command_block = Lock("command block")
+        self._command_block = _new_lock()
 
     def _notify(self, event, *args):
         for observer in self.observers:
@@ -953,7 +961,7 @@ class CQ:
         self.ring = ring
         self.log2 = log2
         self.ci = 0  # consumer index, free running (the doorbell takes its low 16 bits)
-        self._consumer = Lock(f"CQ {cqn}")
+        self._consumer = _new_lock()
 
     @property
     def depth(self):
@@ -1008,7 +1016,7 @@ class _WorkQueue:
     max_sge: int = 1
     head: int = 0
     tail: int = 0
-    producer: Lock = field(default_factory=Lock)    # held from the room check to the doorbell
+    producer: object = field(default_factory=_new_lock)  # held from the room check to the doorbell
 
     @property
     def size(self):

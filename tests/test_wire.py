@@ -802,6 +802,38 @@ async def test_a_port_sends_its_answers_before_new_requests(dut):
 
 
 @cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.RDMA_READ, WROpcode.ATOMIC_FETCH_AND_ADD])
+async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
+    """An RC READ of 3000 bytes (three responses at path MTU 1024) or a FetchAdd from port 1
+    to port 2, whose local buffer host memory answers SLVERR to in part: the answer arrives
+    whole, but its data cannot be stored, so the WQE completes GENERAL_ERR (not SUCCESS over
+    bytes that never landed), the QP goes to ERR and the next WR is flushed."""
+    rdma = await Rdma.open(dut, cabled=True)
+    model = rdma.sb.model
+    a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
+    local, remote = await rdma.region(4096), await rdma.region(4096)
+    if opcode == WROpcode.RDMA_READ:
+        wr = work_request(opcode, local.sge(0, 3000), remote.remote(0), wr_id=0x31)
+        window = (local.mr.host_addr + 1500, 64)        # in the second response's bytes
+    else:
+        wr = atomic_fetch_and_add(local.sge(0, 8), remote.remote(8), 5, wr_id=0x31)
+        window = (local.mr.host_addr, 8)
+    rdma.tb.mem.fail(*window)
+    model.host_fails(*window)
+    await a.post_send(wr)
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0x31, status=WCStatus.GENERAL_ERR)
+    assert rdma.tb.mem.faults > 0
+    await rdma.assert_state(a, QPState.ERR)
+    await a.post_send(replace(wr, wr_id=0x32))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0x32, status=WCStatus.WR_FLUSH_ERR)
+    rdma.tb.mem.fail()
+    model.host_fails()
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
 @cocotb.parametrize(loss=[0.01, 0.1] if REGRESS else [0.01])     # 10 %: make regress
 async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     """RC WRITEs, SENDs, READs and WRITEs with immediate of 0 to 5000 bytes (up to five

@@ -96,6 +96,7 @@ module completer #(
     input  wire                     s_ack_valid,
     input  wire [QPN_BITS-1:0]      s_ack_qpn,
     input  wire [1:0]               s_ack_kind,
+    input  wire                     s_ack_error,    // kind 1: the response could not be stored
     input  wire [7:0]               s_ack_syndrome,
     input  wire [23:0]              s_ack_psn,
 
@@ -629,10 +630,18 @@ always @(posedge clk) begin
     // ---- answers: taken the cycle they arrive, matched to WQEs by the matcher ----
     if (s_ack_valid && a_open && !failed[a_q]) begin
         if (s_ack_kind == 2'd1) begin
-            // the READ response at una is stored
-            progress(a_q, a_una + 24'd1);
-            q_ackto[a_q] <= psn_max(q_ackto[a_q], a_una + 24'd1);
-            walk[a_q]    <= 1'b1;
+            walk[a_q] <= 1'b1;
+            if (s_ack_error) begin
+                // host memory refused the READ response at una (or the atomic's original
+                // value): the WQE fails there, and no later response makes up for it
+                nak_fail[a_q]      <= 1'b1;
+                q_fail_status[a_q] <= WC_GENERAL_ERR;
+                q_ackto[a_q]       <= a_una;
+            end else if (!nak_fail[a_q]) begin
+                // the READ response at una is stored
+                progress(a_q, a_una + 24'd1);
+                q_ackto[a_q] <= psn_max(q_ackto[a_q], a_una + 24'd1);
+            end
         end else if (a_in) begin
             walk[a_q] <= 1'b1;
             if (a_ack) begin

@@ -112,6 +112,7 @@ module rx_engine #(
     output reg                              m_ack_valid,
     output wire [QPN_BITS-1:0]              m_ack_qpn,
     output reg  [1:0]                       m_ack_kind,
+    output reg                              m_ack_error,  // kind 1: host memory refused the store
     output reg  [7:0]                       m_ack_syndrome,
     output reg  [23:0]                      m_ack_psn,
 
@@ -586,9 +587,15 @@ always @(posedge clk) begin
             end
         end
 
-        S_STORE_WAIT: if (s_dma_done) after_store;
+        S_STORE_WAIT: if (s_dma_done) begin
+            m_ack_error <= s_dma_error;
+            after_store;
+        end
 
-        S_AFTER: after_store;
+        S_AFTER: begin
+            m_ack_error <= 1'b0;
+            after_store;
+        end
 
         // msg_off already counts this packet: END carries the message's length
         // an RC message counts in the MSN whether or not its last packet asks for an ACK
