@@ -12,9 +12,9 @@
 //
 // Only INCR bursts within one 4 KiB page with WLAST on the last beat are legal for this device;
 // anything else counts in `protocol_errors` (the testbench checks it stays 0). A beat outside
-// [0, MEM_BYTES) is answered DECERR and writes nothing; a beat inside [fault_base, fault_limit)
-// (registers, empty at time 0) is answered SLVERR and writes nothing, as host memory behind an
-// IOMMU that refuses it or a bridge that fails would. A burst answers the worst of its beats
+// [0, MEM_BYTES) is answered DECERR and writes nothing; a beat whose bus word touches
+// [fault_base, fault_limit) (registers, empty at time 0) is answered SLVERR and writes nothing,
+// as host memory behind an IOMMU that refuses it or a bridge that fails would. A burst answers the worst of its beats
 // on B; each R beat carries its own.
 `timescale 1ns / 1ps
 `default_nettype none
@@ -126,15 +126,16 @@ function in_range(input [ADDR_WIDTH-1:0] addr);
     in_range = {1'b0, addr} < MEM_BYTES;
 endfunction
 
-// the answer to a beat at `addr`: OKAY, SLVERR when its bus word touches the fault window,
-// DECERR beyond memory
-function [1:0] beat_resp(input [ADDR_WIDTH-1:0] addr);
+// the answer to a beat at `addr`: OKAY, SLVERR when its bus word touches the fault window
+// [base, limit), DECERR beyond memory (the window comes in as arguments, so that a continuous
+// assignment of it follows the registers)
+function [1:0] beat_resp(input [ADDR_WIDTH-1:0] addr, input [ADDR_WIDTH-1:0] base,
+                         input [ADDR_WIDTH-1:0] limit);
     reg [ADDR_WIDTH:0] word;
     begin
         word = {1'b0, addr >> BUS_SHIFT} << BUS_SHIFT;
         beat_resp = !in_range(addr) ? DECERR :
-                    (word + BUS_BYTES > {1'b0, fault_base} && word < {1'b0, fault_limit}) ?
-                    SLVERR : OKAY;
+                    (word + BUS_BYTES > {1'b0, base} && word < {1'b0, limit}) ? SLVERR : OKAY;
     end
 endfunction
 
@@ -170,6 +171,7 @@ wire [ADDR_WIDTH-1:0] r_addr = beat_addr(ar_addr[ar_head], ar_size[ar_head], r_b
 wire [ADDR_WIDTH-1:0] r_word = r_addr >> BUS_SHIFT;
 wire [LANE_BITS-1:0]  r_lane = LANES > 1 ? r_word[LANE_BITS-1:0] : 1'b0;
 wire r_last = r_beat == ar_len[ar_head];
+wire [1:0] r_resp = beat_resp(r_addr, fault_base, fault_limit);
 
 always @(posedge clk) begin
     if (rst) begin
@@ -194,12 +196,12 @@ always @(posedge clk) begin
             s_axi_rvalid <= 1'b1;
             s_axi_rid <= ar_id[ar_head];
             s_axi_rlast <= r_last;
-            s_axi_rresp <= beat_resp(r_addr);
-            if (beat_resp(r_addr) == OKAY)
+            s_axi_rresp <= r_resp;
+            if (r_resp == OKAY)
                 s_axi_rdata <= mem[r_addr >> WORD_SHIFT][r_lane * DATA_WIDTH +: DATA_WIDTH];
             else
                 s_axi_rdata <= {DATA_WIDTH{1'b0}};
-            if (beat_resp(r_addr) == SLVERR)
+            if (r_resp == SLVERR)
                 faults <= faults + 32'd1;
             read_beats <= read_beats + 64'd1;
             r_beat <= r_last ? 8'd0 : r_beat + 8'd1;
@@ -237,6 +239,7 @@ wire [ADDR_WIDTH-1:0] w_addr = beat_addr(aw_addr[aw_head], aw_size[aw_head], w_b
 wire [ADDR_WIDTH-1:0] w_word = w_addr >> BUS_SHIFT;
 wire [LANE_BITS-1:0]  w_lane = LANES > 1 ? w_word[LANE_BITS-1:0] : 1'b0;
 wire w_last = w_beat == aw_len[aw_head];
+wire [1:0] w_beat_resp = beat_resp(w_addr, fault_base, fault_limit);
 wire [31:0] aw_error = {31'd0, s_axi_awvalid && s_axi_awready &&
                        !legal_burst(s_axi_awaddr, s_axi_awlen, s_axi_awsize, s_axi_awburst)};
 wire [31:0] w_error = {31'd0, s_axi_wvalid && s_axi_wready && s_axi_wlast != w_last};
@@ -269,9 +272,9 @@ always @(posedge clk) begin
             // only the strobed bytes, so a back-door write to other bytes of the word in the
             // same time step survives: a full beat in one write (a byte loop costs Icarus some
             // 15 times as much), a partial one byte by byte
-            if (beat_resp(w_addr) == SLVERR)
+            if (w_beat_resp == SLVERR)
                 faults <= faults + 32'd1;
-            if (beat_resp(w_addr) == OKAY) begin
+            if (w_beat_resp == OKAY) begin
                 if (&s_axi_wstrb)
                     mem[w_addr >> WORD_SHIFT][w_lane * DATA_WIDTH +: DATA_WIDTH] <= s_axi_wdata;
                 else
@@ -283,7 +286,7 @@ always @(posedge clk) begin
             write_beats <= write_beats + 64'd1;
             if (w_last) begin
                 b_id[b_wr[PTR-1:0]] <= aw_id[aw_head];
-                b_resp[b_wr[PTR-1:0]] <= worst(w_resp, beat_resp(w_addr));
+                b_resp[b_wr[PTR-1:0]] <= worst(w_resp, w_beat_resp);
                 b_due[b_wr[PTR-1:0]] <= now + {48'd0, write_latency};
                 b_wr <= b_wr + 1'b1;
                 aw_rd <= aw_rd + 1'b1;
@@ -291,7 +294,7 @@ always @(posedge clk) begin
                 w_resp <= OKAY;
             end else begin
                 w_beat <= w_beat + 8'd1;
-                w_resp <= worst(w_resp, beat_resp(w_addr));
+                w_resp <= worst(w_resp, w_beat_resp);
             end
         end
         if (s_axi_bvalid && s_axi_bready)
