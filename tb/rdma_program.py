@@ -248,6 +248,12 @@ class Rdma:
     async def cycles(self, n):
         await ClockCycles(self.dut.clk, n)
 
+    def host_memory_fails(self, addr=0, length=0):
+        """Host memory answers SLVERR to [addr, addr + length) from now on (length 0: heals),
+        and the model expects what that does (Model.host_fails)."""
+        self.tb.mem.fail(addr, length)
+        self.sb.model.host_fails(addr, length)
+
     async def assert_state(self, qp, state):
         got = (await qp.query()).state
         assert got == state, f"QP {qp.qp_num} is in {got!r}, expected {state.name}"

@@ -652,8 +652,9 @@ async def test_concurrent_coroutines_drive_their_qps_at_once(dut):
     """Six coroutines (fewer when the device has fewer QPs or CQs), one per RC loopback pair,
     create their QPs and CQs, then each posts 40 RDMA WRITEs in batches of 1 to 6 into an
     8-entry send queue, so that the driver asks QUERY_QP for room again and again, from all of
-    them at once, and queries its QP after every batch. Every QUERY_QP answer is the asking QP's own (its producer index, its PSNs), no WQE
-    still in use is overwritten, and every WR completes once, in order, with its bytes in place.
+    them at once, and queries its QP after every batch. Every QUERY_QP answer is the asking
+    QP's own (its producer index, its PSNs), no WQE still in use is overwritten, and every WR
+    completes once, in order, with its bytes in place.
     Six more coroutines post to one QP at once: every WR runs once."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
@@ -1826,7 +1827,6 @@ async def test_host_memory_errors_complete_general_err(dut, where, opcode):
     WR posted after it is flushed; nothing lands outside what the WRs name (the second's
     destination is left undecided). Healed, the memory serves a new QP pair."""
     rdma = await Rdma.open(dut)
-    model = rdma.sb.model
     a, b = await rdma.connected_pair(QPType.RC)
     src, dst = await rdma.region(2048), await rdma.region(2048)
 
@@ -1838,8 +1838,7 @@ async def test_host_memory_errors_complete_general_err(dut, where, opcode):
     window = {HostFault.WQE: (a.sq.slot(1), a.sq.stride),
               HostFault.SOURCE: (read_from.mr.host_addr + 1024 + 200, 64),
               HostFault.DESTINATION: (written.mr.host_addr + 1024 + 200, 64)}[where]
-    rdma.tb.mem.fail(*window)
-    model.host_fails(*window)
+    rdma.host_memory_fails(*window)
     await a.post_send([wr(0), wr(1)])
     wcs = await rdma.poll_until(a.send_cq, 2)
     # a WQE the device could not read completes as an all-zero one: wr_id 0
@@ -1852,8 +1851,7 @@ async def test_host_memory_errors_complete_general_err(dut, where, opcode):
     [wc] = await rdma.poll_until(a.send_cq, 1)
     assert_wc(wc, wr_id=0x10, status=WCStatus.WR_FLUSH_ERR)
 
-    rdma.tb.mem.fail()
-    model.host_fails()
+    rdma.host_memory_fails()
     c, d = await rdma.connected_pair(QPType.RC)
     await c.post_send(wr(1))
     [wc] = await rdma.poll_until(c.send_cq, 1)
@@ -1867,7 +1865,6 @@ async def test_an_unreadable_wqe_completes_general_err_on_uc_and_ud(dut, transpo
     """UC and UD fetch their WQEs as RC does: host memory answering SLVERR under the second
     WQE completes it GENERAL_ERR with wr_id 0 after the first message, and the QP goes to ERR."""
     rdma = await Rdma.open(dut)
-    model = rdma.sb.model
     src, dst = await rdma.region(2048), await rdma.region(2048)
     if transport == QPType.UD:
         a, b = await rdma.ud_qp(), await rdma.ud_qp()
@@ -1878,15 +1875,13 @@ async def test_an_unreadable_wqe_completes_general_err_on_uc_and_ud(dut, transpo
         a, b = await rdma.connected_pair(transport)
         wrs = [work_request(WROpcode.RDMA_WRITE, src.sge(1024 * k, 100), dst.remote(1024 * k),
                             wr_id=0x10 + k) for k in range(2)]
-    rdma.tb.mem.fail(a.sq.slot(1), a.sq.stride)
-    model.host_fails(a.sq.slot(1), a.sq.stride)
+    rdma.host_memory_fails(a.sq.slot(1), a.sq.stride)
     await a.post_send(wrs)
     wcs = await rdma.poll_until(a.send_cq, 2)
     assert [(wc.wr_id, wc.status) for wc in wcs] == \
         [(0x10, WCStatus.SUCCESS), (0, WCStatus.GENERAL_ERR)], f"{wcs}"
     await rdma.assert_state(a, QPState.ERR)
-    rdma.tb.mem.fail()
-    model.host_fails()
+    rdma.host_memory_fails()
     await rdma.finish()
 
 

@@ -809,7 +809,6 @@ async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
     whole, but its data cannot be stored, so the WQE completes GENERAL_ERR (not SUCCESS over
     bytes that never landed), the QP goes to ERR and the next WR is flushed."""
     rdma = await Rdma.open(dut, cabled=True)
-    model = rdma.sb.model
     a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
     local, remote = await rdma.region(4096), await rdma.region(4096)
     if opcode == WROpcode.RDMA_READ:
@@ -818,8 +817,7 @@ async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
     else:
         wr = atomic_fetch_and_add(local.sge(0, 8), remote.remote(8), 5, wr_id=0x31)
         window = (local.mr.host_addr, 8)
-    rdma.tb.mem.fail(*window)
-    model.host_fails(*window)
+    rdma.host_memory_fails(*window)
     await a.post_send(wr)
     [wc] = await rdma.poll_until(a.send_cq, 1)
     assert_wc(wc, wr_id=0x31, status=WCStatus.GENERAL_ERR)
@@ -828,8 +826,7 @@ async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
     await a.post_send(replace(wr, wr_id=0x32))
     [wc] = await rdma.poll_until(a.send_cq, 1)
     assert_wc(wc, wr_id=0x32, status=WCStatus.WR_FLUSH_ERR)
-    rdma.tb.mem.fail()
-    model.host_fails()
+    rdma.host_memory_fails()
     await rdma.finish(links_idle=False)
 
 
