@@ -14,6 +14,7 @@ import logging
 import os
 import random
 
+from cocotb.handle import Immediate
 from cocotb.triggers import FallingEdge, First, Lock, RisingEdge, Timer, ValueChange
 
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
@@ -21,6 +22,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 from . import coverage
 from .host_mem import HostMemory
 from .link_faults import LinkFaults
+from .signals import read_int, write_int
 from .sniffer import LinkSniffer
 
 PORTS = (1, 2)
@@ -108,6 +110,57 @@ class LinkInjector:
         """Returns once the packet's last beat has been taken."""
         await self.source.send(AxiStreamFrame(data, tuser=int(abort)))
         await self.source.wait()
+
+
+class PacketPlayer:
+    """Puts packets on a port's RX link of tb_rdma_dev built with CABLE = 1, beside what the
+    cable delivers (a whole packet at a time, the cable's first): they are queued in the
+    harness's player (tb/hdl/sim_pkt_player.v) through its back door and leave one beat per
+    cycle, so thousands of packets cost no Python per beat. `queue` returns at once; `drain`
+    waits until all queued packets have been taken by the port."""
+
+    def __init__(self, dut, port):
+        self.dut = dut
+        self.hdl = getattr(dut.cabled, f"rx{port - 1}_player")
+        self.beat_bytes = len(dut.m_axi_wdata) // 8
+        self.depth = len(self.hdl.ring)
+        self._ring = self.hdl.ring
+        self._gpi = {}
+        self._queued = read_int(self.hdl.queued._handle)
+        self.packets = 0            # packets queued since construction
+
+    def _room(self):
+        return self.depth - ((self._queued - read_int(self.hdl.sent._handle)) & 0xFFFFFFFF)
+
+    async def queue(self, data, abort=False):
+        """Queue the bytes of one packet (LRH .. VCRC; `abort` marks it aborted, tuser);
+        waits only while the ring is full."""
+        n = self.beat_bytes
+        beats = [data[i:i + n] for i in range(0, len(data), n)] or [b""]
+        while self._room() < len(beats):
+            await Timer(64 * CLOCK_PERIOD_NS, "ns")
+        width = 8 * n + n + 2
+        for k, beat in enumerate(beats):
+            last = k == len(beats) - 1
+            keep = (1 << len(beat)) - 1
+            word = (int(abort and last) << (9 * n + 1) | int(last) << (9 * n)
+                    | keep << (8 * n) | int.from_bytes(beat, "little"))
+            slot = self._queued % self.depth
+            obj = self._gpi.get(slot)
+            if obj is None:
+                obj = self._gpi[slot] = self._ring[slot]._handle
+            write_int(obj, word, width)
+            self._queued = (self._queued + 1) & 0xFFFFFFFF
+        self.hdl.queued.value = Immediate(self._queued)
+        self.packets += 1
+
+    @property
+    def idle(self):
+        return read_int(self.hdl.sent._handle) == self._queued
+
+    async def drain(self):
+        while not self.idle:
+            await Timer(32 * CLOCK_PERIOD_NS, "ns")
 
 
 class RdmaTB:

@@ -15,10 +15,10 @@ import pytest
 
 from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
-from tb.ib_packet import BTH, DETH, GRH, LRH, RETH, ImmDt, Packet, build, packetize
-from tb.rdma_program import QKEY, Rdma, assert_wc
+from tb.ib_packet import AETH, BTH, DETH, GRH, LRH, RETH, ImmDt, Packet, build, packetize
+from tb.rdma_program import QKEY, Rdma, assert_wc, free_index
 from tb.rdma_tb import LinkInjector
-from tb.verbs import GRH_BYTES, PortCounter, QPType, RecvWR, WCStatus
+from tb.verbs import GRH_BYTES, PortCounter, QPState, QPType, RecvWR, WCStatus
 
 PORT = 2            # injected on port 2's RX link (LID 0x20, LMC 0)
 PAYLOAD = bytes(range(48, 48 + 37))
@@ -403,6 +403,47 @@ async def test_a_packet_for_a_qp_of_the_other_port_is_dropped_and_counted(dut, t
               src_qp=0x77, slid=0x9)
     assert inbox.read(offset, len(PAYLOAD)) == PAYLOAD
     await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+@cocotb.parametrize(target=["no QP", "UD QP", "QP in RESET", "QP in INIT", "QP of port 1",
+                            "RC QP in RTS waiting for nothing"])
+async def test_a_response_for_a_qp_that_cannot_have_asked_is_dropped_and_counted(dut, target):
+    """Found by the fuzzer: an ACK or a READ response for a QP that cannot have sent a request
+    on this port (none, another transport, RESET or INIT, bound to the other port) fails the
+    destination QP check like a request would: dropped, counted in PortRcvErrors beside
+    PortRcvPkts (it was silently dropped, so such packets were counted nowhere). A response
+    an RC QP in RTS is not waiting for is stale: dropped without counting."""
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the model does not take injected responses
+    if target == "no QP":
+        qpn = free_index(rdma.dev.qps, rdma.dev.num_qp, first=2)
+    elif target == "UD QP":
+        qpn = (await rdma.ud_qp(port=PORT)).qp_num
+    else:
+        qp = await rdma.qp(QPType.RC)
+        if target == "QP in INIT":
+            await qp.modify(QPState.INIT, port_num=PORT)
+        elif target != "QP in RESET":
+            await rdma.connect(qp, 0x77, port=1 if target == "QP of port 1" else PORT, dlid=0x9)
+        qpn = qp.qp_num
+    lrh = LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9)
+    answers = [Packet(lrh=lrh, bth=BTH(opcode=0x11, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0)),
+               Packet(lrh=lrh, bth=BTH(opcode=0x10, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0),
+                      payload=PAYLOAD)]
+    before = await rdma.dev.port_counters(PORT)
+    link = LinkInjector(dut, PORT)
+    for packet in answers:
+        await link.send(build(packet))
+    await rdma.cycles(300)
+    after = await rdma.dev.port_counters(PORT)
+    counted = 0 if target.startswith("RC QP in RTS") else len(answers)
+    assert after[PortCounter.RCV_PKTS] - before[PortCounter.RCV_PKTS] == len(answers)
+    assert after[PortCounter.RCV_ERRORS] - before[PortCounter.RCV_ERRORS] == counted, \
+        f"responses for {target}: PortRcvErrors moved by " \
+        f"{after[PortCounter.RCV_ERRORS] - before[PortCounter.RCV_ERRORS]}, not {counted}"
+    assert rdma.tb.sniffers[PORT].packets() == [], "port 2 answered a response"
+    rdma.sb.check_device()
 
 
 # ---------------------------------------------------------------------------------------------

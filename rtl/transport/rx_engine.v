@@ -234,6 +234,10 @@ wire [23:0] read_pkts = pkts[23:0];
 // ---- responses to the requester's messages ----
 wire [23:0] resp_ahead = h_psn - req_una;
 wire resp_match = h_dest < NUM_QP && req_active && qp_port == cur;
+// a response for no QP of this port that could have asked (none, another port's, not RC, not
+// yet in RTR) fails the destination QP check; one its QP is not waiting for is stale
+wire resp_qp_bad = h_dest >= NUM_QP || !qp_valid || qp_type != QPT_RC || qp_port != cur ||
+                   qp_state == QPS_RESET || qp_state == QPS_INIT;
 assign m_ack_qpn = qp_qpn;
 
 // ---- the message to the responder ----
@@ -422,8 +426,11 @@ always @(posedge clk) begin
             m_ack_syndrome <= h[RXH_SYNDROME +: 8];
             m_ack_psn      <= h_psn;
             if (is_resp) begin
-                if (!resp_match) begin
-                    state <= S_DROP;            // a stale or stray response
+                if (resp_qp_bad) begin
+                    if (!h_internal) rcv_drop[cur] <= 1'b1;
+                    state <= S_DROP;
+                end else if (!resp_match) begin
+                    state <= S_DROP;            // a stale response
                 end else if (req_wait || m_ack_valid) begin
                     state <= S_DECODE;          // earlier answers are being matched
                 end else if (is_ack) begin

@@ -16,6 +16,13 @@
 // [fault_base, fault_limit) (registers, empty at time 0) is answered SLVERR and writes nothing,
 // as host memory behind an IOMMU that refuses it or a bridge that fails would. A burst answers the worst of its beats
 // on B; each R beat carries its own.
+//
+// Write guard (a fuzzer's "no stray write" invariant, checked as it happens): while
+// `guard_on`, every written beat's strobed bytes must lie inside one of GUARD_RANGES ranges
+// [guard_base[i], guard_limit[i]) (packed vectors, range i at bits i*ADDR_WIDTH; empty ranges
+// have base = limit). A beat outside counts in `strays`; the first is kept in stray_addr (its
+// first strobed byte), stray_cycle and stray_id (the AWID: the device's DMA client). The beat
+// is still written: the guard watches, the fault window refuses.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -29,7 +36,8 @@ module sim_axi_ram #(
     parameter READ_LATENCY = 2,       // initial read_latency
     parameter WRITE_LATENCY = 1,      // initial write_latency
     parameter STALL_RATE = 0,         // initial stall_rate, 0..255
-    parameter SEED = 32'h1234_5678    // initial state of the stall generator, not 0
+    parameter SEED = 32'h1234_5678,   // initial state of the stall generator, not 0
+    parameter GUARD_RANGES = 32       // ranges of the write guard
 ) (
     input  wire                    clk,
     input  wire                    rst,
@@ -87,6 +95,13 @@ reg [31:0] rng = SEED;
 reg [ADDR_WIDTH-1:0] fault_base = {ADDR_WIDTH{1'b0}};
 reg [ADDR_WIDTH-1:0] fault_limit = {ADDR_WIDTH{1'b0}};
 reg [31:0] faults = 32'd0;          // beats answered SLVERR
+reg        guard_on = 1'b0;
+reg [GUARD_RANGES*ADDR_WIDTH-1:0] guard_base = {GUARD_RANGES*ADDR_WIDTH{1'b0}};
+reg [GUARD_RANGES*ADDR_WIDTH-1:0] guard_limit = {GUARD_RANGES*ADDR_WIDTH{1'b0}};
+reg [31:0] strays = 32'd0;          // written beats outside the guard's ranges
+reg [ADDR_WIDTH-1:0] stray_addr = {ADDR_WIDTH{1'b0}};
+reg [63:0] stray_cycle = 64'd0;
+reg [ID_WIDTH-1:0] stray_id = {ID_WIDTH{1'b0}};
 reg [31:0] read_errors = 32'd0;       // protocol errors seen on AR
 reg [31:0] write_errors = 32'd0;      // protocol errors seen on AW and W
 wire [31:0] protocol_errors = read_errors + write_errors;
@@ -245,6 +260,33 @@ wire [31:0] aw_error = {31'd0, s_axi_awvalid && s_axi_awready &&
 wire [31:0] w_error = {31'd0, s_axi_wvalid && s_axi_wready && s_axi_wlast != w_last};
 integer byte_i;
 
+// whether bytes [lo, hi] lie inside one range of the write guard
+function guarded(input [ADDR_WIDTH-1:0] lo, input [ADDR_WIDTH-1:0] hi);
+    integer i;
+    begin
+        guarded = 1'b0;
+        for (i = 0; i < GUARD_RANGES; i = i + 1)
+            if (lo >= guard_base[i*ADDR_WIDTH +: ADDR_WIDTH]
+                    && hi < guard_limit[i*ADDR_WIDTH +: ADDR_WIDTH])
+                guarded = 1'b1;
+    end
+endfunction
+
+// the first and the last strobed byte of a beat, as offsets in its bus word
+reg [ADDR_WIDTH-1:0] strobe_lo, strobe_hi;
+integer strobe_i;
+always @* begin
+    strobe_lo = {ADDR_WIDTH{1'b0}};
+    strobe_hi = {ADDR_WIDTH{1'b0}};
+    for (strobe_i = BUS_BYTES - 1; strobe_i >= 0; strobe_i = strobe_i - 1)
+        if (s_axi_wstrb[strobe_i])
+            strobe_lo = strobe_i;
+    for (strobe_i = 0; strobe_i < BUS_BYTES; strobe_i = strobe_i + 1)
+        if (s_axi_wstrb[strobe_i])
+            strobe_hi = strobe_i;
+end
+wire [ADDR_WIDTH-1:0] w_bus_word = (w_addr >> BUS_SHIFT) << BUS_SHIFT;
+
 // DECERR over SLVERR over OKAY (the codes' order)
 function [1:0] worst(input [1:0] a, input [1:0] b);
     worst = a > b ? a : b;
@@ -284,6 +326,15 @@ always @(posedge clk) begin
                                 <= s_axi_wdata[byte_i * 8 +: 8];
             end
             write_beats <= write_beats + 64'd1;
+            if (guard_on && |s_axi_wstrb
+                    && !guarded(w_bus_word + strobe_lo, w_bus_word + strobe_hi)) begin
+                strays <= strays + 32'd1;
+                if (strays == 32'd0) begin
+                    stray_addr <= w_bus_word + strobe_lo;
+                    stray_cycle <= now;
+                    stray_id <= aw_id[aw_head];
+                end
+            end
             if (w_last) begin
                 b_id[b_wr[PTR-1:0]] <= aw_id[aw_head];
                 b_resp[b_wr[PTR-1:0]] <= worst(w_resp, w_beat_resp);

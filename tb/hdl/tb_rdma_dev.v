@@ -165,28 +165,74 @@ wire                    in0_tvalid, in1_tvalid, in0_tready, in1_tready;
 wire                    in0_tlast, in1_tlast, in0_tuser, in1_tuser;
 generate
     if (CABLE) begin : cabled
-        // port 1's TX (link0) to port 2's RX (in1), port 2's TX (link1) to port 1's RX (in0)
+        // port 1's TX (link0) to port 2's RX (in1), port 2's TX (link1) to port 1's RX (in0);
+        // what arrives from the cable (arrive<p>, tapped) shares the port's RX with a packet
+        // player (rx<p>_player: packets the testbench puts there itself, e.g. a fuzzer's),
+        // a whole packet at a time, the cable first
+        wire [DATA_WIDTH-1:0]   arrive0_tdata, arrive1_tdata;
+        wire [KEEP_WIDTH-1:0]   arrive0_tkeep, arrive1_tkeep;
+        wire                    arrive0_tvalid, arrive1_tvalid, arrive0_tready, arrive1_tready;
+        wire                    arrive0_tlast, arrive1_tlast, arrive0_tuser, arrive1_tuser;
         sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) link0_cable (
             .clk(clk), .rst(rst), .cycle(cycle),
             .s_axis_tdata(link0_tdata), .s_axis_tkeep(link0_tkeep), .s_axis_tvalid(link0_tvalid),
             .s_axis_tready(link0_tready), .s_axis_tlast(link0_tlast), .s_axis_tuser(link0_tuser),
-            .m_axis_tdata(in1_tdata), .m_axis_tkeep(in1_tkeep), .m_axis_tvalid(in1_tvalid),
-            .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser)
+            .m_axis_tdata(arrive1_tdata), .m_axis_tkeep(arrive1_tkeep),
+            .m_axis_tvalid(arrive1_tvalid), .m_axis_tready(arrive1_tready),
+            .m_axis_tlast(arrive1_tlast), .m_axis_tuser(arrive1_tuser)
         );
         sim_link_fault #(.DATA_WIDTH(DATA_WIDTH)) link1_cable (
             .clk(clk), .rst(rst), .cycle(cycle),
             .s_axis_tdata(link1_tdata), .s_axis_tkeep(link1_tkeep), .s_axis_tvalid(link1_tvalid),
             .s_axis_tready(link1_tready), .s_axis_tlast(link1_tlast), .s_axis_tuser(link1_tuser),
-            .m_axis_tdata(in0_tdata), .m_axis_tkeep(in0_tkeep), .m_axis_tvalid(in0_tvalid),
-            .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser)
+            .m_axis_tdata(arrive0_tdata), .m_axis_tkeep(arrive0_tkeep),
+            .m_axis_tvalid(arrive0_tvalid), .m_axis_tready(arrive0_tready),
+            .m_axis_tlast(arrive0_tlast), .m_axis_tuser(arrive0_tuser)
         );
         sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link0_arrived_tap (
-            .clk(clk), .cycle(cycle), .tdata(in1_tdata), .tkeep(in1_tkeep),
-            .tvalid(in1_tvalid), .tready(in1_tready), .tlast(in1_tlast), .tuser(in1_tuser)
+            .clk(clk), .cycle(cycle), .tdata(arrive1_tdata), .tkeep(arrive1_tkeep),
+            .tvalid(arrive1_tvalid), .tready(arrive1_tready), .tlast(arrive1_tlast),
+            .tuser(arrive1_tuser)
         );
         sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) link1_arrived_tap (
-            .clk(clk), .cycle(cycle), .tdata(in0_tdata), .tkeep(in0_tkeep),
-            .tvalid(in0_tvalid), .tready(in0_tready), .tlast(in0_tlast), .tuser(in0_tuser)
+            .clk(clk), .cycle(cycle), .tdata(arrive0_tdata), .tkeep(arrive0_tkeep),
+            .tvalid(arrive0_tvalid), .tready(arrive0_tready), .tlast(arrive0_tlast),
+            .tuser(arrive0_tuser)
+        );
+        wire [DATA_WIDTH-1:0]   play0_tdata, play1_tdata;
+        wire [KEEP_WIDTH-1:0]   play0_tkeep, play1_tkeep;
+        wire                    play0_tvalid, play1_tvalid, play0_tready, play1_tready;
+        wire                    play0_tlast, play1_tlast, play0_tuser, play1_tuser;
+        wire                    mux0_tid, mux1_tid;
+        sim_pkt_player #(.DATA_WIDTH(DATA_WIDTH)) rx0_player (
+            .clk(clk), .rst(rst),
+            .m_axis_tdata(play0_tdata), .m_axis_tkeep(play0_tkeep), .m_axis_tvalid(play0_tvalid),
+            .m_axis_tready(play0_tready), .m_axis_tlast(play0_tlast), .m_axis_tuser(play0_tuser)
+        );
+        sim_pkt_player #(.DATA_WIDTH(DATA_WIDTH)) rx1_player (
+            .clk(clk), .rst(rst),
+            .m_axis_tdata(play1_tdata), .m_axis_tkeep(play1_tkeep), .m_axis_tvalid(play1_tvalid),
+            .m_axis_tready(play1_tready), .m_axis_tlast(play1_tlast), .m_axis_tuser(play1_tuser)
+        );
+        axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx0_mux (
+            .clk(clk), .rst(rst),
+            .s_axis_tdata({play0_tdata, arrive0_tdata}), .s_axis_tkeep({play0_tkeep, arrive0_tkeep}),
+            .s_axis_tvalid({play0_tvalid, arrive0_tvalid}),
+            .s_axis_tready({play0_tready, arrive0_tready}),
+            .s_axis_tlast({play0_tlast, arrive0_tlast}), .s_axis_tuser({play0_tuser, arrive0_tuser}),
+            .m_axis_tdata(in0_tdata), .m_axis_tkeep(in0_tkeep), .m_axis_tvalid(in0_tvalid),
+            .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser),
+            .m_axis_tid(mux0_tid)
+        );
+        axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx1_mux (
+            .clk(clk), .rst(rst),
+            .s_axis_tdata({play1_tdata, arrive1_tdata}), .s_axis_tkeep({play1_tkeep, arrive1_tkeep}),
+            .s_axis_tvalid({play1_tvalid, arrive1_tvalid}),
+            .s_axis_tready({play1_tready, arrive1_tready}),
+            .s_axis_tlast({play1_tlast, arrive1_tlast}), .s_axis_tuser({play1_tuser, arrive1_tuser}),
+            .m_axis_tdata(in1_tdata), .m_axis_tkeep(in1_tkeep), .m_axis_tvalid(in1_tvalid),
+            .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser),
+            .m_axis_tid(mux1_tid)
         );
         assign rx0_axis_tready = 1'b0;
         assign rx1_axis_tready = 1'b0;

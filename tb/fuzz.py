@@ -1,0 +1,911 @@
+"""The fuzzer: hostile packets on rdma_dev's receive side and random work requests in its rings,
+beside live traffic, with the device's invariants checked as it runs (`make fuzz`,
+docs/fuzzing.md).
+
+The harness is tb_rdma_dev with its ports cabled to each other (CABLE = 1). Live traffic, the
+canaries, crosses the cable in its own protection domain: an RC QP on port 1 writes and sends
+to one on port 2, a UD QP on port 1 sends to one on port 2, every round, their data checked.
+The fuzzer owns other QPs in a PD of its own: on port 2 an RC, a UC and a UD QP (the targets),
+an RC QP left in RESET, and on port 1 the targets' peers. It works in batches, each of one kind:
+
+- a packet batch puts up to PACKET_BATCH packets of one kind (a field of one header mutated,
+  a check of the link broken, a QP check broken, or real packets replayed long after their
+  time) on a port's receive side through the harness's packet player, between the packets the
+  cable delivers;
+- a WR batch writes random WQEs (biased towards the interesting values of each field, some
+  wholly random bytes) into the targets' send rings and rings their doorbells, some with a
+  random producer index.
+
+After each batch the links go quiet and the invariants are checked; the first one broken
+stops the run (Violation), with the batch's packets in a pcap and a replay command:
+
+- no stray write: host memory's write guard (tb/hdl/sim_axi_ram.v) allows only the CQ rings,
+  the canaries' destinations and the fuzzer's regions that allow a write (local or remote);
+  the rings, the margins around every region, a read-only region, a region of a PD no QP
+  uses and every other byte must never be written;
+- no hang: the canaries complete within CANARY_BOUND cycles with their data in place, every
+  WQE a doorbell handed the device is consumed within WR_BOUND cycles, register accesses are
+  answered (tb/rdma_tb.Registers);
+- everything accounted for: per port, every packet that arrived moved PortRcvPkts (it passed
+  the link checks) or PortRcvErrors only (it did not), and a QP check's drop moved both;
+  the cable's packets are never dropped; a kind whose fate the spec fixes (a link check
+  broken, a QP that cannot take it, a duplicate) ends exactly so; PortXmitPkts counts exactly
+  the packets the port's link carried; no completion has a status the device does not
+  produce or a wr_id nobody posted; QPs end in the states the spec allows (the RESET QP stays
+  in RESET, a QP that only received stray answers keeps its state, the canaries stay in RTS);
+  the AXI bus stays legal.
+
+What each kind did (link-dropped, dropped by a QP check, taken by a QP; the answers it drew,
+the completions it caused) is tallied per kind for the report.
+"""
+
+import re
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from cocotb.triggers import ClockCycles
+
+from .coverage import VERBS_ONLY_STATUSES
+from .ib_crc import icrc_bytes, vcrc_bytes
+from .ib_packet import (
+    AETH, BTH, DETH, GRH, LRH, OPCODES, PSN_MASK, AtomicAckETH, AtomicETH, ImmDt, Packet, RETH,
+    build, seal,
+)
+from .pcap import PcapWriter
+from .rdma_program import ALL_ACCESS, work_request
+from .signals import read_int
+from .verbs import (
+    MTU, Access, PortCounter, QPState, QPType, RecvWR, SendWR, WCStatus, WROpcode,
+    port_counter_reg, sq_db, wqe_bytes,
+)
+
+PACKET_BATCH = 48       # packets per packet batch
+WR_BATCH = 6            # WQEs per target per WR batch, at most
+CANARY_BOUND = 150_000  # cycles a canary round may take, RC retries after discarded ACKs included
+WR_BOUND = 300_000      # cycles within which the device must consume every WQE handed to it
+QUIET = 384             # cycles without a beat on any link after which a batch is over
+FUZZ_QKEY = 0x0F0F2222
+CANARY_QKEY = 0x11117777
+RECEIVES = 8            # receives kept posted on each fuzz QP
+RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
+FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
+DEVICE_STATUSES = frozenset(s for s in WCStatus if s.name not in VERBS_ONLY_STATUSES)
+DMA_CLIENTS = {0: "CQE writer", 1: "responder", 2: "receive engine", 3: "port 1 transmit",
+               4: "port 1 transmit", 5: "port 2 transmit", 6: "port 2 transmit"}
+
+
+class Violation(AssertionError):
+    """An invariant broke: what, and the batch it broke in."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Header fields: (header, name, offset of the field's first bit in the header, width in bits),
+# reserved fields included. Headers are big-endian, bit 0 the most significant of byte 0.
+
+FIELDS = [
+    ("lrh", "VL", 0, 4), ("lrh", "LVer", 4, 4), ("lrh", "SL", 8, 4), ("lrh", "Rsv2", 12, 2),
+    ("lrh", "LNH", 14, 2), ("lrh", "DLID", 16, 16), ("lrh", "Rsv5", 32, 5),
+    ("lrh", "PktLen", 37, 11), ("lrh", "SLID", 48, 16),
+    ("grh", "IPVer", 0, 4), ("grh", "TClass", 4, 8), ("grh", "FlowLabel", 12, 20),
+    ("grh", "PayLen", 32, 16), ("grh", "NxtHdr", 48, 8), ("grh", "HopLmt", 56, 8),
+    ("grh", "SGID", 64, 128), ("grh", "DGID", 192, 128),
+    ("bth", "OpCode", 0, 8), ("bth", "SE", 8, 1), ("bth", "M", 9, 1), ("bth", "PadCnt", 10, 2),
+    ("bth", "TVer", 12, 4), ("bth", "P_Key", 16, 16), ("bth", "Resv8a", 32, 8),
+    ("bth", "DestQP", 40, 24), ("bth", "A", 64, 1), ("bth", "Resv7", 65, 7),
+    ("bth", "PSN", 72, 24),
+    ("deth", "Q_Key", 0, 32), ("deth", "Rsv8", 32, 8), ("deth", "SrcQP", 40, 24),
+    ("reth", "VA", 0, 64), ("reth", "R_Key", 64, 32), ("reth", "DMALen", 96, 32),
+    ("atomic_eth", "VA", 0, 64), ("atomic_eth", "R_Key", 64, 32),
+    ("atomic_eth", "SwapAdd", 96, 64), ("atomic_eth", "Compare", 160, 64),
+    ("aeth", "Syndrome", 0, 8), ("aeth", "MSN", 8, 24),
+    ("atomic_ack_eth", "OrigData", 0, 64),
+    ("immdt", "Immediate", 0, 32),
+]
+HEADER_BYTES = {"lrh": 8, "grh": 40, "bth": 12, "deth": 8, "reth": 16, "atomic_eth": 28,
+                "aeth": 4, "atomic_ack_eth": 8, "immdt": 4}
+
+# kinds whose fate the spec fixes: "link" ones fail a check of the link (PortRcvErrors only),
+# "qp" ones pass it and fail the destination QP's (PortRcvPkts and PortRcvErrors), "replay"
+# ones are real packets a QP takes as duplicates (PortRcvPkts only, nothing executed)
+LINK_KINDS = ("vcrc", "icrc", "truncated", "overlong", "garbage", "aborted", "dlid", "dgid",
+              "lver", "tver", "pkey", "pktlen", "paylen", "ipver")
+QP_KINDS = ("none", "reset", "other_port", "transport", "qkey")
+REPLAY_KINDS = ("request", "answer", "datagram")
+
+
+def header_offsets(packet):
+    """Where each header of `packet` starts in its wire bytes."""
+    at, offsets = 0, {"lrh": 0}
+    at = 8
+    if packet.grh is not None:
+        offsets["grh"] = at
+        at += 40
+    offsets["bth"] = at
+    at += 12
+    for name in OPCODES[packet.bth.opcode].headers:
+        offsets[name] = at
+        at += HEADER_BYTES[name]
+    return offsets
+
+
+def get_field(data, start, bit, width):
+    span = (bit + width + 7) // 8
+    value = int.from_bytes(data[start + bit // 8:start + bit // 8 + span], "big")
+    return value >> (8 * span - bit % 8 - width) & ((1 << width) - 1)
+
+
+def set_field(data, start, bit, width, value):
+    """`data` (bytearray) with the field at header offset `start` set to `value`."""
+    span = (bit + width + 7) // 8
+    at = start + bit // 8
+    shift = 8 * span - bit % 8 - width
+    word = int.from_bytes(data[at:at + span], "big")
+    mask = ((1 << width) - 1) << shift
+    word = word & ~mask | (value << shift & mask)
+    data[at:at + span] = word.to_bytes(span, "big")
+
+
+def reseal(data):
+    """`data` (a whole packet) with both CRCs computed again over what precedes them."""
+    return seal(bytes(data[:-6]))
+
+
+@dataclass
+class Batch:
+    """What a batch put on the links and what became of it."""
+    kind: str
+    port: int = 2
+    packets: list = None        # (bytes, aborted)
+    plan: list = None           # WR batches: (target name, WQEs)
+    wrs: int = 0
+
+
+class Fuzzer:
+    """One fuzz run on an opened Rdma program of a cabled tb_rdma_dev (see the module's
+    docstring). `rng` draws everything, so a seed replays a run."""
+
+    def __init__(self, rdma, rng, players):
+        self.rdma = rdma
+        self.dev = rdma.dev
+        self.tb = rdma.tb
+        self.dut = rdma.dut
+        self.rng = rng
+        self.players = players      # port -> PacketPlayer
+        self.log = rdma.tb.log
+        self.tally = defaultdict(Counter)      # kind -> what happened
+        self.wr_tally = Counter()
+        self.packets = 0
+        self.wrs = 0
+        self.batches = 0
+        self.canary_rounds = 0
+        self.canary_worst = 0
+        self.history = []           # the last batches (for the pcap of a failure)
+        self.only = None            # the packet kinds to draw from (restrict), None: all
+        cabled = self.dut.cabled
+        self.taps = {("arrived", 2): cabled.link0_arrived_tap, ("arrived", 1): cabled.link1_arrived_tap,
+                     ("sent", 1): self.dut.link0_tap, ("sent", 2): self.dut.link1_tap}
+
+    # -----------------------------------------------------------------------------------------
+    # Set-up
+
+    async def open(self):
+        rdma, dev = self.rdma, self.dev
+        rdma.sb.stop_predicting()       # the model cannot predict hostile traffic
+        ports = dev.ports
+        # canaries: their own PD (rdma.pd), across the cable
+        self.ca, self.cb = await rdma.qp(QPType.RC), await rdma.qp(QPType.RC)
+        await self.ca.to_rts(self.cb.qp_num, ports[2].lid, 1, timeout=1, retry_cnt=7)
+        await self.cb.to_rts(self.ca.qp_num, ports[1].lid, 2, timeout=1, retry_cnt=7)
+        self.cc = await rdma.qp(QPType.UD)
+        await self.cc.to_rts(port=1, qkey=CANARY_QKEY)
+        self.cd = await rdma.qp(QPType.UD)
+        await self.cd.to_rts(port=2, qkey=CANARY_QKEY)
+        self.canary_ah = await rdma.pd.create_ah(1, ports[2].lid)
+        self.c_src = await rdma.region(4096)
+        self.c_dst = await rdma.region(4096)
+        self.c_recv = await rdma.region(4096, Access.LOCAL_WRITE)
+        self.c_ud = await rdma.region(4096, Access.LOCAL_WRITE)
+
+        # the fuzzer's PD, and one no QP uses
+        self.pd = dev.alloc_pd()
+        foreign_pd = dev.alloc_pd()
+        self.open_mr = await rdma.region(8192, ALL_ACCESS, pd=self.pd)
+        self.recv_mr = await rdma.region(8 * RECEIVES * RECV_BYTES, Access.LOCAL_WRITE,
+                                         pd=self.pd)
+        self.ro_mr = await rdma.region(4096, Access.REMOTE_READ, pd=self.pd)
+        self.foreign_mr = await rdma.region(4096, ALL_ACCESS, pd=foreign_pd)
+        stale = await rdma.region(4096, ALL_ACCESS, pd=self.pd)
+        self.stale_key = stale.lkey
+        self.stale_va = stale.mr.addr
+        await stale.mr.dereg()
+        self.keys = [self.open_mr.lkey, self.recv_mr.lkey, self.ro_mr.lkey,
+                     self.foreign_mr.lkey, self.stale_key, self.c_dst.lkey, self.c_src.lkey]
+        self.vas = [r.mr.addr for r in (self.open_mr, self.recv_mr, self.ro_mr,
+                                        self.foreign_mr, self.c_dst)] + [self.stale_va]
+
+        # targets on port 2, their peers on port 1
+        self.targets, self.peers = {}, {}
+        for name, qp_type in (("rc", QPType.RC), ("uc", QPType.UC), ("ud", QPType.UD)):
+            self.targets[name] = await self._fuzz_qp(qp_type)
+            self.peers[name] = await self._fuzz_qp(qp_type)
+        self.reset_qp = await self._fuzz_qp(QPType.RC)
+        for name in self.targets:
+            await self._bring_up(name)
+        self.none_qpn = next(i for i in reversed(range(2, dev.num_qp)) if i not in dev.qps)
+        self.ahs = [await self.pd.create_ah(2, ports[1].lid),           # over the cable
+                    await self.pd.create_ah(2, ports[2].lid),           # loopback
+                    await self.pd.create_ah(2, 0x77)]                   # nobody's LID
+        self._guard()
+        self.counters = await self._read_counters()
+        self.tap_counts = self._tap_counts()
+        self.played = {p: int(pl.hdl.frames.value) for p, pl in self.players.items()}
+        self.sent_seen = {p: len(self.tb.sniffers[p].captures) for p in (1, 2)}
+
+    async def _fuzz_qp(self, qp_type):
+        cq = await self.dev.create_cq(256)
+        return await self.pd.create_qp(qp_type, cq, cq, 16, 16, 4, 4)
+
+    async def _bring_up(self, name):
+        """Target `name` and its peer from any state to RTS, aimed at each other, receives
+        posted."""
+        ports = self.dev.ports
+        target, peer = self.targets[name], self.peers[name]
+        for qp in (target, peer):
+            if qp.state != QPState.RESET:
+                await qp.modify(QPState.RESET)
+        if name == "ud":
+            await target.to_rts(port=2, qkey=FUZZ_QKEY)
+            await peer.to_rts(port=1, qkey=FUZZ_QKEY)
+        else:
+            rc = dict(timeout=1, retry_cnt=1, rnr_retry=1, min_rnr_timer=1,
+                      max_rd_atomic=4, max_dest_rd_atomic=4) if name == "rc" else {}
+            await target.to_rts(peer.qp_num, ports[1].lid, 2, access=ALL_ACCESS,
+                                path_mtu=FUZZ_MTU, **rc)
+            await peer.to_rts(target.qp_num, ports[2].lid, 1, access=ALL_ACCESS,
+                              path_mtu=FUZZ_MTU, **rc)
+        for qp in (target, peer):
+            await self._replenish(qp)
+
+    async def _replenish(self, qp, status=None):
+        """Keep RECEIVES receives posted on `qp` (in RTS), each into its own slot of recv_mr."""
+        if qp.state != QPState.RTS:
+            return
+        status = status or await qp.query()
+        missing = RECEIVES - ((status.rq_pi - status.rq_ci) & 0xFFFF)
+        if missing <= 0:
+            return
+        first = self._fuzz_qps().index(qp) * RECEIVES
+        await qp.post_recv([
+            RecvWR(self.recv_mr.sge((first + (qp.rq.head + k) % RECEIVES) * RECV_BYTES,
+                                    RECV_BYTES), wr_id=0xEC00 | (qp.rq.head + k) & 0xFF)
+            for k in range(missing)])
+
+    def _guard(self):
+        """Arm host memory's write guard: the CQ rings, the canaries' destinations and the
+        fuzzer's writable regions."""
+        ranges = [(cq.ring, cq.ring + 32 * cq.depth) for cq in self.dev.cqs.values()]
+        ranges += [(r.mr.host_addr, r.mr.host_addr + r.length)
+                   for r in (self.c_dst, self.c_recv, self.c_ud, self.open_mr, self.recv_mr)]
+        ram = self.tb.mem.ram
+        width = len(ram.s_axi_awaddr)
+        slots = len(ram.guard_base) // width
+        if len(ranges) > slots:
+            raise ValueError(f"{len(ranges)} write ranges, the guard has {slots}")
+        base = limit = 0
+        for i, (lo, hi) in enumerate(ranges):
+            base |= lo << (i * width)
+            limit |= hi << (i * width)
+        ram.guard_base.value = base
+        ram.guard_limit.value = limit
+        ram.guard_on.value = 1
+        self.guard_ranges = ranges
+
+    # -----------------------------------------------------------------------------------------
+    # Observation
+
+    def _tap_counts(self):
+        return {key: int(tap.packets.value) for key, tap in self.taps.items()}
+
+    async def _read_counters(self):
+        """The low words of each port's 64-bit PortRcvPkts, PortRcvErrors, PortXmitPkts,
+        PortXmitDiscards (deltas are taken modulo 2^32)."""
+        out = {}
+        for port in (1, 2):
+            for c in (PortCounter.RCV_PKTS_EXT, PortCounter.RCV_ERRORS_EXT,
+                      PortCounter.XMIT_PKTS_EXT, PortCounter.XMIT_DISCARDS_EXT):
+                out[port, c] = await self.dev.read_reg(port_counter_reg(port, c))
+        return out
+
+    async def _quiet(self):
+        """Until the players are empty and no link has moved for QUIET cycles."""
+        last = None
+        while True:
+            await ClockCycles(self.dut.clk, QUIET)
+            now = (all(p.idle for p in self.players.values()),
+                   tuple(int(t.beats.value) for t in self.taps.values()))
+            if now[0] and now == last:
+                return
+            last = now
+
+    async def _measure(self):
+        """Counter, tap and player deltas since the last measure, taken while the links are
+        quiet (again when a link moved while the counters were read)."""
+        while True:
+            await self._quiet()
+            taps = self._tap_counts()
+            counters = await self._read_counters()
+            if self._tap_counts() == taps:
+                break
+        delta = {k: (counters[k] - self.counters[k]) & 0xFFFFFFFF for k in counters}
+        tap_delta = {k: (taps[k] - self.tap_counts[k]) & 0xFFFFFFFF for k in taps}
+        played = {p: int(pl.hdl.frames.value) for p, pl in self.players.items()}
+        inj = {p: played[p] - self.played[p] for p in played}
+        self.counters, self.tap_counts, self.played = counters, taps, played
+        return delta, tap_delta, inj
+
+    def _violation(self, what):
+        raise Violation(f"batch {self.batches} ({self.current.kind}): {what}")
+
+    async def _check_batch(self, batch):
+        """Every invariant after one batch; returns the per-port fates of what arrived."""
+        delta, taps, inj = await self._measure()
+        fates = {}
+        for port in (1, 2):
+            arrived = taps["arrived", port] + inj[port]
+            rcv = delta[port, PortCounter.RCV_PKTS_EXT]
+            err = delta[port, PortCounter.RCV_ERRORS_EXT]
+            xmit = delta[port, PortCounter.XMIT_PKTS_EXT]
+            if xmit != taps["sent", port]:
+                self._violation(f"port {port}: PortXmitPkts moved by {xmit}, its link carried "
+                                f"{taps['sent', port]} packets")
+            if not (rcv <= arrived <= rcv + err <= 2 * arrived):
+                self._violation(f"port {port}: {arrived} packets arrived, PortRcvPkts moved by "
+                                f"{rcv} and PortRcvErrors by {err}: not one count each")
+            link_drops = arrived - rcv
+            qp_drops = err - link_drops
+            # in a packet batch port 1 sends only the canaries' requests, which port 2 takes
+            # (port 2 also answers the hostile packets, to wherever they claim to come from)
+            if port == 2 and batch.wrs == 0 and not 0 <= link_drops <= inj[port]:
+                self._violation(f"port {port}: {link_drops} packets failed the link checks, "
+                                f"{inj[port]} were injected: the cable's own were dropped")
+            if port == 2 and batch.wrs == 0 and not 0 <= qp_drops <= inj[port]:
+                self._violation(f"port {port}: {qp_drops} packets failed a QP check, "
+                                f"{inj[port]} were injected: the cable's own were dropped")
+            fates[port] = (inj[port], link_drops, qp_drops)
+        self._check_fixed_fate(batch, fates)
+        ram = self.tb.mem.ram
+        if int(ram.strays.value):
+            client = int(ram.stray_id.value)
+            self._violation(
+                f"stray write: host address {int(ram.stray_addr.value):#x} at cycle "
+                f"{int(ram.stray_cycle.value)} by DMA client {client} "
+                f"({DMA_CLIENTS.get(client, 'bypass or WQE read-ahead')}), outside every "
+                f"range the guard allows ({int(ram.strays.value)} stray beats)")
+        if self.tb.mem.protocol_errors:
+            self._violation(f"{self.tb.mem.protocol_errors} AXI protocol errors on host memory")
+        return fates
+
+    def _check_fixed_fate(self, batch, fates):
+        category, _, name = batch.kind.partition(" ")
+        inj, link, qp = fates[batch.port]
+        want = {"link": (inj, 0), "qp": (0, inj), "replay": (0, 0)}.get(category)
+        if want and (link, qp) != want:
+            self._violation(f"{inj} packets of kind {batch.kind} on port {batch.port}: {link} "
+                            f"failed the link checks and {qp} a QP check, the spec says "
+                            f"{want[0]} and {want[1]}")
+
+    async def _settle_qps(self, batch):
+        """Completions of the fuzz QPs checked and tallied, QP states checked, QPs in ERR
+        brought back, receives replenished."""
+        tally = self.tally[batch.kind] if batch.wrs == 0 else self.wr_tally
+        for name in self.targets:
+            for qp in (self.targets[name], self.peers[name]):
+                for wc in await qp.send_cq.poll():
+                    if wc.status not in DEVICE_STATUSES:
+                        self._violation(f"QP {qp.qp_num}: completion status {wc.status!r}, "
+                                        f"which the device never gives")
+                    if wc.qp_num != qp.qp_num:
+                        self._violation(f"CQ {qp.send_cq.cqn} of QP {qp.qp_num} has a "
+                                        f"completion of QP {wc.qp_num}")
+                    side = "recv" if wc.is_recv else "send"
+                    if wc.is_recv and wc.wr_id >> 8 != 0xEC:
+                        self._violation(f"QP {qp.qp_num}: a receive completion with wr_id "
+                                        f"{wc.wr_id:#x}, which no receive had")
+                    tally[f"{side} {WCStatus(wc.status).name}"] += 1
+        before = {qp.qp_num: qp.state for qp in self._fuzz_qps()}
+        for name in self.targets:
+            for role, qp in (("target", self.targets[name]), ("peer", self.peers[name])):
+                status = await qp.query()
+                if status.state not in (QPState.RTS, QPState.ERR):
+                    self._violation(f"{name} {role} QP {qp.qp_num} in {status.state!r}")
+                if (role == "peer" and batch.wrs == 0
+                        and status.state != before[qp.qp_num]):
+                    self._violation(f"{name} peer QP {qp.qp_num} went from "
+                                    f"{before[qp.qp_num].name} to {status.state.name} on stray "
+                                    f"answers")
+                if status.state == QPState.ERR:
+                    tally[f"{name} {role} to ERR"] += 1
+            pair = (self.targets[name], self.peers[name])
+            if any(qp.state == QPState.ERR for qp in pair):
+                for qp in pair:
+                    if qp.state == QPState.ERR:
+                        await self._drain_cq(qp)
+                await self._bring_up(name)
+            else:
+                for qp in (self.targets[name], self.peers[name]):
+                    await self._replenish(qp)
+        if (await self.reset_qp.query()).state != QPState.RESET:
+            self._violation(f"QP {self.reset_qp.qp_num} left RESET")
+
+    async def _drain_cq(self, qp):
+        """The flushes of a QP in ERR, before it starts again."""
+        for _ in range(20):
+            await ClockCycles(self.dut.clk, 200)
+            for wc in await qp.send_cq.poll():
+                if wc.status not in DEVICE_STATUSES:
+                    self._violation(f"QP {qp.qp_num}: completion status {wc.status!r}")
+            status = await qp.query()
+            if status.sq_ci == status.sq_pi and status.rq_ci == status.rq_pi:
+                return
+        self._violation(f"QP {qp.qp_num} in ERR did not flush its queues: {status}")
+
+    def _fuzz_qps(self):
+        return [*self.targets.values(), *self.peers.values()]
+
+    def _tally_answers(self, batch):
+        """Port 2's answers to the injected packets (those for the RC target's peer) by kind."""
+        sniffer = self.tb.sniffers[2]
+        peer = self.peers["rc"].qp_num
+        for capture in sniffer.captures[self.sent_seen[2]:]:
+            pkt = capture.packet
+            if pkt is None or pkt.bth.dest_qp != peer:
+                continue
+            if pkt.aeth is not None and pkt.bth.opcode == 0x11:
+                code = pkt.aeth.syndrome
+                what = ("ACK" if code >> 5 == 0 else "RNR NAK" if code >> 5 == 1
+                        else f"NAK {code:#04x}")
+            else:
+                what = OPCODES[pkt.bth.opcode].operation.replace("_", " ")
+            self.tally[batch.kind][f"answer {what}"] += 1
+
+    # -----------------------------------------------------------------------------------------
+    # Canaries
+
+    async def _canary_post(self):
+        rng = self.rng
+        write_len, send_len, ud_len = rng.randint(1, 4096), rng.randint(1, 4096), rng.randint(1, 1024)
+        data = rng.randbytes(4096)
+        self.c_src.write(0, data)
+        await self.cb.post_recv(RecvWR(self.c_recv.sge(0, 4096), wr_id=1))
+        await self.cd.post_recv(RecvWR(self.c_ud.sge(0, 4096), wr_id=2))
+        await self.ca.post_send([
+            work_request(WROpcode.RDMA_WRITE, self.c_src.sge(0, write_len), self.c_dst.remote(),
+                         wr_id=3),
+            SendWR(WROpcode.SEND, self.c_src.sge(4096 - send_len, send_len), 4)])
+        await self.cc.post_send(SendWR(WROpcode.SEND, self.c_src.sge(0, ud_len), 5,
+                                       ah=self.canary_ah, remote_qpn=self.cd.qp_num,
+                                       remote_qkey=CANARY_QKEY))
+        return self.tb.cycle(), data, write_len, send_len, ud_len
+
+    async def _canary_check(self, posted):
+        start, data, write_len, send_len, ud_len = posted
+        want = {self.ca: 2, self.cb: 1, self.cc: 1, self.cd: 1}
+        got = {qp: [] for qp in want}
+        while True:
+            for qp in want:
+                got[qp] += await qp.send_cq.poll()
+            if all(len(got[qp]) >= n for qp, n in want.items()):
+                break
+            if self.tb.cycle() - start > CANARY_BOUND:
+                self._violation("canary stalled: " + ", ".join(
+                    f"QP {qp.qp_num} {len(got[qp])} of {n} completions"
+                    for qp, n in want.items()) + f" after {CANARY_BOUND} cycles")
+            await ClockCycles(self.dut.clk, 200)
+        self.canary_worst = max(self.canary_worst, self.tb.cycle() - start)
+        for qp, n in want.items():
+            if len(got[qp]) != n or any(wc.status != WCStatus.SUCCESS for wc in got[qp]):
+                self._violation(f"canary QP {qp.qp_num}: {got[qp]}")
+        if self.c_dst.read(0, write_len) != data[:write_len]:
+            self._violation("canary RDMA WRITE: the destination differs from the source")
+        if self.c_recv.read(0, send_len) != data[4096 - send_len:]:
+            self._violation("canary SEND: the receive buffer differs from the source")
+        if self.c_ud.read(40, ud_len) != data[:ud_len]:
+            self._violation("canary UD SEND: the receive buffer differs from the source")
+        self.canary_rounds += 1
+
+    # -----------------------------------------------------------------------------------------
+    # Packets
+
+    def _template(self, target, epsn):
+        """A well-formed packet for fuzz target `target` ("rc", "uc", "ud") at PSN `epsn`."""
+        rng, ports = self.rng, self.dev.ports
+        qp = self.targets[target]
+        lrh = LRH(dlid=ports[2].lid, slid=ports[1].lid)
+        grh = (GRH(sgid=bytes(ports[1].gid), dgid=bytes(ports[2].gid), hop_limit=64)
+               if rng.random() < 0.25 else None)
+        mtu = FUZZ_MTU.size
+        if target == "ud":
+            opcode = rng.choice((0x64, 0x65))
+            return Packet(lrh=lrh, grh=grh,
+                          bth=BTH(opcode=opcode, dest_qp=qp.qp_num, psn=rng.getrandbits(24)),
+                          deth=DETH(qkey=FUZZ_QKEY, src_qp=self.peers["ud"].qp_num),
+                          immdt=ImmDt(rng.getrandbits(32)) if opcode == 0x65 else None,
+                          payload=self._payload(0, mtu))
+        lows = range(0x00, 0x15) if target == "rc" else range(0x00, 0x0C)
+        low = rng.choice(lows)
+        op = OPCODES[(0x00 if target == "rc" else 0x20) | low]
+        length = (mtu if op.position in ("first", "middle") else rng.randint(0, mtu))
+        fields = {}
+        va = self.open_mr.mr.addr + rng.randrange(0, 4096)
+        if "reth" in op.headers:
+            dma_len = (rng.randint(0, 1024) if op.operation == "RDMA_READ_REQUEST"
+                       else length + (mtu * rng.randint(1, 3) if op.position == "first" else 0))
+            fields["reth"] = RETH(va, self.open_mr.lkey, dma_len)
+        if "atomic_eth" in op.headers:
+            fields["atomic_eth"] = AtomicETH(va & ~7, self.open_mr.lkey, rng.getrandbits(64),
+                                             rng.getrandbits(64))
+        if "aeth" in op.headers:
+            fields["aeth"] = AETH(rng.choice((0x1F, 0x00, 0x21, 0x60, 0x61)), rng.getrandbits(24))
+        if "atomic_ack_eth" in op.headers:
+            fields["atomic_ack_eth"] = AtomicAckETH(rng.getrandbits(64))
+        if "immdt" in op.headers:
+            fields["immdt"] = ImmDt(rng.getrandbits(32))
+        return Packet(lrh=lrh, grh=grh,
+                      bth=BTH(opcode=op.code, dest_qp=qp.qp_num, psn=epsn,
+                              ackreq=rng.random() < 0.5),
+                      payload=self._payload(length, length) if op.payload else b"", **fields)
+
+    def _payload(self, lo, hi):
+        return self.rng.randbytes(self.rng.randint(lo, hi))
+
+    def _field_value(self, header, name, width, old, epsn):
+        rng = self.rng
+        pick = {
+            "OpCode": lambda: rng.randrange(256),
+            "PSN": lambda: (epsn + rng.choice((-1, 1, 2, 15, 16, -(1 << 23), (1 << 23) - 1,
+                                              1 << 23, rng.getrandbits(24)))) & PSN_MASK,
+            "DestQP": lambda: rng.choice([q.qp_num for q in self._fuzz_qps()]
+                                         + [self.none_qpn, self.reset_qp.qp_num, 0, 1,
+                                            0xFFFFFF, rng.getrandbits(24)]),
+            "R_Key": lambda: rng.choice(self.keys + [self.open_mr.lkey ^ 1,
+                                                     rng.getrandbits(32)]),
+            "VA": lambda: rng.choice([self.open_mr.mr.addr - 1, self.open_mr.mr.addr + 8192 - 1,
+                                      self.open_mr.mr.addr + 8192 - 8, self.open_mr.mr.addr + 8192,
+                                      old + 1, old | 4, old - 8, rng.getrandbits(64)]
+                                     + self.vas),
+            "DMALen": lambda: rng.choice((0, 1, old + 1, max(old - 1, 0), 256, 257, 4096, 8193,
+                                          1 << 31, 0xFFFFFFFF, rng.getrandbits(32))),
+            "Q_Key": lambda: rng.choice((FUZZ_QKEY ^ 1, CANARY_QKEY, 0x80000000 | FUZZ_QKEY,
+                                         rng.getrandbits(32))),
+            "P_Key": lambda: rng.choice((0x7FFF, 0x0000, 0x8000, 0xFFFE, 0x8001,
+                                         rng.getrandbits(16))),
+            "DLID": lambda: rng.choice((self.dev.ports[1].lid, 0x21, 0xFFFF, 0, rng.getrandbits(16))),
+        }.get(name)
+        if pick:
+            return pick() & ((1 << width) - 1)
+        return rng.choice((rng.getrandbits(width), 0, (1 << width) - 1,
+                           old ^ (1 << rng.randrange(width)), (old + 1) % (1 << width),
+                           (old - 1) % (1 << width)))
+
+    async def _epsn(self, target):
+        return (await self.targets[target].query()).rq_psn
+
+    async def _field_batch(self, field, n):
+        header, name, bit, width = field
+        out = []
+        epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
+        candidates = [t for t in self.targets if self._can_carry(t, header)]
+        for _ in range(n):
+            while True:
+                target = self.rng.choice(candidates)
+                packet = self._template(target, epsns.get(target, 0))
+                if header == "grh" and packet.grh is None:
+                    continue
+                offsets = header_offsets(packet)
+                if header in offsets:
+                    break
+            data = bytearray(build(packet))
+            start = offsets[header]
+            old = get_field(data, start, bit, width)
+            set_field(data, start, bit, width,
+                      self._field_value(header, name, width, old, epsns.get(target, 0)))
+            out.append((reseal(data), False))
+        return out
+
+    @staticmethod
+    def _can_carry(target, header):
+        if target == "ud":
+            return header in ("lrh", "grh", "bth", "deth", "immdt")
+        if target == "uc":
+            return header in ("lrh", "grh", "bth", "reth", "immdt")
+        return header != "deth"
+
+    async def _link_batch(self, kind, n):
+        rng, ports = self.rng, self.dev.ports
+        out = []
+        for _ in range(n):
+            target = rng.choice(("rc", "uc", "ud"))
+            packet = self._template(target, await self._epsn(target) if target != "ud" else 0)
+            if kind in ("dgid", "paylen", "ipver") and packet.grh is None:
+                packet.grh = GRH(sgid=bytes(ports[1].gid), dgid=bytes(ports[2].gid), hop_limit=1)
+            data = bytearray(build(packet))
+            off = header_offsets(packet)
+            aborted = False
+            if kind == "vcrc":
+                data[-1 - rng.randrange(2)] ^= 1 << rng.randrange(8)
+            elif kind == "icrc":
+                body = bytes(data[:-6])
+                icrc = bytearray(icrc_bytes(body))
+                icrc[rng.randrange(4)] ^= 1 << rng.randrange(8)
+                data = bytearray(body + icrc + vcrc_bytes(body + bytes(icrc)))
+            elif kind == "truncated":
+                cut = rng.randrange(1, len(data) - 6)
+                data = bytearray(seal(bytes(data[:cut])) if rng.random() < 0.5 else data[:cut])
+            elif kind == "overlong":
+                data = bytearray(seal(bytes(data[:-6]) + self._payload(4, 64)))
+            elif kind == "garbage":
+                data = bytearray(self._payload(1, 300))
+            elif kind == "aborted":
+                aborted = True
+            else:
+                bad = {
+                    "dlid": ("lrh", 16, 16, rng.choice((ports[1].lid, 0x21, 0x77))),
+                    "lver": ("lrh", 4, 4, rng.randint(1, 15)),
+                    "tver": ("bth", 12, 4, rng.randint(1, 15)),
+                    "pkey": ("bth", 16, 16, rng.choice((0x0000, 0x8000, 0x1234, 0x8123))),
+                    "pktlen": ("lrh", 37, 11, None),
+                    "dgid": ("grh", 192 + 8 * rng.randrange(16), 8, None),
+                    "paylen": ("grh", 32, 16, None),
+                    "ipver": ("grh", 0, 4, rng.choice((0, 4, 5, 7, 15))),
+                }[kind]
+                header, bit, width, value = bad
+                old = get_field(data, off[header], bit, width)
+                if value is None:
+                    value = (old + rng.choice((-3, -2, -1, 1, 2, 3, 64))) % (1 << width)
+                set_field(data, off[header], bit, width, value)
+                data = bytearray(reseal(data))
+            out.append((bytes(data), aborted))
+        return out
+
+    async def _qp_batch(self, kind, n):
+        rng = self.rng
+        out = []
+        for _ in range(n):
+            if kind == "transport":
+                target, posing = rng.choice((("ud", "rc"), ("ud", "uc"), ("rc", "ud"),
+                                             ("uc", "ud"), ("rc", "uc"), ("uc", "rc")))
+                packet = self._template(posing, 0)
+                packet.bth.dest_qp = self.targets[target].qp_num
+            elif kind == "qkey":
+                packet = self._template("ud", 0)
+                packet.deth.qkey = rng.choice((FUZZ_QKEY ^ 1 << rng.randrange(31), CANARY_QKEY))
+            else:
+                packet = self._template(rng.choice(("rc", "uc", "ud")), 0)
+                packet.bth.dest_qp = {"none": self.none_qpn, "reset": self.reset_qp.qp_num,
+                                      "other_port": self.peers["rc"].qp_num}[kind]
+            out.append((build(packet), False))
+        return out
+
+    def _replay_batch(self, kind, n):
+        """Real packets of earlier rounds, shuffled and some doubled: the canary's RC requests
+        (duplicates to their QP), port 2's answers to the canary (into port 1: answers to
+        requests long finished), and the canary's datagrams aimed at the UD target."""
+        rng = self.rng
+        if kind == "answer":
+            pool = [c.data for c in self.tb.sniffers[2].captures[-4000:]
+                    if c.packet is not None and c.packet.bth.dest_qp == self.ca.qp_num]
+        else:
+            pool = [c.data for c in self.tb.sniffers[1].captures[-4000:]
+                    if c.packet is not None and c.packet.bth.dest_qp
+                    == (self.cb if kind == "request" else self.cd).qp_num]
+        if not pool:
+            return []
+        out = []
+        for _ in range(n):
+            data = bytearray(rng.choice(pool))
+            if kind == "datagram":
+                off = 8 + (40 if data[1] & 3 == 3 else 0)
+                set_field(data, off, 40, 24, self.targets["ud"].qp_num)
+                set_field(data, off + 12, 0, 32, FUZZ_QKEY)
+                data = bytearray(reseal(data))
+            out.append((bytes(data), False))
+        return out
+
+    def _pick_kind(self):
+        """(category, what) of the next packet batch: a field mutated 60 % of the time, a link
+        check broken 18 %, a QP check 12 %, a replay 10 % (among the kinds `only` matches,
+        when given, uniformly)."""
+        rng = self.rng
+        if self.only:
+            return rng.choice(self.only)
+        roll = rng.random()
+        if roll < 0.6:
+            return "field", rng.choice(FIELDS)
+        if roll < 0.78:
+            return "link", rng.choice(LINK_KINDS)
+        if roll < 0.9:
+            return "qp", rng.choice(QP_KINDS)
+        return "replay", rng.choice(REPLAY_KINDS)
+
+    @staticmethod
+    def kind_name(category, what):
+        return f"{category} {what[0]}.{what[1]}" if category == "field" else f"{category} {what}"
+
+    def restrict(self, pattern):
+        """Only the packet kinds whose name matches the regular expression `pattern`."""
+        kinds = ([("field", f) for f in FIELDS] + [("link", k) for k in LINK_KINDS]
+                 + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS])
+        self.only = [k for k in kinds if re.search(pattern, self.kind_name(*k))]
+        if not self.only:
+            raise ValueError(f"no packet kind matches {pattern!r}")
+
+    async def packet_batch(self, n):
+        category, what = self._pick_kind()
+        batch = Batch(self.kind_name(category, what))
+        if category == "field":
+            packets = await self._field_batch(what, n)
+        elif category == "link":
+            packets = await self._link_batch(what, n)
+        elif category == "qp":
+            packets = await self._qp_batch(what, n)
+        else:
+            batch.port = 1 if what == "answer" else 2
+            packets = self._replay_batch(what, n)
+            if what == "datagram":
+                batch.kind = "field replayed datagram"     # the UD target takes them: no fixed fate
+        batch.packets = packets
+        await self._run(batch)
+        self.packets += len(packets)
+
+    async def _run(self, batch):
+        self.current = batch
+        self.history = (self.history + [batch])[-4:]
+        posted = await self._canary_post()
+        player = self.players[batch.port]
+        for data, aborted in batch.packets or ():
+            await player.queue(data, abort=aborted)
+        if batch.wrs:
+            await self._wr_run(batch)
+        fates = await self._check_batch(batch)
+        inj, link, qp = fates[batch.port]
+        tally = self.tally[batch.kind] if not batch.wrs else self.wr_tally
+        tally["injected"] += inj
+        tally["link-dropped"] += link
+        tally["QP-dropped"] += qp
+        tally["taken by a QP"] += inj - link - qp
+        if not batch.wrs:
+            self._tally_answers(batch)
+        for port in (1, 2):
+            self.sent_seen[port] = len(self.tb.sniffers[port].captures)
+        await self._settle_qps(batch)
+        await self._canary_check(posted)
+        self.batches += 1
+
+    # -----------------------------------------------------------------------------------------
+    # Work requests
+
+    def _wqe(self, qp, tag):
+        """Random WQE bytes for `qp`'s ring, mostly with each field drawn from values that
+        matter, sometimes wholly random."""
+        rng = self.rng
+        stride = qp.sq.stride
+        if rng.random() < 0.15:
+            wqe = rng.randbytes(stride)
+            return wqe, wqe[0]
+        opcode = rng.choice(list(WROpcode)) if rng.random() < 0.85 else rng.getrandbits(8)
+        flags = rng.choice((2, 2, 2, 0, 1 | 2, 4 | 2, rng.getrandbits(8)))
+        nsge = rng.choice((1, 1, 1, 0, 2, 3, 4, 5, rng.getrandbits(8)))
+
+        def sge():
+            key = rng.choice(self.keys + [rng.getrandbits(32)])
+            base = rng.choice(self.vas + [rng.getrandbits(64)])
+            return (base + rng.choice((0, 1, 7, 4000, 4095, 8191)),
+                    rng.choice((0, 1, 8, 64, 255, 256, 1000, 4096, 8192, rng.getrandbits(32))),
+                    key)
+        sges = [sge() for _ in range(4)]
+        imm = rng.getrandbits(32).to_bytes(4, "big")
+        remote = rng.choice(self.vas + [rng.getrandbits(64)]) + rng.choice((0, 8, 1, 4088))
+        rkey = rng.choice(self.keys + [rng.getrandbits(32)])
+        ahn = rng.choice([ah.ahn for ah in self.ahs] + [rng.randrange(self.dev.num_ah + 4)])
+        rqpn = rng.choice((self.peers["ud"].qp_num, self.targets["ud"].qp_num, self.cd.qp_num,
+                           rng.getrandbits(24)))
+        qkey = rng.choice((FUZZ_QKEY, FUZZ_QKEY, 0x80000000, rng.getrandbits(32)))
+        head = bytearray(64)
+        head[0:4] = bytes((opcode, flags, nsge, 0))
+        head[4:8] = imm
+        head[8:16] = tag.to_bytes(8, "little")
+        head[16:32] = (sges[0][0].to_bytes(8, "little") + sges[0][1].to_bytes(4, "little")
+                       + sges[0][2].to_bytes(4, "little"))
+        head[32:48] = (remote.to_bytes(8, "little") + rkey.to_bytes(4, "little")
+                       + ahn.to_bytes(4, "little"))
+        if opcode in (WROpcode.ATOMIC_CMP_AND_SWP, WROpcode.ATOMIC_FETCH_AND_ADD):
+            head[48:64] = rng.getrandbits(128).to_bytes(16, "little")
+        else:
+            head[48:56] = rqpn.to_bytes(4, "little") + qkey.to_bytes(4, "little")
+        tail = b"".join(a.to_bytes(8, "little") + ln.to_bytes(4, "little") + k.to_bytes(4, "little")
+                        for a, ln, k in sges[1:]) + bytes(16)
+        return bytes(head) + tail[:stride - 64], opcode
+
+    async def wr_batch(self):
+        names = self.rng.sample(list(self.targets), self.rng.randint(1, 3))
+        plan = [(name, self.rng.randint(1, WR_BATCH)) for name in names]
+        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan))
+        await self._run(batch)
+        self.wrs += batch.wrs
+
+    async def _wr_run(self, batch):
+        """Post each target's WQEs of `batch` and wait until the device consumed every WQE a
+        doorbell handed it."""
+        rng = self.rng
+        handed = []
+        for name, k in batch.plan:
+            qp = self.targets[name]
+            status = await qp.query()
+            pi, ci = status.sq_pi, status.sq_ci
+            if status.state == QPState.ERR:
+                continue
+            for i in range(k):
+                slot = qp.sq.slot(pi + i)
+                wqe, opcode = self._wqe(qp, 0xF0_0000 | self.wrs + i)
+                self.dev.write(slot, wqe)
+                self.wr_tally[f"opcode {WROpcode(opcode).name if opcode in set(WROpcode) else 'invalid'}"] += 1
+            value = (pi + k) & 0xFFFF
+            if rng.random() < 0.1:
+                value = rng.getrandbits(16)
+            refused = (value - pi) & 0xFFFF > qp.sq.size - ((pi - ci) & 0xFFFF)
+            await self.dev.write_reg(sq_db(qp.qp_num), value)
+            after = await qp.query()
+            if after.sq_pi != (pi if refused else value):
+                self._violation(f"QP {qp.qp_num}: doorbell {value:#x} at producer {pi:#x}, "
+                                f"consumer {ci:#x}, ring {qp.sq.size}: the device took "
+                                f"{after.sq_pi:#x}, the rule says {pi if refused else value:#x}")
+            self.wr_tally["doorbell refused" if refused else "doorbell taken"] += 1
+            qp.sq.head = qp.sq.tail = after.sq_pi
+            handed.append(qp)
+        start = self.tb.cycle()
+        while handed:
+            await ClockCycles(self.dut.clk, 500)
+            left = []
+            for qp in handed:
+                status = await qp.query()
+                if status.sq_ci != status.sq_pi and status.state != QPState.RESET:
+                    left.append(qp)
+            handed = left
+            if handed and self.tb.cycle() - start > WR_BOUND:
+                self._violation(f"send queues of QPs {[qp.qp_num for qp in handed]} not consumed "
+                                f"{WR_BOUND} cycles after their doorbells")
+
+    # -----------------------------------------------------------------------------------------
+    # The run
+
+    async def run(self, packets, wrs):
+        started = time.monotonic()
+        while self.packets < packets or self.wrs < wrs:
+            left_p, left_w = packets - self.packets, wrs - self.wrs
+            if left_w > 0 and (left_p <= 0 or self.rng.random()
+                               < left_w / WR_BATCH / (left_w / WR_BATCH + left_p / PACKET_BATCH)):
+                await self.wr_batch()
+            else:
+                await self.packet_batch(min(PACKET_BATCH, left_p))
+        return time.monotonic() - started
+
+    def write_pcap(self, path):
+        """The packets of the last batches (the failing one last), as injected."""
+        with PcapWriter(path) as pcap:
+            t = 0
+            for batch in self.history:
+                for data, aborted in batch.packets or ():
+                    pcap.write(data, t, batch.port - 1, rx_error=aborted)
+                    t += 1000
+
+    def report(self, seed, seconds, violations):
+        kinds = {kind: dict(sorted(t.items())) for kind, t in sorted(self.tally.items())}
+        return {
+            "seed": seed, "packets": self.packets, "wrs": self.wrs, "batches": self.batches,
+            "violations": violations, "seconds": round(seconds, 1),
+            "packets_per_second": round(self.packets / seconds, 1) if seconds else None,
+            "wrs_per_second": round(self.wrs / seconds, 1) if seconds else None,
+            "canary_rounds": self.canary_rounds, "canary_worst_cycles": self.canary_worst,
+            "kinds": kinds, "work_requests": dict(sorted(self.wr_tally.items())),
+        }
