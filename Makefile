@@ -8,6 +8,9 @@
 #                  per block LUTs, flip-flops, RAMs, DSPs, logic levels: a table + sim/out/synth.json
 #   make pnr       nextpnr place and route of the ECP5 netlist on an LFE5UM-85F: Fmax and
 #                  utilisation, a table + sim/out/pnr.json
+#   make fuzz      hostile packets and random work requests beside live traffic, invariants
+#                  checked as it runs (FUZZ_PACKETS, FUZZ_WRS, SEED, FUZZ_KINDS; Verilator unless
+#                  SIM is given): a table + sim/out/fuzz.json
 #   make formal    every SymbiYosys proof, and every mutant each must fail on: a table +
 #                  sim/out/formal.json (make test runs the proofs that take under a minute)
 #   make waves     open the last waveform in GTKWave
@@ -36,7 +39,7 @@ PYTEST := $(PY) -m pytest -n $(JOBS) --dist worksteal
 # (docs/architecture.md)
 RTL_SOURCES := $(wildcard rtl/*.v rtl/*/*.v)
 
-.PHONY: all sim test regress coverage durations lint synth pnr formal waves bench rdma-core-tests clean deps simulator
+.PHONY: all sim test regress coverage durations lint synth pnr formal fuzz waves bench rdma-core-tests clean deps simulator
 
 all: test
 
@@ -99,6 +102,12 @@ pnr: $(PNR_STAMP)
 
 formal: $(STAMP)
 	$(PY) -m tb.formal --mutants
+
+# Verilator unless SIM was given on the command line or in the environment
+FUZZ_SIM := $(if $(filter command line environment,$(origin SIM)),$(SIM),verilator)
+fuzz: $(STAMP)
+	@$(MAKE) --no-print-directory simulator SIM=$(FUZZ_SIM)
+	SIM=$(FUZZ_SIM) $(PY) -m tools.fuzz
 
 waves:
 	@command -v gtkwave >/dev/null 2>&1 || sh sim/apt-install.sh gtkwave

@@ -130,14 +130,14 @@ def header_offsets(packet):
 
 
 def get_field(data, start, bit, width):
-    span = (bit + width + 7) // 8
+    span = (bit % 8 + width + 7) // 8
     value = int.from_bytes(data[start + bit // 8:start + bit // 8 + span], "big")
     return value >> (8 * span - bit % 8 - width) & ((1 << width) - 1)
 
 
 def set_field(data, start, bit, width, value):
     """`data` (bytearray) with the field at header offset `start` set to `value`."""
-    span = (bit + width + 7) // 8
+    span = (bit % 8 + width + 7) // 8
     at = start + bit // 8
     shift = 8 * span - bit % 8 - width
     word = int.from_bytes(data[at:at + span], "big")
@@ -147,8 +147,13 @@ def set_field(data, start, bit, width, value):
 
 
 def reseal(data):
-    """`data` (a whole packet) with both CRCs computed again over what precedes them."""
-    return seal(bytes(data[:-6]))
+    """`data` (a whole packet) with both CRCs computed again over what precedes them; where
+    the headers no longer say where a BTH is that the ICRC could cover (a mutated LNH), the
+    old ICRC stays and only the VCRC is new."""
+    try:
+        return seal(bytes(data[:-6]))
+    except IndexError:
+        return bytes(data[:-2]) + vcrc_bytes(bytes(data[:-2]))
 
 
 @dataclass
@@ -182,6 +187,7 @@ class Fuzzer:
         self.canary_worst = 0
         self.history = []           # the last batches (for the pcap of a failure)
         self.only = None            # the packet kinds to draw from (restrict), None: all
+        self.started = None         # when run() started (time.monotonic())
         cabled = self.dut.cabled
         self.taps = {("arrived", 2): cabled.link0_arrived_tap, ("arrived", 1): cabled.link1_arrived_tap,
                      ("sent", 1): self.dut.link0_tap, ("sent", 2): self.dut.link1_tap}
@@ -287,19 +293,7 @@ class Fuzzer:
         ranges = [(cq.ring, cq.ring + 32 * cq.depth) for cq in self.dev.cqs.values()]
         ranges += [(r.mr.host_addr, r.mr.host_addr + r.length)
                    for r in (self.c_dst, self.c_recv, self.c_ud, self.open_mr, self.recv_mr)]
-        ram = self.tb.mem.ram
-        width = len(ram.s_axi_awaddr)
-        slots = len(ram.guard_base) // width
-        if len(ranges) > slots:
-            raise ValueError(f"{len(ranges)} write ranges, the guard has {slots}")
-        base = limit = 0
-        for i, (lo, hi) in enumerate(ranges):
-            base |= lo << (i * width)
-            limit |= hi << (i * width)
-        ram.guard_base.value = base
-        ram.guard_limit.value = limit
-        ram.guard_on.value = 1
-        self.guard_ranges = ranges
+        self.tb.mem.guard(ranges)
 
     # -----------------------------------------------------------------------------------------
     # Observation
@@ -374,14 +368,13 @@ class Fuzzer:
                                 f"{inj[port]} were injected: the cable's own were dropped")
             fates[port] = (inj[port], link_drops, qp_drops)
         self._check_fixed_fate(batch, fates)
-        ram = self.tb.mem.ram
-        if int(ram.strays.value):
-            client = int(ram.stray_id.value)
+        stray = self.tb.mem.stray()
+        if stray:
+            addr, cycle, client, count = stray
             self._violation(
-                f"stray write: host address {int(ram.stray_addr.value):#x} at cycle "
-                f"{int(ram.stray_cycle.value)} by DMA client {client} "
+                f"stray write: host address {addr:#x} at cycle {cycle} by DMA client {client} "
                 f"({DMA_CLIENTS.get(client, 'bypass or WQE read-ahead')}), outside every "
-                f"range the guard allows ({int(ram.strays.value)} stray beats)")
+                f"range the guard allows ({count} stray beats)")
         if self.tb.mem.protocol_errors:
             self._violation(f"{self.tb.mem.protocol_errors} AXI protocol errors on host memory")
         return fates
@@ -506,8 +499,12 @@ class Fuzzer:
         for qp, n in want.items():
             if len(got[qp]) != n or any(wc.status != WCStatus.SUCCESS for wc in got[qp]):
                 self._violation(f"canary QP {qp.qp_num}: {got[qp]}")
-        if self.c_dst.read(0, write_len) != data[:write_len]:
-            self._violation("canary RDMA WRITE: the destination differs from the source")
+        got = self.c_dst.read(0, write_len)
+        if got != data[:write_len]:
+            wrong = [i for i in range(write_len) if got[i] != data[i]]
+            self._violation(f"canary RDMA WRITE of {write_len} bytes: the destination differs "
+                            f"from the source at {len(wrong)} bytes, offsets {wrong[0]:#x} to "
+                            f"{wrong[-1]:#x} (host {self.c_dst.mr.host_addr + wrong[0]:#x})")
         if self.c_recv.read(0, send_len) != data[4096 - send_len:]:
             self._violation("canary SEND: the receive buffer differs from the source")
         if self.c_ud.read(40, ud_len) != data[:ud_len]:
@@ -559,7 +556,7 @@ class Fuzzer:
     def _payload(self, lo, hi):
         return self.rng.randbytes(self.rng.randint(lo, hi))
 
-    def _field_value(self, header, name, width, old, epsn):
+    def _field_value(self, name, width, old, epsn):
         rng = self.rng
         pick = {
             "OpCode": lambda: rng.randrange(256),
@@ -608,8 +605,11 @@ class Fuzzer:
             data = bytearray(build(packet))
             start = offsets[header]
             old = get_field(data, start, bit, width)
-            set_field(data, start, bit, width,
-                      self._field_value(header, name, width, old, epsns.get(target, 0)))
+            for _ in range(4):      # a value other than the template's, where it can
+                value = self._field_value(name, width, old, epsns.get(target, 0))
+                if value != old:
+                    break
+            set_field(data, start, bit, width, value)
             out.append((reseal(data), False))
         return out
 
@@ -641,7 +641,9 @@ class Fuzzer:
                 data = bytearray(body + icrc + vcrc_bytes(body + bytes(icrc)))
             elif kind == "truncated":
                 cut = rng.randrange(1, len(data) - 6)
-                data = bytearray(seal(bytes(data[:cut])) if rng.random() < 0.5 else data[:cut])
+                # CRCs over the cut packet where it still has its BTH (the ICRC covers it)
+                resealed = cut >= off["bth"] + 12 and rng.random() < 0.5
+                data = bytearray(seal(bytes(data[:cut])) if resealed else data[:cut])
             elif kind == "overlong":
                 data = bytearray(seal(bytes(data[:-6]) + self._payload(4, 64)))
             elif kind == "garbage":
@@ -880,7 +882,7 @@ class Fuzzer:
     # The run
 
     async def run(self, packets, wrs):
-        started = time.monotonic()
+        self.started = time.monotonic()
         while self.packets < packets or self.wrs < wrs:
             left_p, left_w = packets - self.packets, wrs - self.wrs
             if left_w > 0 and (left_p <= 0 or self.rng.random()
@@ -888,7 +890,6 @@ class Fuzzer:
                 await self.wr_batch()
             else:
                 await self.packet_batch(min(PACKET_BATCH, left_p))
-        return time.monotonic() - started
 
     def write_pcap(self, path):
         """The packets of the last batches (the failing one last), as injected."""
@@ -899,7 +900,8 @@ class Fuzzer:
                     pcap.write(data, t, batch.port - 1, rx_error=aborted)
                     t += 1000
 
-    def report(self, seed, seconds, violations):
+    def report(self, seed, violations):
+        seconds = time.monotonic() - self.started if self.started else 0.0
         kinds = {kind: dict(sorted(t.items())) for kind, t in sorted(self.tally.items())}
         return {
             "seed": seed, "packets": self.packets, "wrs": self.wrs, "batches": self.batches,

@@ -111,3 +111,32 @@ class HostMemory:
     def faults(self):
         """Beats the memory answered SLVERR so far."""
         return int(self.ram.faults.value)
+
+    def guard(self, ranges):
+        """From now on every write beat must fall inside one of `ranges` ([lo, hi) pairs):
+        one outside counts as a stray (sim_axi_ram's write guard); None disarms it."""
+        ram = self.ram
+        if ranges is None:
+            ram.guard_on.value = Immediate(0)
+            return
+        width = len(ram.s_axi_awaddr)
+        slots = len(ram.guard_base) // width
+        if len(ranges) > slots:
+            raise ValueError(f"{len(ranges)} write ranges, the guard has {slots}")
+        base = limit = 0
+        for i, (lo, hi) in enumerate(ranges):
+            base |= lo << (i * width)
+            limit |= hi << (i * width)
+        ram.guard_base.value = Immediate(base)
+        ram.guard_limit.value = Immediate(limit)
+        ram.guard_on.value = Immediate(1)
+
+    def stray(self):
+        """None, or the first write the guard caught: (host address, cycle, AXI ID: the
+        device's DMA client) and how many beats strayed."""
+        ram = self.ram
+        count = int(ram.strays.value)
+        if not count:
+            return None
+        return int(ram.stray_addr.value), int(ram.stray_cycle.value), int(ram.stray_id.value), count
+

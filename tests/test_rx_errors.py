@@ -15,10 +15,12 @@ import pytest
 
 from tb import coverage, simrun
 from tb.ib_crc import icrc_bytes, vcrc_bytes
-from tb.ib_packet import AETH, BTH, DETH, GRH, LRH, RETH, ImmDt, Packet, build, packetize
+from tb.ib_packet import (
+    AETH, BTH, DETH, GRH, LRH, OPCODES_BY_NAME, RETH, ImmDt, Packet, build, packetize,
+)
 from tb.rdma_program import QKEY, Rdma, assert_wc, free_index
 from tb.rdma_tb import LinkInjector
-from tb.verbs import GRH_BYTES, PortCounter, QPState, QPType, RecvWR, WCStatus
+from tb.verbs import GRH_BYTES, MTU, PortCounter, QPState, QPType, RecvWR, WCStatus
 
 PORT = 2            # injected on port 2's RX link (LID 0x20, LMC 0)
 PAYLOAD = bytes(range(48, 48 + 37))
@@ -443,6 +445,39 @@ async def test_a_response_for_a_qp_that_cannot_have_asked_is_dropped_and_counted
         f"responses for {target}: PortRcvErrors moved by " \
         f"{after[PortCounter.RCV_ERRORS] - before[PortCounter.RCV_ERRORS]}, not {counted}"
     assert rdma.tb.sniffers[PORT].packets() == [], "port 2 answered a response"
+    rdma.sb.check_device()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC], dma_len=[0, 8],
+                    opcode=["RDMA_WRITE_ONLY", "RDMA_WRITE_FIRST"])
+async def test_a_write_whose_first_packet_overruns_its_reth_length_writes_nothing(
+        dut, transport, dma_len, opcode):
+    """Found by the fuzzer: an RDMA WRITE whose first (or only) packet carries more payload
+    than its RETH's DMA length. The rkey covers only the DMA length (none at all for length 0,
+    whose address is never translated), so the payload was written past it, at host address
+    0 for length 0. Now it is refused like a later packet that overruns: RC answers NAK 0x61
+    (invalid request), UC drops it; not one byte is written (the host memory's write guard
+    allows only the CQ rings)."""
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the model only sends WRITEs whose lengths agree
+    qp = await rdma.qp(transport)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, path_mtu=MTU.MTU256)
+    target = await rdma.region(4096)
+    rdma.tb.mem.guard([(cq.ring, cq.ring + 32 * cq.depth) for cq in rdma.dev.cqs.values()])
+    payload = bytes(range(256)) if opcode.endswith("FIRST") else PAYLOAD
+    packet = Packet(lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9),
+                    bth=BTH(opcode=OPCODES_BY_NAME[f"{transport.name}_{opcode}"].code,
+                            dest_qp=qp.qp_num, psn=0, ackreq=True),
+                    reth=RETH(target.mr.addr if dma_len else 0x28, target.lkey, dma_len),
+                    payload=payload)
+    await LinkInjector(dut, PORT).send(build(packet))
+    await rdma.cycles(400)
+    assert rdma.tb.mem.stray() is None, \
+        f"the WRITE wrote outside what its rkey allowed: {rdma.tb.mem.stray()}"
+    answers = [(p.bth.opcode, p.aeth.syndrome) for p in rdma.tb.sniffers[PORT].packets()]
+    assert answers == ([(0x11, 0x61)] if transport == QPType.RC else []), \
+        f"answers {answers}: RC must NAK 0x61 (invalid request), UC answers nothing"
     rdma.sb.check_device()
 
 

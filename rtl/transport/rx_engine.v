@@ -223,6 +223,10 @@ wire seq_ok = is_first ? !q_in_msg || h_type == QPT_UC
                        : q_in_msg && msg_write[q] == fam_write;
 // a WRITE's later packets need no responder check unless they carry the immediate
 wire write_direct = fam_write && !is_first && !has_imm;
+// a WRITE packet whose payload ends past the RETH length (counted from the message's start):
+// its bytes were never checked against the rkey
+wire [31:0] write_end  = (is_first ? 32'd0 : q_off) + {19'd0, h_plen};
+wire        write_over = fam_write && write_end > (is_first ? h_dma_len : msg_dma_len[q]);
 
 // path MTU of the QP's answers (READ responses): the QP's when set and below the port's
 wire [2:0]  my_mtu = port_mtu[cur*3 +: 3];
@@ -496,16 +500,14 @@ always @(posedge clk) begin
                     msg_psn[q]     <= h_psn;
                 end
                 msg_kind <= is_first ? 2'd0 : 2'd3;
-                if (write_direct) begin
-                    if (q_off + {19'd0, h_plen} > msg_dma_len[q]) begin
-                        ans_syndrome <= 8'h61;  // more data than the RETH announced
-                        state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
-                        in_msg[q] <= 1'b0;
-                    end else begin
-                        store_addr <= msg_addr[q] + q_off[ADDR_WIDTH-1:0];
-                        store_sgl  <= 256'd0;
-                        store_payload;
-                    end
+                if (write_over) begin
+                    ans_syndrome <= 8'h61;      // more data than the RETH announced
+                    state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
+                    in_msg[q] <= 1'b0;
+                end else if (write_direct) begin
+                    store_addr <= msg_addr[q] + q_off[ADDR_WIDTH-1:0];
+                    store_sgl  <= 256'd0;
+                    store_payload;
                 end else begin
                     m_msg_valid <= 1'b1;
                     state <= S_MSG_WAIT;
