@@ -45,6 +45,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from cocotb.triggers import ClockCycles
+from cocotb_coverage.coverage import CoverPoint
 
 from .coverage import VERBS_ONLY_STATUSES
 from .ib_crc import icrc_bytes, vcrc_bytes
@@ -112,6 +113,39 @@ LINK_KINDS = ("vcrc", "icrc", "truncated", "overlong", "garbage", "aborted", "dl
               "lver", "tver", "pkey", "pktlen", "paylen", "ipver")
 QP_KINDS = ("none", "reset", "other_port", "transport", "qkey")
 REPLAY_KINDS = ("request", "answer", "datagram")
+ALL_KINDS = ([("field", f) for f in FIELDS] + [("link", k) for k in LINK_KINDS]
+             + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS])
+
+
+def kind_name(category, what):
+    """How the report names a packet kind, e.g. "field bth.PSN", "link vcrc"."""
+    return f"{category} {what[0]}.{what[1]}" if category == "field" else f"{category} {what}"
+
+
+# Coverage (tb/coverage.py): each kind injected, and what became of the packets and WRs
+@CoverPoint("rdma.fuzz.kind", xf=lambda name: name,
+            bins=[kind_name(*k) for k in ALL_KINDS if k != ("replay", "datagram")]
+            + ["field replayed datagram"])
+def _sample_kind(name):
+    pass
+
+
+FUZZ_OUTCOMES = ["link-dropped", "QP-dropped", "taken by a QP", "answer ACK", "answer NAK",
+                 "answer with data", "receive completed", "receive completed in error",
+                 "QP to ERR"]
+
+
+@CoverPoint("rdma.fuzz.outcome", xf=lambda outcome: outcome, bins=FUZZ_OUTCOMES)
+def _sample_outcome(outcome):
+    pass
+
+
+WR_OUTCOMES = ["doorbell taken", "doorbell refused"] + [s.name for s in sorted(DEVICE_STATUSES)]
+
+
+@CoverPoint("rdma.fuzz.wr_outcome", xf=lambda outcome: outcome, bins=WR_OUTCOMES)
+def _sample_wr_outcome(outcome):
+    pass
 
 
 def header_offsets(packet):
@@ -187,6 +221,7 @@ class Fuzzer:
         self.canary_worst = 0
         self.history = []           # the last batches (for the pcap of a failure)
         self.only = None            # the packet kinds to draw from (restrict), None: all
+        self.deck = []              # the kinds still to come in this round
         self.started = None         # when run() started (time.monotonic())
         cabled = self.dut.cabled
         self.taps = {("arrived", 2): cabled.link0_arrived_tap, ("arrived", 1): cabled.link1_arrived_tap,
@@ -406,6 +441,11 @@ class Fuzzer:
                         self._violation(f"QP {qp.qp_num}: a receive completion with wr_id "
                                         f"{wc.wr_id:#x}, which no receive had")
                     tally[f"{side} {WCStatus(wc.status).name}"] += 1
+                    if batch.wrs and not wc.is_recv:
+                        _sample_wr_outcome(WCStatus(wc.status).name)
+                    elif wc.is_recv:
+                        _sample_outcome("receive completed" if wc.status == WCStatus.SUCCESS
+                                        else "receive completed in error")
         before = {qp.qp_num: qp.state for qp in self._fuzz_qps()}
         for name in self.targets:
             for role, qp in (("target", self.targets[name]), ("peer", self.peers[name])):
@@ -419,6 +459,8 @@ class Fuzzer:
                                     f"answers")
                 if status.state == QPState.ERR:
                     tally[f"{name} {role} to ERR"] += 1
+                    if not batch.wrs:
+                        _sample_outcome("QP to ERR")
             pair = (self.targets[name], self.peers[name])
             if any(qp.state == QPState.ERR for qp in pair):
                 for qp in pair:
@@ -458,8 +500,10 @@ class Fuzzer:
                 code = pkt.aeth.syndrome
                 what = ("ACK" if code >> 5 == 0 else "RNR NAK" if code >> 5 == 1
                         else f"NAK {code:#04x}")
+                _sample_outcome("answer ACK" if code >> 5 == 0 else "answer NAK")
             else:
                 what = OPCODES[pkt.bth.opcode].operation.replace("_", " ")
+                _sample_outcome("answer with data")
             self.tally[batch.kind][f"answer {what}"] += 1
 
     # -----------------------------------------------------------------------------------------
@@ -715,36 +759,22 @@ class Fuzzer:
         return out
 
     def _pick_kind(self):
-        """(category, what) of the next packet batch: a field mutated 60 % of the time, a link
-        check broken 18 %, a QP check 12 %, a replay 10 % (among the kinds `only` matches,
-        when given, uniformly)."""
-        rng = self.rng
-        if self.only:
-            return rng.choice(self.only)
-        roll = rng.random()
-        if roll < 0.6:
-            return "field", rng.choice(FIELDS)
-        if roll < 0.78:
-            return "link", rng.choice(LINK_KINDS)
-        if roll < 0.9:
-            return "qp", rng.choice(QP_KINDS)
-        return "replay", rng.choice(REPLAY_KINDS)
-
-    @staticmethod
-    def kind_name(category, what):
-        return f"{category} {what[0]}.{what[1]}" if category == "field" else f"{category} {what}"
+        """(category, what) of the next packet batch: every kind once (among those `restrict`
+        kept) in a shuffled order, then again, so a short run still covers them all."""
+        if not self.deck:
+            self.deck = list(self.only or ALL_KINDS)
+            self.rng.shuffle(self.deck)
+        return self.deck.pop()
 
     def restrict(self, pattern):
         """Only the packet kinds whose name matches the regular expression `pattern`."""
-        kinds = ([("field", f) for f in FIELDS] + [("link", k) for k in LINK_KINDS]
-                 + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS])
-        self.only = [k for k in kinds if re.search(pattern, self.kind_name(*k))]
+        self.only = [k for k in ALL_KINDS if re.search(pattern, kind_name(*k))]
         if not self.only:
             raise ValueError(f"no packet kind matches {pattern!r}")
 
     async def packet_batch(self, n):
         category, what = self._pick_kind()
-        batch = Batch(self.kind_name(category, what))
+        batch = Batch(kind_name(category, what))
         if category == "field":
             packets = await self._field_batch(what, n)
         elif category == "link":
@@ -776,6 +806,12 @@ class Fuzzer:
         tally["link-dropped"] += link
         tally["QP-dropped"] += qp
         tally["taken by a QP"] += inj - link - qp
+        if not batch.wrs:
+            _sample_kind(batch.kind)
+            for outcome, n in (("link-dropped", link), ("QP-dropped", qp),
+                               ("taken by a QP", inj - link - qp)):
+                if n:
+                    _sample_outcome(outcome)
         if not batch.wrs:
             self._tally_answers(batch)
         for port in (1, 2):
@@ -863,6 +899,7 @@ class Fuzzer:
                                 f"consumer {ci:#x}, ring {qp.sq.size}: the device took "
                                 f"{after.sq_pi:#x}, the rule says {pi if refused else value:#x}")
             self.wr_tally["doorbell refused" if refused else "doorbell taken"] += 1
+            _sample_wr_outcome("doorbell refused" if refused else "doorbell taken")
             qp.sq.head = qp.sq.tail = after.sq_pi
             handed.append(qp)
         start = self.tb.cycle()

@@ -11,7 +11,7 @@ import os
 import cocotb
 import pytest
 
-from tb import simrun
+from tb import coverage, simrun
 from tb.fuzz import Fuzzer, Violation
 from tb.rdma_program import Rdma
 from tb.rdma_tb import PacketPlayer
@@ -55,6 +55,7 @@ async def test_fuzzed_packets_and_work_requests_break_no_invariant(dut):
                   report["packets_per_second"], report["wrs_per_second"],
                   fuzzer.canary_rounds, fuzzer.canary_worst)
     rdma.sb.check_device()
+    coverage.save()
 
 
 # ---------------------------------------------------------------------------------------------
