@@ -42,7 +42,7 @@ the completions it caused) is tallied per kind for the report.
 import re
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cocotb.triggers import ClockCycles
 from cocotb_coverage.coverage import CoverPoint
@@ -57,8 +57,8 @@ from .pcap import PcapWriter
 from .rdma_program import ALL_ACCESS, work_request
 from .signals import read_int
 from .verbs import (
-    MTU, Access, PortCounter, QPState, QPType, RecvWR, SendWR, WCStatus, WROpcode,
-    port_counter_reg, sq_db, wqe_bytes,
+    ATOMIC_OPS, MTU, Access, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR, WCStatus,
+    WROpcode, encode_send_wqe, port_counter_reg, sq_db,
 )
 
 PACKET_BATCH = 48       # packets per packet batch
@@ -69,6 +69,12 @@ QUIET = 384             # cycles without a beat on any link after which a batch 
 FUZZ_QKEY = 0x0F0F2222
 CANARY_QKEY = 0x11117777
 RECEIVES = 8            # receives kept posted on each fuzz QP
+# what a WR batch runs under, and how often: the first target's peer without receives (RNR),
+# with receives whose lkey it may not write through (remote operational error), in ERR (no
+# answers: retries exhausted), or host memory refusing a piece of the payloads or of the ring
+WR_CONDITIONS = {"plain": 60, "peer without receives": 10,
+                 "peer with a receive it may not write": 10, "peer in ERR": 5,
+                 "host memory fails": 15}
 RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
 FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
 DEVICE_STATUSES = frozenset(s for s in WCStatus if s.name not in VERBS_ONLY_STATUSES)
@@ -198,6 +204,8 @@ class Batch:
     packets: list = None        # (bytes, aborted)
     plan: list = None           # WR batches: (target name, WQEs)
     wrs: int = 0
+    condition: str = None       # WR batches: one of WR_CONDITIONS
+    fault: tuple = None         # WR batches: (host address, length) host memory refuses
 
 
 class Fuzzer:
@@ -287,9 +295,9 @@ class Fuzzer:
         cq = await self.dev.create_cq(256)
         return await self.pd.create_qp(qp_type, cq, cq, 16, 16, 4, 4)
 
-    async def _bring_up(self, name):
+    async def _bring_up(self, name, peer_receives=True, peer_lkey=None):
         """Target `name` and its peer from any state to RTS, aimed at each other, receives
-        posted."""
+        posted (on the peer only with `peer_receives`, under `peer_lkey` when given)."""
         ports = self.dev.ports
         target, peer = self.targets[name], self.peers[name]
         for qp in (target, peer):
@@ -305,22 +313,25 @@ class Fuzzer:
                                 path_mtu=FUZZ_MTU, **rc)
             await peer.to_rts(target.qp_num, ports[2].lid, 1, access=ALL_ACCESS,
                               path_mtu=FUZZ_MTU, **rc)
-        for qp in (target, peer):
-            await self._replenish(qp)
+        await self._replenish(target)
+        if peer_receives:
+            await self._replenish(peer, peer_lkey)
 
-    async def _replenish(self, qp, status=None):
-        """Keep RECEIVES receives posted on `qp` (in RTS), each into its own slot of recv_mr."""
+    async def _replenish(self, qp, lkey=None):
+        """Keep RECEIVES receives posted on `qp` (in RTS), each into its own slot of recv_mr
+        (under `lkey` instead of the region's when given)."""
         if qp.state != QPState.RTS:
             return
-        status = status or await qp.query()
+        status = await qp.query()
         missing = RECEIVES - ((status.rq_pi - status.rq_ci) & 0xFFFF)
         if missing <= 0:
             return
         first = self._fuzz_qps().index(qp) * RECEIVES
-        await qp.post_recv([
-            RecvWR(self.recv_mr.sge((first + (qp.rq.head + k) % RECEIVES) * RECV_BYTES,
-                                    RECV_BYTES), wr_id=0xEC00 | (qp.rq.head + k) & 0xFF)
-            for k in range(missing)])
+        sges = [self.recv_mr.sge((first + (qp.rq.head + k) % RECEIVES) * RECV_BYTES, RECV_BYTES)
+                for k in range(missing)]
+        await qp.post_recv([RecvWR(replace(sge, lkey=lkey or sge.lkey),
+                                   wr_id=0xEC00 | (qp.rq.head + k) & 0xFF)
+                            for k, sge in enumerate(sges)])
 
     def _guard(self):
         """Arm host memory's write guard: the CQ rings, the canaries' destinations and the
@@ -823,52 +834,77 @@ class Fuzzer:
     # -----------------------------------------------------------------------------------------
     # Work requests
 
-    def _wqe(self, qp, tag):
-        """Random WQE bytes for `qp`'s ring, mostly with each field drawn from values that
-        matter, sometimes wholly random."""
-        rng = self.rng
-        stride = qp.sq.stride
-        if rng.random() < 0.15:
-            wqe = rng.randbytes(stride)
-            return wqe, wqe[0]
-        opcode = rng.choice(list(WROpcode)) if rng.random() < 0.85 else rng.getrandbits(8)
-        flags = rng.choice((2, 2, 2, 0, 1 | 2, 4 | 2, rng.getrandbits(8)))
-        nsge = rng.choice((1, 1, 1, 0, 2, 3, 4, 5, rng.getrandbits(8)))
+    def _valid_wr(self, name, tag):
+        """A work request target `name` could carry out: its transport's opcodes, one SGE in
+        the open region, the remote side in it too (the peers share the fuzzer's PD)."""
+        rng, region = self.rng, self.open_mr
+        ops = {"rc": list(WROpcode), "uc": [op for op in WROpcode if op not in ATOMIC_OPS
+                                            and op != WROpcode.RDMA_READ],
+               "ud": [WROpcode.SEND, WROpcode.SEND_WITH_IMM]}[name]
+        opcode = rng.choice(ops)
+        atomic = opcode in ATOMIC_OPS
+        length = 8 if atomic else rng.randint(0, 256 if name == "ud" else 1024)
+        local = region.sge(rng.randrange(0, 4096) & (~7 if atomic else ~0), length)
+        remote = region.remote(rng.randrange(0, 4096) & ~7)
+        return SendWR(opcode, local, tag, rng.choice((SendFlags.SIGNALED,) * 3 + (0,)),
+                      rng.getrandbits(32), remote.addr, remote.rkey,
+                      self.ahs[0] if name == "ud" else None, self.peers["ud"].qp_num, FUZZ_QKEY,
+                      rng.getrandbits(64), rng.getrandbits(64))
 
-        def sge():
-            key = rng.choice(self.keys + [rng.getrandbits(32)])
-            base = rng.choice(self.vas + [rng.getrandbits(64)])
-            return (base + rng.choice((0, 1, 7, 4000, 4095, 8191)),
-                    rng.choice((0, 1, 8, 64, 255, 256, 1000, 4096, 8192, rng.getrandbits(32))),
-                    key)
-        sges = [sge() for _ in range(4)]
-        imm = rng.getrandbits(32).to_bytes(4, "big")
-        remote = rng.choice(self.vas + [rng.getrandbits(64)]) + rng.choice((0, 8, 1, 4088))
-        rkey = rng.choice(self.keys + [rng.getrandbits(32)])
-        ahn = rng.choice([ah.ahn for ah in self.ahs] + [rng.randrange(self.dev.num_ah + 4)])
-        rqpn = rng.choice((self.peers["ud"].qp_num, self.targets["ud"].qp_num, self.cd.qp_num,
-                           rng.getrandbits(24)))
-        qkey = rng.choice((FUZZ_QKEY, FUZZ_QKEY, 0x80000000, rng.getrandbits(32)))
-        head = bytearray(64)
-        head[0:4] = bytes((opcode, flags, nsge, 0))
-        head[4:8] = imm
-        head[8:16] = tag.to_bytes(8, "little")
-        head[16:32] = (sges[0][0].to_bytes(8, "little") + sges[0][1].to_bytes(4, "little")
-                       + sges[0][2].to_bytes(4, "little"))
-        head[32:48] = (remote.to_bytes(8, "little") + rkey.to_bytes(4, "little")
-                       + ahn.to_bytes(4, "little"))
-        if opcode in (WROpcode.ATOMIC_CMP_AND_SWP, WROpcode.ATOMIC_FETCH_AND_ADD):
-            head[48:64] = rng.getrandbits(128).to_bytes(16, "little")
-        else:
-            head[48:56] = rqpn.to_bytes(4, "little") + qkey.to_bytes(4, "little")
-        tail = b"".join(a.to_bytes(8, "little") + ln.to_bytes(4, "little") + k.to_bytes(4, "little")
-                        for a, ln, k in sges[1:]) + bytes(16)
-        return bytes(head) + tail[:stride - 64], opcode
+    def _wqe(self, name, qp, tag):
+        """The bytes of a WQE for target `name`: a valid one with up to two fields given
+        values that matter (keys of every kind, addresses at and past edges, lengths, opcodes,
+        SGE counts, AH numbers, QPNs, Q_Keys), sometimes wholly random bytes. Returns them and
+        the opcode byte."""
+        rng = self.rng
+        if rng.random() < 0.15:
+            wqe = rng.randbytes(qp.sq.stride)
+            return wqe, wqe[0]
+        wqe = bytearray(encode_send_wqe(self._valid_wr(name, tag), qp.sq.stride))
+        choices = {
+            (0, 1): lambda: rng.choice((rng.choice(list(WROpcode)), rng.getrandbits(8))),
+            (1, 1): lambda: rng.choice((0, 1 | 2, 4 | 2, rng.getrandbits(8))),
+            (2, 1): lambda: rng.choice((0, 2, 3, 4, 5, rng.getrandbits(8))),
+            (16, 8): lambda: rng.choice(self.vas + [rng.getrandbits(64)])
+            + rng.choice((0, 1, 7, 4000, 4095, 8191)),
+            (24, 4): lambda: rng.choice((0, 1, 4096, 4097, 8193, 1 << 31, rng.getrandbits(32))),
+            (28, 4): lambda: rng.choice(self.keys + [rng.getrandbits(32)]),
+            (32, 8): lambda: rng.choice(self.vas + [rng.getrandbits(64)])
+            + rng.choice((0, 1, 4, 4088, 8191)),
+            (40, 4): lambda: rng.choice(self.keys + [rng.getrandbits(32)]),
+            (44, 4): lambda: rng.choice([ah.ahn for ah in self.ahs]
+                                        + [rng.randrange(self.dev.num_ah + 4)]),
+            (48, 4): lambda: rng.choice((self.targets["ud"].qp_num, self.cd.qp_num,
+                                         self.none_qpn, rng.getrandbits(24))),
+            (52, 4): lambda: rng.choice((0x80000000, FUZZ_QKEY ^ 1, rng.getrandbits(32))),
+        }
+        for at, size in rng.sample(list(choices), rng.randint(0, 2)):
+            wqe[at:at + size] = (choices[at, size]() % (1 << 8 * size)).to_bytes(size, "little")
+        return bytes(wqe), wqe[0]
 
     async def wr_batch(self):
-        names = self.rng.sample(list(self.targets), self.rng.randint(1, 3))
-        plan = [(name, self.rng.randint(1, WR_BATCH)) for name in names]
-        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan))
+        """WQEs on one to three targets, under one condition of WR_CONDITIONS."""
+        rng = self.rng
+        names = rng.sample(list(self.targets), rng.randint(1, 3))
+        plan = [(name, rng.randint(1, WR_BATCH)) for name in names]
+        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan),
+                      condition=rng.choices(*zip(*WR_CONDITIONS.items()))[0])
+        name = names[0]
+        if batch.condition == "peer without receives":
+            await self._bring_up(name, peer_receives=False)
+        elif batch.condition == "peer with a receive it may not write":
+            await self._bring_up(name, peer_lkey=self.ro_mr.lkey)
+        elif batch.condition == "peer in ERR":
+            await self.peers[name].modify(QPState.ERR)
+        elif batch.condition == "host memory fails":
+            # a piece of the open region (payloads, READ and atomic results) or of the send
+            # ring (WQE fetches)
+            if rng.random() < 0.5:
+                batch.fault = (self.open_mr.mr.host_addr + rng.randrange(0, 4096, 64),
+                               rng.choice((64, 256, 2048)))
+            else:
+                batch.fault = (self.targets[name].sq.base, self.targets[name].sq.stride * 4)
+        self.wr_tally[f"condition {batch.condition}"] += 1
         await self._run(batch)
         self.wrs += batch.wrs
 
@@ -877,6 +913,8 @@ class Fuzzer:
         doorbell handed it."""
         rng = self.rng
         handed = []
+        if batch.fault:
+            self.tb.mem.fail(*batch.fault)
         for name, k in batch.plan:
             qp = self.targets[name]
             status = await qp.query()
@@ -885,7 +923,7 @@ class Fuzzer:
                 continue
             for i in range(k):
                 slot = qp.sq.slot(pi + i)
-                wqe, opcode = self._wqe(qp, 0xF0_0000 | self.wrs + i)
+                wqe, opcode = self._wqe(name, qp, 0xF0_0000 | self.wrs + i)
                 self.dev.write(slot, wqe)
                 self.wr_tally[f"opcode {WROpcode(opcode).name if opcode in set(WROpcode) else 'invalid'}"] += 1
             value = (pi + k) & 0xFFFF
@@ -914,6 +952,7 @@ class Fuzzer:
             if handed and self.tb.cycle() - start > WR_BOUND:
                 self._violation(f"send queues of QPs {[qp.qp_num for qp in handed]} not consumed "
                                 f"{WR_BOUND} cycles after their doorbells")
+        self.tb.mem.fail()      # healed
 
     # -----------------------------------------------------------------------------------------
     # The run
