@@ -54,6 +54,7 @@ from .ib_packet import (
     build, seal,
 )
 from .pcap import PcapWriter
+from .rdma_tb import CLOCK_PERIOD_NS
 from .rdma_program import ALL_ACCESS, work_request
 from .signals import read_int
 from .verbs import (
@@ -206,6 +207,7 @@ class Batch:
     wrs: int = 0
     condition: str = None       # WR batches: one of WR_CONDITIONS
     fault: tuple = None         # WR batches: (host address, length) host memory refuses
+    cycle: int = 0              # when it started
 
 
 class Fuzzer:
@@ -802,6 +804,7 @@ class Fuzzer:
         self.packets += len(packets)
 
     async def _run(self, batch):
+        batch.cycle = self.tb.cycle()
         self.current = batch
         self.history = (self.history + [batch])[-4:]
         posted = await self._canary_post()
@@ -947,11 +950,12 @@ class Fuzzer:
             for qp in handed:
                 status = await qp.query()
                 if status.sq_ci != status.sq_pi and status.state != QPState.RESET:
-                    left.append(qp)
-            handed = left
+                    left.append((qp, status))
+            handed = [qp for qp, _ in left]
             if handed and self.tb.cycle() - start > WR_BOUND:
-                self._violation(f"send queues of QPs {[qp.qp_num for qp in handed]} not consumed "
-                                f"{WR_BOUND} cycles after their doorbells")
+                self._violation(f"send queues not consumed {WR_BOUND} cycles after their "
+                                f"doorbells ({batch.condition}, {batch.plan}): " + "; ".join(
+                                    f"QP {qp.qp_num} {status}" for qp, status in left))
         self.tb.mem.fail()      # healed
 
     # -----------------------------------------------------------------------------------------
@@ -968,13 +972,20 @@ class Fuzzer:
                 await self.packet_batch(min(PACKET_BATCH, left_p))
 
     def write_pcap(self, path):
-        """The packets of the last batches (the failing one last), as injected."""
+        """What the links carried since the last batches began, by cycle: interface 0 and 1
+        port 1's and port 2's TX links, 2 and 3 the packets injected into port 1's and port 2's
+        RX (those at the time their batch started: the player sends them as the cable lets it)."""
+        records = []
+        for batch in self.history:
+            for data, aborted in batch.packets or ():
+                records.append((batch.cycle, 1 + batch.port, data, aborted))
+        since = self.history[0].cycle if self.history else 0
+        for port in (1, 2):
+            records += [(c.cycle, port - 1, c.data, c.aborted)
+                        for c in self.tb.sniffers[port].captures if c.cycle >= since]
         with PcapWriter(path) as pcap:
-            t = 0
-            for batch in self.history:
-                for data, aborted in batch.packets or ():
-                    pcap.write(data, t, batch.port - 1, rx_error=aborted)
-                    t += 1000
+            for cycle, interface, data, aborted in sorted(records, key=lambda r: r[0]):
+                pcap.write(data, cycle * CLOCK_PERIOD_NS, interface, rx_error=aborted)
 
     def report(self, seed, violations):
         seconds = time.monotonic() - self.started if self.started else 0.0

@@ -365,6 +365,37 @@ async def test_rnr_nak_waits_its_timer_then_resends_the_message(dut):
 
 
 @cocotb.test()
+async def test_an_rnr_nak_after_an_ack_inside_the_message_waits_and_uses_an_rnr_retry(dut):
+    """Found by the fuzzer: an RDMA WRITE with immediate of 18 packets asks for an ACK at its
+    16th (PSN 15 mod 16); the responder acknowledges it, then finds no receive at the last
+    packet and RNR NAKs the message's first PSN, behind what it acknowledged. The requester
+    must take that RNR NAK as such: wait its timer, send the whole message again, and with
+    rnr_retry 1 complete RNR_RETRY_EXC_ERR at the second. (It took the RNR NAK's sequence NAK
+    as a gap instead and sent again at once; the ACK inside the message then counted as
+    progress and restored the retries every round: the QP never completed.)"""
+    rdma, peer = await open_peer(dut)
+    qp = await requester(rdma, rnr_retry=1, sq_psn=0x500, timeout=8)
+    region = await rdma.region(8192)
+    await qp.post_send(work_request(WROpcode.RDMA_WRITE_WITH_IMM, region.sge(0, 18 * MTU_BYTES),
+                                    region.remote(), wr_id=0x51))
+    first = await peer.sent(18, "the WRITE with immediate")
+    assert [c.packet.bth.ackreq for c in first].index(True) == 15
+    for round_ in range(2):
+        await peer.answer(qp, 0x50F)                    # the ACK it asked for inside
+        await peer.answer(qp, 0x500, syndrome=0x22)     # no receive at the last packet
+        await peer.answer(qp, 0x500, syndrome=0x60)     # a later request met the gap
+        if round_ == 0:
+            nak_at = rdma.tb.cycle()
+            again = await peer.sent(18, "the WRITE again after the RNR timer", cycles=20000)
+            assert [c.packet for c in again] == [c.packet for c in first]
+            assert again[0].cycle - nak_at >= 5000, \
+                f"sent again {again[0].cycle - nak_at} cycles after the RNR NAK, before its timer"
+    [wc] = await rdma.poll_until(qp.send_cq, 1, cycles=WAIT)
+    assert_wc(wc, wr_id=0x51, status=WCStatus.RNR_RETRY_EXC_ERR)
+    await finish(rdma)
+
+
+@cocotb.test()
 async def test_lost_read_responses_are_asked_for_again(dut):
     """An RDMA READ of four response packets: a response past a missing one makes the
     requester ask again at once for what is missing (a READ request from the missing PSN, its

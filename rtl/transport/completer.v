@@ -674,6 +674,16 @@ always @(posedge clk) begin
             gap[a_q]        <= 1'b1;
             gap_resent[a_q] <= 1'b0;
             walk[a_q]       <= 1'b1;
+        end else if (a_rnr && a_back) begin
+            // that RNR NAK itself, after an ACK inside the message: the message starts over
+            // after the RNR time and uses an RNR retry, as for one that came in order (taken
+            // as a sequence gap instead, it went again at once and the ACK inside it restored
+            // the retries every round: a livelock the fuzzer found)
+            q_una[a_q]      <= s_ack_psn;
+            q_ackto[a_q]    <= s_ack_psn;
+            rnr[a_q]        <= 1'b1;
+            q_rnr_code[a_q] <= s_ack_syndrome[4:0];
+            walk[a_q]       <= 1'b1;
         end
     end
 
