@@ -40,6 +40,7 @@ the completions it caused) is tallied per kind for the report.
 """
 
 import re
+import struct
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
@@ -58,8 +59,8 @@ from .rdma_tb import CLOCK_PERIOD_NS
 from .rdma_program import ALL_ACCESS, work_request
 from .signals import read_int
 from .verbs import (
-    ATOMIC_OPS, MTU, Access, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR, WCStatus,
-    WROpcode, encode_send_wqe, port_counter_reg, sq_db,
+    ATOMIC_OPS, MTU, Access, Cmd, CmdResult, CommandError, PortCounter, QPState, QPType, RecvWR,
+    SendFlags, SendWR, WCStatus, WROpcode, encode_send_wqe, port_counter_reg, sq_db,
 )
 
 PACKET_BATCH = 48       # packets per packet batch
@@ -224,6 +225,8 @@ class Fuzzer:
         self.log = rdma.tb.log
         self.tally = defaultdict(Counter)      # kind -> what happened
         self.wr_tally = Counter()
+        self.cmd_tally = Counter()
+        self.commands = 0
         self.packets = 0
         self.wrs = 0
         self.batches = 0
@@ -283,6 +286,7 @@ class Fuzzer:
         self.reset_qp = await self._fuzz_qp(QPType.RC)
         for name in self.targets:
             await self._bring_up(name)
+        self.scratch = dev.alloc(8192, label="fuzz scratch: rings of random commands")
         self.none_qpn = next(i for i in reversed(range(2, dev.num_qp)) if i not in dev.qps)
         self.ahs = [await self.pd.create_ah(2, ports[1].lid),           # over the cable
                     await self.pd.create_ah(2, ports[2].lid),           # loopback
@@ -885,6 +889,75 @@ class Fuzzer:
             wqe[at:at + size] = (choices[at, size]() % (1 << 8 * size)).to_bytes(size, "little")
         return bytes(wqe), wqe[0]
 
+    async def command_batch(self):
+        """Random commands: random 64-byte command blocks under every command (and some
+        opcodes that are none), each aimed at an index no object uses or past the table. Each
+        must be answered with a documented result; whatever one created is taken away after
+        (the driver never knew it)."""
+        rng, dev = self.rng, self.dev
+        spare = {Cmd.CREATE_CQ: dev.num_cq, Cmd.REG_MR: dev.num_mr, Cmd.CREATE_AH: dev.num_ah,
+                 Cmd.CREATE_QP: dev.num_qp}
+        tables = {Cmd.CREATE_CQ: dev.cqs, Cmd.REG_MR: dev.mrs, Cmd.CREATE_AH: dev.ahs,
+                  Cmd.CREATE_QP: dev.qps}
+        free = {cmd: next(i for i in range(2 if cmd == Cmd.CREATE_QP else 0, count)
+                          if i not in tables[cmd] and i != self.none_qpn)
+                for cmd, count in spare.items()}
+        kind = {Cmd.CREATE_CQ: Cmd.CREATE_CQ, Cmd.DESTROY_CQ: Cmd.CREATE_CQ,
+                Cmd.REG_MR: Cmd.REG_MR, Cmd.DEREG_MR: Cmd.REG_MR, Cmd.CREATE_AH: Cmd.CREATE_AH,
+                Cmd.DESTROY_AH: Cmd.CREATE_AH}
+        for _ in range(rng.randint(4, 12)):
+            opcode = rng.choice(list(Cmd)) if rng.random() < 0.9 else rng.getrandbits(8)
+            table = kind.get(opcode, Cmd.CREATE_QP)
+            index = free[table] if rng.random() < 0.8 else spare[table] + rng.randrange(4)
+            result = await self._command(opcode, index, self._command_block(opcode))
+            name = Cmd(opcode).name if opcode in set(Cmd) else f"{opcode:#04x}"
+            self.cmd_tally[f"{name} {getattr(result, 'name', result)}"] += 1
+            self.commands += 1
+        # what the batch created goes again, QP first (it may use the CQ)
+        for opcode, table in ((Cmd.DESTROY_QP, Cmd.CREATE_QP), (Cmd.DESTROY_CQ, Cmd.CREATE_CQ),
+                              (Cmd.DEREG_MR, Cmd.REG_MR), (Cmd.DESTROY_AH, Cmd.CREATE_AH)):
+            await self._command(opcode, free[table], b"")
+
+    def _command_block(self, opcode):
+        """64 random bytes, or (40 %) a block the command could take, in the fuzzer's PD, with
+        rings in its scratch memory, one byte of it maybe changed."""
+        rng, dev = self.rng, self.dev
+        block = None
+        if rng.random() < 0.4:
+            ring = self.scratch + rng.randrange(0, 4096, 64)
+            block = {
+                Cmd.CREATE_CQ: lambda: struct.pack("<QB", ring, rng.randint(1, 8)),
+                Cmd.REG_MR: lambda: struct.pack("<QIBBHQ", rng.getrandbits(64), rng.randint(0, 4096),
+                                                rng.getrandbits(8), rng.getrandbits(4),
+                                                self.pd.pdn, ring),
+                Cmd.CREATE_AH: lambda: struct.pack("<HBBBBBBIBxH16s", rng.getrandbits(16),
+                                                   rng.getrandbits(4), rng.getrandbits(3), 0,
+                                                   rng.getrandbits(1), rng.randint(1, 2), 64, 0, 0,
+                                                   self.pd.pdn, bytes(16)),
+                Cmd.CREATE_QP: lambda: struct.pack("<BxHHHBBBB4xQQ", rng.choice((0, 1, 3)),
+                                                   self.pd.pdn, rng.randrange(dev.num_cq),
+                                                   rng.randrange(dev.num_cq), rng.randint(0, 6),
+                                                   rng.randint(0, 6), rng.randint(1, 4),
+                                                   rng.randint(1, 4), ring, ring + 2048),
+            }.get(opcode, lambda: None)()
+        if block is None:
+            return rng.randbytes(64)
+        block = bytearray(block.ljust(64, b"\0"))
+        if rng.random() < 0.5:
+            block[rng.randrange(len(block))] = rng.getrandbits(8)
+        return bytes(block)
+
+    async def _command(self, opcode, index, block):
+        """One command; its result (a violation when it is not one the device documents)."""
+        try:
+            await self.dev.command(opcode, index, block)
+            result = CmdResult.OK
+        except CommandError as refused:
+            result = refused.result
+        if result not in set(CmdResult):
+            self._violation(f"command {opcode:#x} at index {index}: result {result!r}")
+        return result
+
     async def wr_batch(self):
         """WQEs on one to three targets, under one condition of WR_CONDITIONS."""
         rng = self.rng
@@ -910,6 +983,8 @@ class Fuzzer:
         self.wr_tally[f"condition {batch.condition}"] += 1
         await self._run(batch)
         self.wrs += batch.wrs
+        if rng.random() < 0.1:
+            await self.command_batch()
 
     async def _wr_run(self, batch):
         """Post each target's WQEs of `batch` and wait until the device consumed every WQE a
@@ -997,4 +1072,5 @@ class Fuzzer:
             "wrs_per_second": round(self.wrs / seconds, 1) if seconds else None,
             "canary_rounds": self.canary_rounds, "canary_worst_cycles": self.canary_worst,
             "kinds": kinds, "work_requests": dict(sorted(self.wr_tally.items())),
+            "commands": self.commands, "command_results": dict(sorted(self.cmd_tally.items())),
         }

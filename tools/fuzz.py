@@ -34,6 +34,8 @@ def print_report(report):
     print(f"{'all':32} " + " ".join(f"{totals[f]:>{w}}" for f, w in zip(FATES, (9, 9, 8, 7))))
     wrs = report["work_requests"]
     print("\nwork requests: " + ", ".join(f"{k} {v}" for k, v in wrs.items()))
+    print(f"\n{report['commands']} random commands: "
+          + ", ".join(f"{k} {v}" for k, v in report["command_results"].items()))
     print(f"\nseed {report['seed']}: {report['packets']} packets and {report['wrs']} work requests "
           f"in {report['seconds']} s ({report['packets_per_second']} packets/s, "
           f"{report['wrs_per_second']} WRs/s), {report['batches']} batches, "
