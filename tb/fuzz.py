@@ -67,7 +67,7 @@ PACKET_BATCH = 48       # packets per packet batch
 WR_BATCH = 6            # WQEs per target per WR batch, at most
 CANARY_BOUND = 150_000  # cycles a canary round may take, RC retries after discarded ACKs included
 WR_BOUND = 300_000      # cycles within which the device must consume every WQE handed to it
-QUIET = 384             # cycles without a beat on any link after which a batch is over
+QUIET = 256             # cycles without a beat on any link after which a batch is over
 FUZZ_QKEY = 0x0F0F2222
 CANARY_QKEY = 0x11117777
 RECEIVES = 8            # receives kept posted on each fuzz QP
@@ -323,12 +323,13 @@ class Fuzzer:
         if peer_receives:
             await self._replenish(peer, peer_lkey)
 
-    async def _replenish(self, qp, lkey=None):
+    async def _replenish(self, qp, lkey=None, status=None):
         """Keep RECEIVES receives posted on `qp` (in RTS), each into its own slot of recv_mr
-        (under `lkey` instead of the region's when given)."""
+        (under `lkey` instead of the region's when given); `status`: its QUERY_QP answer, if
+        the caller has it."""
         if qp.state != QPState.RTS:
             return
-        status = await qp.query()
+        status = status or await qp.query()
         missing = RECEIVES - ((status.rq_pi - status.rq_ci) & 0xFFFF)
         if missing <= 0:
             return
@@ -464,9 +465,10 @@ class Fuzzer:
                         _sample_outcome("receive completed" if wc.status == WCStatus.SUCCESS
                                         else "receive completed in error")
         before = {qp.qp_num: qp.state for qp in self._fuzz_qps()}
+        statuses = {}
         for name in self.targets:
             for role, qp in (("target", self.targets[name]), ("peer", self.peers[name])):
-                status = await qp.query()
+                status = statuses[qp.qp_num] = await qp.query()
                 if status.state not in (QPState.RTS, QPState.ERR):
                     self._violation(f"{name} {role} QP {qp.qp_num} in {status.state!r}")
                 if (role == "peer" and batch.wrs == 0
@@ -486,7 +488,7 @@ class Fuzzer:
                 await self._bring_up(name)
             else:
                 for qp in (self.targets[name], self.peers[name]):
-                    await self._replenish(qp)
+                    await self._replenish(qp, status=statuses[qp.qp_num])
         if (await self.reset_qp.query()).state != QPState.RESET:
             self._violation(f"QP {self.reset_qp.qp_num} left RESET")
 
@@ -685,9 +687,10 @@ class Fuzzer:
     async def _link_batch(self, kind, n):
         rng, ports = self.rng, self.dev.ports
         out = []
+        epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
         for _ in range(n):
             target = rng.choice(("rc", "uc", "ud"))
-            packet = self._template(target, await self._epsn(target) if target != "ud" else 0)
+            packet = self._template(target, epsns.get(target, 0))
             if kind in ("dgid", "paylen", "ipver") and packet.grh is None:
                 packet.grh = GRH(sgid=bytes(ports[1].gid), dgid=bytes(ports[2].gid), hop_limit=1)
             data = bytearray(build(packet))

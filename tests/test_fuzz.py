@@ -51,9 +51,10 @@ async def test_fuzzed_packets_and_work_requests_break_no_invariant(dut):
             json.dump(report, out, indent=1)
     assert not violations, violations[0]
     dut._log.info("fuzz: %d packets, %d WRs in %.0f s (%.0f packets/s, %.0f WRs/s), %d canary "
-                  "rounds (worst %d cycles)", fuzzer.packets, fuzzer.wrs, report["seconds"],
-                  report["packets_per_second"], report["wrs_per_second"],
-                  fuzzer.canary_rounds, fuzzer.canary_worst)
+                  "rounds (worst %d cycles), %d cycles, %d register accesses", fuzzer.packets,
+                  fuzzer.wrs, report["seconds"], report["packets_per_second"],
+                  report["wrs_per_second"], fuzzer.canary_rounds, fuzzer.canary_worst,
+                  rdma.tb.cycle(), rdma.tb.regs.accesses)
     rdma.sb.check_device()
     coverage.save()
 
