@@ -121,8 +121,13 @@ LINK_KINDS = ("vcrc", "icrc", "truncated", "overlong", "garbage", "aborted", "dl
               "lver", "tver", "pkey", "pktlen", "paylen", "ipver")
 QP_KINDS = ("none", "reset", "other_port", "transport", "qkey")
 REPLAY_KINDS = ("request", "answer", "datagram")
+# payload lengths against the path MTU (256 on the fuzz QPs, the port's 4096 for UD): a first or
+# middle packet short of it, any packet over it
+LENGTH_KINDS = ("first short", "middle short", "first long", "middle long", "last long",
+                "only long", "datagram long")
 ALL_KINDS = ([("field", f) for f in FIELDS] + [("link", k) for k in LINK_KINDS]
-             + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS])
+             + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS]
+             + [("length", k) for k in LENGTH_KINDS])
 
 
 def kind_name(category, what):
@@ -753,6 +758,28 @@ class Fuzzer:
             out.append((build(packet), False))
         return out
 
+    async def _length_batch(self, kind, n):
+        """Packets of the position `kind` names whose payload is short of or over the path
+        MTU (for UD, the port's), CRCs right."""
+        rng, mtu = self.rng, FUZZ_MTU.size
+        position, size = kind.split()
+        epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
+        out = []
+        for _ in range(n):
+            target = "ud" if position == "datagram" else rng.choice(("rc", "uc"))
+            while True:
+                packet = self._template(target, epsns.get(target, 0))
+                op = OPCODES[packet.bth.opcode]
+                if op.payload and (target == "ud" or op.position == position):
+                    break
+            top = self.dev.ports[2].mtu.size if target == "ud" else mtu
+            length = rng.randint(0, mtu - 1) if size == "short" else top + rng.randint(1, 300)
+            packet.payload = rng.randbytes(length)
+            if packet.reth is not None:
+                packet.reth.dma_len = max(packet.reth.dma_len, length)
+            out.append((build(packet), False))
+        return out
+
     def _replay_batch(self, kind, n):
         """Real packets of earlier rounds, shuffled and some doubled: the canary's RC requests
         (duplicates to their QP), port 2's answers to the canary (into port 1: answers to
@@ -801,6 +828,8 @@ class Fuzzer:
             packets = await self._link_batch(what, n)
         elif category == "qp":
             packets = await self._qp_batch(what, n)
+        elif category == "length":
+            packets = await self._length_batch(what, n)
         else:
             batch.port = 1 if what == "answer" else 2
             packets = self._replay_batch(what, n)

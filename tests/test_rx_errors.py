@@ -168,7 +168,8 @@ async def test_injected_rc_message_is_acknowledged(dut):
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=0x123456)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=0x123456,
+                       path_mtu=MTU.MTU256)
     inbox = await rdma.region(4096)
     await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC1))
     port = rdma.dev.ports[PORT]
@@ -209,7 +210,8 @@ async def test_interleaved_messages_of_many_qps_all_land(dut):
                                        (QPType.RC, "RDMA_WRITE"))):
         qp = await rdma.qp(qp_type)
         psn = 0x100 * (n + 1)
-        await rdma.connect(qp, 0x70 + n, port=PORT, dlid=0x9, rq_psn=psn)
+        await rdma.connect(qp, 0x70 + n, port=PORT, dlid=0x9, rq_psn=psn,
+                           path_mtu=MTU.MTU256)
         inbox = await rdma.region(4096)
         data = bytes((n + 3 * i) & 0xFF for i in range(size))
         reth = None
@@ -270,7 +272,7 @@ async def test_rnr_after_a_sequence_nak_takes_the_message_back(dut):
     model.links_lossy()         # the answers to this test's own loss are checked here
     psn = 0x200
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=psn)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=psn, path_mtu=MTU.MTU256)
     inbox = await rdma.region(4096)
     port = rdma.dev.ports[PORT]
     data = bytes((5 * i + 1) & 0xFF for i in range(256 * 2 + 40))
@@ -478,6 +480,37 @@ async def test_a_write_whose_first_packet_overruns_its_reth_length_writes_nothin
     answers = [(p.bth.opcode, p.aeth.syndrome) for p in rdma.tb.sniffers[PORT].packets()]
     assert answers == ([(0x11, 0x61)] if transport == QPType.RC else []), \
         f"answers {answers}: RC must NAK 0x61 (invalid request), UC answers nothing"
+    rdma.sb.check_device()
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC],
+                    packet=[("SEND_ONLY", 300), ("SEND_FIRST", 128), ("RDMA_WRITE_FIRST", 260)])
+async def test_a_packet_its_path_mtu_does_not_fit_is_refused(dut, transport, packet):
+    """Found by the fuzzer: a SEND or WRITE packet whose payload does not fit the receiving
+    QP's path MTU (256 here): an only packet over it, a first packet short of it or over it.
+    Such a packet was taken (an only packet of 300 bytes completed its receive). Now RC answers
+    NAK 0x61 (invalid request) and UC drops it; nothing is written and no receive completes."""
+    rdma = await Rdma.open(dut)
+    rdma.sb.stop_predicting()       # the model only sends packets that fit
+    opcode, length = packet
+    qp = await rdma.qp(transport)
+    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, path_mtu=MTU.MTU256)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xA7))
+    memory = inbox.read()
+    reth = RETH(inbox.mr.addr, inbox.lkey, 1024) if "WRITE" in opcode else None
+    await LinkInjector(dut, PORT).send(build(Packet(
+        lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9),
+        bth=BTH(opcode=OPCODES_BY_NAME[f"{transport.name}_{opcode}"].code, dest_qp=qp.qp_num,
+                psn=0, ackreq=True),
+        reth=reth, payload=bytes(i & 0xFF for i in range(length)))))
+    await rdma.cycles(400)
+    answers = [(p.bth.opcode, p.aeth.syndrome) for p in rdma.tb.sniffers[PORT].packets()]
+    assert answers == ([(0x11, 0x61)] if transport == QPType.RC else []), \
+        f"{opcode} of {length} bytes at path MTU 256: answers {answers}"
+    assert inbox.read() == memory, "the packet was written"
+    assert await qp.recv_cq.poll() == [], "a receive completed"
     rdma.sb.check_device()
 
 

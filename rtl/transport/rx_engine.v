@@ -234,6 +234,13 @@ wire [2:0]  pmtu = (qp_mtu == 3'd0 || qp_mtu > my_mtu) ? my_mtu : qp_mtu;
 wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
 wire [31:0] pkts = h_dma_len == 32'd0 ? 32'd1 : (h_dma_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
 wire [23:0] read_pkts = pkts[23:0];
+// a SEND or WRITE packet from the link whose payload does not fit the QP's path MTU: a first
+// or middle packet carries exactly the path MTU, a last or only one at most that (UD: the
+// depacketizer checks the largest MTU, the responder the receive buffer; a loopback message's
+// packets ignore path attributes)
+wire [12:0] pmtu_bytes = 13'd128 << pmtu;
+wire        size_bad   = (fam_write || code <= 5'h05) && h_type != QPT_UD && !h_internal &&
+                         (is_last ? h_plen > pmtu_bytes : h_plen != pmtu_bytes);
 
 // ---- responses to the requester's messages ----
 wire [23:0] resp_ahead = h_psn - req_una;
@@ -500,8 +507,9 @@ always @(posedge clk) begin
                     msg_psn[q]     <= h_psn;
                 end
                 msg_kind <= is_first ? 2'd0 : 2'd3;
-                if (write_over) begin
-                    ans_syndrome <= 8'h61;      // more data than the RETH announced
+                if (write_over || size_bad) begin
+                    // more data than the RETH announced, or a packet the path MTU does not fit
+                    ans_syndrome <= 8'h61;
                     state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
                     in_msg[q] <= 1'b0;
                 end else if (write_direct) begin
