@@ -9,15 +9,16 @@ The fuzzer owns other QPs in a PD of its own: on port 2 an RC, a UC and a UD QP 
 an RC QP left in RESET, and on port 1 the targets' peers. It works in batches, each of one kind:
 
 - a packet batch puts up to PACKET_BATCH packets of one kind (a field of one header mutated,
-  a check of the link broken, a QP check broken, or real packets replayed long after their
-  time) on a port's receive side through the harness's packet player, between the packets the
-  cable delivers;
-- a WR batch writes random WQEs (biased towards the interesting values of each field, some
-  wholly random bytes) into the targets' send rings and rings their doorbells, some with a
-  random producer index.
+  a payload against the path MTU, a check of the link broken, a QP check broken, or real
+  packets replayed long after their time) on a port's receive side through the harness's
+  packet player, between the packets the cable delivers;
+- a WR batch writes random WQEs (valid ones with fields given values that matter, some wholly
+  random bytes) into the targets' send rings and rings their doorbells, some with a random
+  producer index, under one of WR_CONDITIONS; some are followed by random commands.
 
 After each batch the links go quiet and the invariants are checked; the first one broken
-stops the run (Violation), with the batch's packets in a pcap and a replay command:
+stops the run (Violation); the test writes the last batches' packets to a pcap and prints a
+replay command:
 
 - no stray write: host memory's write guard (tb/hdl/sim_axi_ram.v) allows only the CQ rings,
   the canaries' destinations and the fuzzer's regions that allow a write (local or remote);
@@ -48,16 +49,15 @@ from dataclasses import dataclass, replace
 from cocotb.triggers import ClockCycles
 from cocotb_coverage.coverage import CoverPoint
 
-from .coverage import VERBS_ONLY_STATUSES
+from .coverage import DMA_CLIENTS, VERBS_ONLY_STATUSES
 from .ib_crc import icrc_bytes, vcrc_bytes
 from .ib_packet import (
-    AETH, BTH, DETH, GRH, LRH, OPCODES, PSN_MASK, AtomicAckETH, AtomicETH, ImmDt, Packet, RETH,
-    build, seal,
+    AETH, BTH, DETH, EXTENSION_HEADERS, GRH, LRH, OPCODES, PSN_MASK, AtomicAckETH, AtomicETH,
+    ImmDt, Packet, RETH, build, seal,
 )
 from .pcap import PcapWriter
 from .rdma_tb import CLOCK_PERIOD_NS
 from .rdma_program import ALL_ACCESS, work_request
-from .signals import read_int
 from .verbs import (
     ATOMIC_OPS, MTU, Access, Cmd, CmdResult, CommandError, PortCounter, QPState, QPType, RecvWR,
     SendFlags, SendWR, WCStatus, WROpcode, encode_send_wqe, port_counter_reg, sq_db,
@@ -80,8 +80,6 @@ WR_CONDITIONS = {"plain": 60, "peer without receives": 10,
 RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
 FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
 DEVICE_STATUSES = frozenset(s for s in WCStatus if s.name not in VERBS_ONLY_STATUSES)
-DMA_CLIENTS = {0: "CQE writer", 1: "responder", 2: "receive engine", 3: "port 1 transmit",
-               4: "port 1 transmit", 5: "port 2 transmit", 6: "port 2 transmit"}
 
 
 class Violation(AssertionError):
@@ -111,8 +109,6 @@ FIELDS = [
     ("atomic_ack_eth", "OrigData", 0, 64),
     ("immdt", "Immediate", 0, 32),
 ]
-HEADER_BYTES = {"lrh": 8, "grh": 40, "bth": 12, "deth": 8, "reth": 16, "atomic_eth": 28,
-                "aeth": 4, "atomic_ack_eth": 8, "immdt": 4}
 
 # kinds whose fate the spec fixes: "link" ones fail a check of the link (PortRcvErrors only),
 # "qp" ones pass it and fail the destination QP's (PortRcvPkts and PortRcvErrors), "replay"
@@ -163,16 +159,15 @@ def _sample_wr_outcome(outcome):
 
 def header_offsets(packet):
     """Where each header of `packet` starts in its wire bytes."""
-    at, offsets = 0, {"lrh": 0}
-    at = 8
+    offsets, at = {"lrh": 0}, LRH.SIZE
     if packet.grh is not None:
         offsets["grh"] = at
-        at += 40
+        at += GRH.SIZE
     offsets["bth"] = at
-    at += 12
+    at += BTH.SIZE
     for name in OPCODES[packet.bth.opcode].headers:
         offsets[name] = at
-        at += HEADER_BYTES[name]
+        at += EXTENSION_HEADERS[name].SIZE
     return offsets
 
 
@@ -242,7 +237,8 @@ class Fuzzer:
         self.deck = []              # the kinds still to come in this round
         self.started = None         # when run() started (time.monotonic())
         cabled = self.dut.cabled
-        self.taps = {("arrived", 2): cabled.link0_arrived_tap, ("arrived", 1): cabled.link1_arrived_tap,
+        self.taps = {("arrived", 2): cabled.link0_arrived_tap,
+                     ("arrived", 1): cabled.link1_arrived_tap,
                      ("sent", 1): self.dut.link0_tap, ("sent", 2): self.dut.link1_tap}
 
     # -----------------------------------------------------------------------------------------
@@ -270,8 +266,8 @@ class Fuzzer:
         self.pd = dev.alloc_pd()
         foreign_pd = dev.alloc_pd()
         self.open_mr = await rdma.region(8192, ALL_ACCESS, pd=self.pd)
-        self.recv_mr = await rdma.region(8 * RECEIVES * RECV_BYTES, Access.LOCAL_WRITE,
-                                         pd=self.pd)
+        self.recv_mr = await rdma.region(2 * 3 * RECEIVES * RECV_BYTES, Access.LOCAL_WRITE,
+                                         pd=self.pd)     # the targets' and the peers' receives
         self.ro_mr = await rdma.region(4096, Access.REMOTE_READ, pd=self.pd)
         self.foreign_mr = await rdma.region(4096, ALL_ACCESS, pd=foreign_pd)
         stale = await rdma.region(4096, ALL_ACCESS, pd=self.pd)
@@ -431,7 +427,7 @@ class Fuzzer:
             addr, cycle, client, count = stray
             self._violation(
                 f"stray write: host address {addr:#x} at cycle {cycle} by DMA client {client} "
-                f"({DMA_CLIENTS.get(client, 'bypass or WQE read-ahead')}), outside every "
+                f"({DMA_CLIENTS[client] if client < len(DMA_CLIENTS) else '?'}), outside every "
                 f"range the guard allows ({count} stray beats)")
         if self.tb.mem.protocol_errors:
             self._violation(f"{self.tb.mem.protocol_errors} AXI protocol errors on host memory")
@@ -535,7 +531,8 @@ class Fuzzer:
 
     async def _canary_post(self):
         rng = self.rng
-        write_len, send_len, ud_len = rng.randint(1, 4096), rng.randint(1, 4096), rng.randint(1, 1024)
+        write_len, send_len = rng.randint(1, 4096), rng.randint(1, 4096)
+        ud_len = rng.randint(1, 1024)
         data = rng.randbytes(4096)
         self.c_src.write(0, data)
         await self.cb.post_recv(RecvWR(self.c_recv.sge(0, 4096), wr_id=1))
@@ -645,7 +642,8 @@ class Fuzzer:
                                          rng.getrandbits(32))),
             "P_Key": lambda: rng.choice((0x7FFF, 0x0000, 0x8000, 0xFFFE, 0x8001,
                                          rng.getrandbits(16))),
-            "DLID": lambda: rng.choice((self.dev.ports[1].lid, 0x21, 0xFFFF, 0, rng.getrandbits(16))),
+            "DLID": lambda: rng.choice((self.dev.ports[1].lid, 0x21, 0xFFFF, 0,
+                                        rng.getrandbits(16))),
         }.get(name)
         if pick:
             return pick() & ((1 << width) - 1)
@@ -959,9 +957,9 @@ class Fuzzer:
             ring = self.scratch + rng.randrange(0, 4096, 64)
             block = {
                 Cmd.CREATE_CQ: lambda: struct.pack("<QB", ring, rng.randint(1, 8)),
-                Cmd.REG_MR: lambda: struct.pack("<QIBBHQ", rng.getrandbits(64), rng.randint(0, 4096),
-                                                rng.getrandbits(8), rng.getrandbits(4),
-                                                self.pd.pdn, ring),
+                Cmd.REG_MR: lambda: struct.pack("<QIBBHQ", rng.getrandbits(64),
+                                                rng.randint(0, 4096), rng.getrandbits(8),
+                                                rng.getrandbits(4), self.pd.pdn, ring),
                 Cmd.CREATE_AH: lambda: struct.pack("<HBBBBBBIBxH16s", rng.getrandbits(16),
                                                    rng.getrandbits(4), rng.getrandbits(3), 0,
                                                    rng.getrandbits(1), rng.randint(1, 2), 64, 0, 0,
@@ -1035,7 +1033,8 @@ class Fuzzer:
                 slot = qp.sq.slot(pi + i)
                 wqe, opcode = self._wqe(name, qp, 0xF0_0000 | self.wrs + i)
                 self.dev.write(slot, wqe)
-                self.wr_tally[f"opcode {WROpcode(opcode).name if opcode in set(WROpcode) else 'invalid'}"] += 1
+                op_name = WROpcode(opcode).name if opcode in set(WROpcode) else "invalid"
+                self.wr_tally[f"opcode {op_name}"] += 1
             value = (pi + k) & 0xFFFF
             if rng.random() < 0.1:
                 value = rng.getrandbits(16)
