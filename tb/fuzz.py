@@ -71,12 +71,13 @@ QUIET = 256             # cycles without a beat on any link after which a batch 
 FUZZ_QKEY = 0x0F0F2222
 CANARY_QKEY = 0x11117777
 RECEIVES = 8            # receives kept posted on each fuzz QP
-# what a WR batch runs under, and how often: the first target's peer without receives (RNR),
-# with receives whose lkey it may not write through (remote operational error), in ERR (no
-# answers: retries exhausted), or host memory refusing a piece of the payloads or of the ring
-WR_CONDITIONS = {"plain": 60, "peer without receives": 10,
-                 "peer with a receive it may not write": 10, "peer in ERR": 5,
-                 "host memory fails": 15}
+# what a WR batch runs under, in rounds of ten batches (shuffled): plain six times, then the
+# RC target's peer without receives (RNR), with receives whose lkey it may not write through
+# (remote operational error), in ERR (no answers: retries exhausted), and host memory refusing
+# a piece of the payloads or of the ring
+WR_CONDITIONS = ("plain",) * 6 + ("peer without receives", "peer with a receive it may not write",
+                                  "peer in ERR", "host memory fails")
+PEER_CONDITIONS = WR_CONDITIONS[6:9]
 RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
 FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
 DEVICE_STATUSES = frozenset(s for s in WCStatus if s.name not in VERBS_ONLY_STATUSES)
@@ -235,6 +236,7 @@ class Fuzzer:
         self.history = []           # the last batches (for the pcap of a failure)
         self.only = None            # the packet kinds to draw from (restrict), None: all
         self.deck = []              # the kinds still to come in this round
+        self.condition_deck = []    # the WR conditions still to come in this round
         self.started = None         # when run() started (time.monotonic())
         cabled = self.dut.cabled
         self.taps = {("arrived", 2): cabled.link0_arrived_tap,
@@ -989,12 +991,18 @@ class Fuzzer:
         return result
 
     async def wr_batch(self):
-        """WQEs on one to three targets, under one condition of WR_CONDITIONS."""
+        """WQEs on one to three targets, under the next condition of WR_CONDITIONS (a peer's
+        on the RC target: only RC hears what its peer does)."""
         rng = self.rng
+        if not self.condition_deck:
+            self.condition_deck = list(WR_CONDITIONS)
+            rng.shuffle(self.condition_deck)
+        condition = self.condition_deck.pop()
         names = rng.sample(list(self.targets), rng.randint(1, 3))
+        if condition in PEER_CONDITIONS:
+            names = ["rc"] + [n for n in names if n != "rc"]
         plan = [(name, rng.randint(1, WR_BATCH)) for name in names]
-        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan),
-                      condition=rng.choices(*zip(*WR_CONDITIONS.items()))[0])
+        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan), condition=condition)
         name = names[0]
         if batch.condition == "peer without receives":
             await self._bring_up(name, peer_receives=False)
