@@ -942,7 +942,7 @@ class Fuzzer:
             table = kind.get(opcode, Cmd.CREATE_QP)
             index = free[table] if rng.random() < 0.8 else spare[table] + rng.randrange(4)
             result = await self._command(opcode, index, self._command_block(opcode))
-            name = Cmd(opcode).name if opcode in set(Cmd) else f"{opcode:#04x}"
+            name = Cmd(opcode).name if opcode in set(Cmd) else "no such command"
             self.cmd_tally[f"{name} {getattr(result, 'name', result)}"] += 1
             self.commands += 1
         # what the batch created goes again, QP first (it may use the CQ)
