@@ -71,12 +71,13 @@ QUIET = 256             # cycles without a beat on any link after which a batch 
 FUZZ_QKEY = 0x0F0F2222
 CANARY_QKEY = 0x11117777
 RECEIVES = 8            # receives kept posted on each fuzz QP
-# what a WR batch runs under, in rounds of ten batches (shuffled): plain six times, then the
+# what a WR batch runs under, in rounds of eleven batches (shuffled): plain six times, then the
 # RC target's peer without receives (RNR), with receives whose lkey it may not write through
 # (remote operational error), in ERR (no answers: retries exhausted), and host memory refusing
-# a piece of the payloads or of the ring
+# the first WQE's ring slot or a piece of the payloads (READ and atomic results included)
 WR_CONDITIONS = ("plain",) * 6 + ("peer without receives", "peer with a receive it may not write",
-                                  "peer in ERR", "host memory fails")
+                                  "peer in ERR", "host memory fails the ring",
+                                  "host memory fails payloads")
 PEER_CONDITIONS = WR_CONDITIONS[6:9]
 RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
 FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
@@ -1010,14 +1011,9 @@ class Fuzzer:
             await self._bring_up(name, peer_lkey=self.ro_mr.lkey)
         elif batch.condition == "peer in ERR":
             await self.peers[name].modify(QPState.ERR)
-        elif batch.condition == "host memory fails":
-            # a piece of the open region (payloads, READ and atomic results) or of the send
-            # ring (WQE fetches)
-            if rng.random() < 0.5:
-                batch.fault = (self.open_mr.mr.host_addr + rng.randrange(0, 4096, 64),
-                               rng.choice((64, 256, 2048)))
-            else:
-                batch.fault = (self.targets[name].sq.base, self.targets[name].sq.stride * 4)
+        elif batch.condition == "host memory fails payloads":
+            batch.fault = (self.open_mr.mr.host_addr + rng.randrange(0, 4096, 64),
+                           rng.choice((64, 256, 2048)))
         self.wr_tally[f"condition {batch.condition}"] += 1
         await self._run(batch)
         self.wrs += batch.wrs
@@ -1031,20 +1027,31 @@ class Fuzzer:
         handed = []
         if batch.fault:
             self.tb.mem.fail(*batch.fault)
-        for name, k in batch.plan:
+        for n, (name, k) in enumerate(batch.plan):
             qp = self.targets[name]
             status = await qp.query()
             pi, ci = status.sq_pi, status.sq_ci
             if status.state == QPState.ERR:
                 continue
+            # under a condition the first target's first WQE is a plain SEND, so that the
+            # condition decides how it ends
+            conditioned = n == 0 and batch.condition != "plain"
             for i in range(k):
                 slot = qp.sq.slot(pi + i)
-                wqe, opcode = self._wqe(name, qp, 0xF0_0000 | self.wrs + i)
+                tag = 0xF0_0000 | self.wrs + i
+                if conditioned and i == 0:
+                    wr = replace(self._valid_wr(name, tag), opcode=WROpcode.SEND,
+                                 sge=self.open_mr.sge(0, 64), flags=SendFlags.SIGNALED)
+                    wqe, opcode = encode_send_wqe(wr, qp.sq.stride), WROpcode.SEND
+                else:
+                    wqe, opcode = self._wqe(name, qp, tag)
                 self.dev.write(slot, wqe)
                 op_name = WROpcode(opcode).name if opcode in set(WROpcode) else "invalid"
                 self.wr_tally[f"opcode {op_name}"] += 1
+            if conditioned and batch.condition == "host memory fails the ring":
+                self.tb.mem.fail(qp.sq.slot(pi), qp.sq.stride)
             value = (pi + k) & 0xFFFF
-            if rng.random() < 0.1:
+            if not conditioned and rng.random() < 0.1:
                 value = rng.getrandbits(16)
             refused = (value - pi) & 0xFFFF > qp.sq.size - ((pi - ci) & 0xFFFF)
             await self.dev.write_reg(sq_db(qp.qp_num), value)
