@@ -5,7 +5,9 @@
 // link (sim_link_tap, one Python wake per packet). With CABLE = 1 port 1's TX is cabled to port
 // 2's RX and back (a device talking to itself over real links): each direction is a cable model
 // (cabled.link<p>_cable, sim_link_fault: a perfect link until the testbench sets latency or
-// faults) with a tap on what arrives (cabled.link<p>_arrived_tap); with CABLE = 0 the links end
+// faults) with a tap on what arrives (cabled.link<p>_arrived_tap), and port p's RX takes, a
+// packet at a time, what the cable brings and what its packet player plays (cabled.rx<p-1>_player,
+// sim_pkt_player: packets the testbench queues itself, a fuzzer's); with CABLE = 0 the links end
 // at the testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is
 // port p's TX link as it is taken. The testbench drives rst.
 `timescale 1ns / 1ps
@@ -216,20 +218,24 @@ generate
         );
         axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx0_mux (
             .clk(clk), .rst(rst),
-            .s_axis_tdata({play0_tdata, arrive0_tdata}), .s_axis_tkeep({play0_tkeep, arrive0_tkeep}),
+            .s_axis_tdata({play0_tdata, arrive0_tdata}),
+            .s_axis_tkeep({play0_tkeep, arrive0_tkeep}),
             .s_axis_tvalid({play0_tvalid, arrive0_tvalid}),
             .s_axis_tready({play0_tready, arrive0_tready}),
-            .s_axis_tlast({play0_tlast, arrive0_tlast}), .s_axis_tuser({play0_tuser, arrive0_tuser}),
+            .s_axis_tlast({play0_tlast, arrive0_tlast}),
+            .s_axis_tuser({play0_tuser, arrive0_tuser}),
             .m_axis_tdata(in0_tdata), .m_axis_tkeep(in0_tkeep), .m_axis_tvalid(in0_tvalid),
             .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser),
             .m_axis_tid(mux0_tid)
         );
         axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx1_mux (
             .clk(clk), .rst(rst),
-            .s_axis_tdata({play1_tdata, arrive1_tdata}), .s_axis_tkeep({play1_tkeep, arrive1_tkeep}),
+            .s_axis_tdata({play1_tdata, arrive1_tdata}),
+            .s_axis_tkeep({play1_tkeep, arrive1_tkeep}),
             .s_axis_tvalid({play1_tvalid, arrive1_tvalid}),
             .s_axis_tready({play1_tready, arrive1_tready}),
-            .s_axis_tlast({play1_tlast, arrive1_tlast}), .s_axis_tuser({play1_tuser, arrive1_tuser}),
+            .s_axis_tlast({play1_tlast, arrive1_tlast}),
+            .s_axis_tuser({play1_tuser, arrive1_tuser}),
             .m_axis_tdata(in1_tdata), .m_axis_tkeep(in1_tkeep), .m_axis_tvalid(in1_tvalid),
             .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser),
             .m_axis_tid(mux1_tid)
