@@ -55,6 +55,7 @@ from .ib_packet import (
     AETH, BTH, DETH, EXTENSION_HEADERS, GRH, LRH, OPCODES, PSN_MASK, AtomicAckETH, AtomicETH,
     ImmDt, Packet, RETH, build, seal,
 )
+from .link_faults import bth_at
 from .pcap import PcapWriter
 from .rdma_tb import CLOCK_PERIOD_NS
 from .rdma_program import ALL_ACCESS, work_request
@@ -224,7 +225,6 @@ class Fuzzer:
         self.dut = rdma.dut
         self.rng = rng
         self.players = players      # port -> PacketPlayer
-        self.log = rdma.tb.log
         self.tally = defaultdict(Counter)      # kind -> what happened
         self.wr_tally = Counter()
         self.cmd_tally = Counter()
@@ -799,9 +799,9 @@ class Fuzzer:
         for _ in range(n):
             data = bytearray(rng.choice(pool))
             if kind == "datagram":
-                off = 8 + (40 if data[1] & 3 == 3 else 0)
-                set_field(data, off, 40, 24, self.targets["ud"].qp_num)
-                set_field(data, off + 12, 0, 32, FUZZ_QKEY)
+                at = bth_at(data)
+                set_field(data, at, 40, 24, self.targets["ud"].qp_num)                 # DestQP
+                set_field(data, at + BTH.SIZE, 0, 32, FUZZ_QKEY)                        # DETH Q_Key
                 data = bytearray(reseal(data))
             out.append((bytes(data), False))
         return out

@@ -114,11 +114,9 @@ class HostMemory:
 
     def guard(self, ranges):
         """From now on every write beat must fall inside one of `ranges` ([lo, hi) pairs):
-        one outside counts as a stray (sim_axi_ram's write guard); None disarms it."""
+        one outside counts as a stray (sim_axi_ram's write guard); strays caught before (an
+        earlier test's in the same simulation) are forgotten."""
         ram = self.ram
-        if ranges is None:
-            ram.guard_on.value = Immediate(0)
-            return
         width = len(ram.s_axi_awaddr)
         slots = len(ram.guard_base) // width
         if len(ranges) > slots:
@@ -130,6 +128,7 @@ class HostMemory:
         ram.guard_base.value = Immediate(base)
         ram.guard_limit.value = Immediate(limit)
         ram.guard_on.value = Immediate(1)
+        ram.strays.value = Immediate(0)
 
     def stray(self):
         """None, or the first write the guard caught: (host address, cycle, AXI ID: the
@@ -138,5 +137,6 @@ class HostMemory:
         count = int(ram.strays.value)
         if not count:
             return None
-        return int(ram.stray_addr.value), int(ram.stray_cycle.value), int(ram.stray_id.value), count
+        return (int(ram.stray_addr.value), int(ram.stray_cycle.value), int(ram.stray_id.value),
+                count)
 

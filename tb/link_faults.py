@@ -37,7 +37,7 @@ def _rate(name, value):
 
 def packet_kind(wire):
     """The kind filter a packet (wire bytes LRH..VCRC) falls under, by its BTH OpCode."""
-    opcode = wire[_bth_at(wire)]
+    opcode = wire[bth_at(wire)]
     if 0x0D <= opcode <= 0x10:
         return "read_responses"
     if opcode in (0x11, 0x12):
@@ -45,13 +45,13 @@ def packet_kind(wire):
     return "requests"
 
 
-def _bth_at(wire):
+def bth_at(wire):
     return 48 if wire[1] & 0x3 == 3 else 8
 
 
 def dest_qp(wire):
     """The BTH DestQP of a packet's wire bytes."""
-    at = _bth_at(wire)
+    at = bth_at(wire)
     return int.from_bytes(wire[at + 5:at + 8], "big")
 
 

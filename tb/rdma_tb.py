@@ -116,18 +116,16 @@ class PacketPlayer:
     """Puts packets on a port's RX link of tb_rdma_dev built with CABLE = 1, beside what the
     cable delivers (a whole packet at a time, the cable's first): they are queued in the
     harness's player (tb/hdl/sim_pkt_player.v) through its back door and leave one beat per
-    cycle, so thousands of packets cost no Python per beat. `queue` returns at once; `drain`
-    waits until all queued packets have been taken by the port."""
+    cycle, so thousands of packets cost no Python per beat. `queue` returns at once; `idle`
+    says whether the port has taken every packet queued."""
 
     def __init__(self, dut, port):
-        self.dut = dut
         self.hdl = getattr(dut.cabled, f"rx{port - 1}_player")
         self.beat_bytes = len(dut.m_axi_wdata) // 8
         self.depth = len(self.hdl.ring)
         self._ring = self.hdl.ring
         self._gpi = {}
         self._queued = read_int(self.hdl.queued._handle)
-        self.packets = 0            # packets queued since construction
 
     def _room(self):
         return self.depth - ((self._queued - read_int(self.hdl.sent._handle)) & 0xFFFFFFFF)
@@ -152,15 +150,10 @@ class PacketPlayer:
             write_int(obj, word, width)
             self._queued = (self._queued + 1) & 0xFFFFFFFF
         self.hdl.queued.value = Immediate(self._queued)
-        self.packets += 1
 
     @property
     def idle(self):
         return read_int(self.hdl.sent._handle) == self._queued
-
-    async def drain(self):
-        while not self.idle:
-            await Timer(32 * CLOCK_PERIOD_NS, "ns")
 
 
 class RdmaTB:
