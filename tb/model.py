@@ -26,7 +26,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from .ib_packet import (
-    AETH, BTH, DETH, GRH, LRH, OPCODES, RETH, AtomicAckETH, AtomicETH, ImmDt, Packet, packetize,
+    AETH, BTH, DETH, FIRST, GRH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH, AtomicETH, ImmDt,
+    Packet, packetize,
 )
 from .verbs import (
     ATOMIC_OPS, COUNTERS, GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
@@ -246,6 +247,11 @@ class Model(Observer):
         self.listeners = []
         self.last_recv_sges = ()    # the receive buffer the last arriving SEND was given
         self.failing = (0, 0)       # host memory [lo, hi) answers every access with an error
+        # ports whose cable's UC and UD packets reach the far model as they arrive (arrived()),
+        # not when sent: a cable that loses, duplicates, corrupts or reorders them decides
+        self.arriving = set()
+        # (port, UC QPN) -> [expected PSN, the packets taken of the message under way, or None]
+        self.uc_messages = {}
 
     def loosen(self, port, dest_qpn):
         """The packets `port` sends to QP `dest_qpn`, and those its RC QP connected to that
@@ -909,6 +915,8 @@ class Model(Observer):
                 self.looped += len(packets)
             if far is None:
                 answer, why, responses = None, f"port {q.port} has no cable", []
+            elif not rc and not internal and q.port in self.arriving:
+                answer, why, responses = None, "delivered as the far end sees it arrive", []
             else:
                 far.last_recv_sges = ()
                 answer, why, responses = far._arrive(far_port, packets, internal, w.what)
@@ -961,14 +969,8 @@ class Model(Observer):
     def _arrive(self, port, packets, internal, what):
         """The packets of one message reach `port` of this device: the answer (an AETH
         syndrome, or None when there is none), why, and the answer's packets."""
-        attr = self.ports[port]
         first = packets[0]
-        mask = ~((1 << attr.lmc) - 1) & 0xFFFF
-        mine = self.pkeys[port]
-        if ((first.lrh.dlid & mask) != (attr.lid & mask)
-                or (first.grh is not None and first.grh.dgid != bytes(attr.gid))
-                or (first.bth.pkey & 0x7FFF) != (mine & 0x7FFF)
-                or not (first.bth.pkey | mine) & 0x8000):
+        if not self._addressed(port, first):
             if not internal:
                 self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT,
                             len(packets))
@@ -1004,6 +1006,87 @@ class Model(Observer):
         answer, why, responses = self._arrive(port, packets, False,
                                               f"packets injected on port {port}")
         self._sent(port, responses)
+
+    def arrived(self, port, capture):
+        """The cable into `port` delivered `capture` (a LinkSniffer Capture at its far end),
+        for a sender's port in `arriving`: its UC and UD packets are taken here, in the order
+        the cable delivered them. A packet that fails a link check (corrupted) is dropped; a
+        UD datagram is a message of its own, a duplicate one too; UC takes each packet as it
+        comes (_arrive_uc)."""
+        pkt = capture.packet
+        op = OPCODES[pkt.bth.opcode] if pkt is not None else None
+        if op is None or op.transport == "RC":
+            return      # a bad packet is counted only; RC messages are taken when sent
+        what = f"{op.name} PSN {pkt.bth.psn:#x} from the cable into port {port}"
+        if op.transport == "UD":
+            self._arrive(port, [pkt], False, what)
+        else:
+            self._arrive_uc(port, pkt, op, what)
+
+    def _arrive_uc(self, port, pkt, op, what):
+        """A UC SEND or WRITE packet from a cable that may lose some (docs/semantics.md): a
+        first or only packet starts a new message whatever its PSN, and the message under way
+        is forgotten (what its packets wrote stays, and a SEND's receive WQE stays at the
+        head for the next); a middle or last packet continues the message under way at the
+        expected PSN, and any other packet is dropped with the message under way."""
+        key = (port, pkt.bth.dest_qp)
+        epsn, msg = self.uc_messages.pop(key, (None, None))
+        if op.position in (FIRST, ONLY):
+            msg = self._uc_start(port, pkt, op)
+        elif msg is None or pkt.bth.psn != epsn:
+            return
+        if msg is None:
+            self.uc_messages[key] = [(pkt.bth.psn + 1) & PSN_MASK, None]
+            return
+        dest, last = msg["dest"], op.position in (LAST, ONLY)
+        if op.operation == "SEND":
+            recv = dest.rq[0]
+            msg["at"], failed = self._send_piece(dest, recv, msg["at"], pkt, what)
+            if failed:
+                msg = None
+            elif last:
+                self._take_recv(dest)
+                self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV, msg["at"],
+                                         **self._recv_source(dest, pkt))
+        elif last and pkt.immdt is not None and not dest.rq:
+            msg = None      # no receive WQE for the immediate: the last packet is dropped
+        else:
+            if pkt.payload:
+                self.image.write(msg["at"], pkt.payload)
+                msg["at"] += len(pkt.payload)
+            if last and pkt.immdt is not None:
+                first = msg["first"]
+                self._expect_recv_fields(dest, self._take_recv(dest), _Named(what),
+                                         WCOpcode.RECV_RDMA_WITH_IMM, first.reth.dma_len,
+                                         **self._recv_source(dest, pkt))
+        self.uc_messages[key] = [(pkt.bth.psn + 1) & PSN_MASK, None if last else msg]
+
+    def _uc_start(self, port, pkt, op):
+        """The message a UC first or only packet starts, or None when it is dropped whole: to
+        another address or QP, a SEND without a receive WQE at its first packet, a WRITE the
+        rkey does not allow (nothing of it is written)."""
+        dest = None
+        if self._addressed(port, pkt):
+            dest, _ = self._destination(port, QPType.UC, pkt.bth.dest_qp, 0)
+        if dest is None or (op.operation == "SEND" and not dest.rq):
+            return None
+        at = 0          # SEND: the offset in the receive WQE; WRITE: the host address
+        if op.operation == "RDMA_WRITE":
+            rmr, _ = self._rkey_check(dest, pkt.reth, Access.REMOTE_WRITE)
+            if not rmr:
+                return None
+            at = rmr.host_addr(pkt.reth.va) if pkt.reth.dma_len else None
+        return dict(dest=dest, first=pkt, at=at)
+
+    def _addressed(self, port, pkt):
+        """`pkt` passes `port`'s address checks: DLID under the LMC mask, DGID, P_Key."""
+        attr = self.ports[port]
+        mask = ~((1 << attr.lmc) - 1) & 0xFFFF
+        mine = self.pkeys[port]
+        return ((pkt.lrh.dlid & mask) == (attr.lid & mask)
+                and (pkt.grh is None or pkt.grh.dgid == bytes(attr.gid))
+                and (pkt.bth.pkey & 0x7FFF) == (mine & 0x7FFF)
+                and (pkt.bth.pkey | mine) & 0x8000)
 
     def count_injected_bad(self, port, n=1):
         """`n` packets the testbench put on `port`'s RX link that fail a link check."""
@@ -1102,7 +1185,7 @@ class Model(Observer):
 
     def _arrive_send(self, port, dest, packets, what):
         first, last = packets[0], packets[-1]
-        rc, ud = dest.type == QPType.RC, dest.type == QPType.UD
+        rc = dest.type == QPType.RC
         if not dest.rq:
             answer, why, nak = self._no_receive_answer(port, dest, first, what)
             if rc and len(packets) > 1:
@@ -1110,33 +1193,18 @@ class Model(Observer):
                 # expected PSN, and gets the one sequence NAK of that gap
                 nak += self._answer_packets(port, dest, first, SEQ_NAK)
             return answer, why, nak, 1
-        recv = self._take_recv(dest)
+        recv = dest.rq[0]
         self.last_recv_sges = recv.wr.sg_list
         offset = 0
         for taken, pkt in enumerate(packets, 1):
-            # each packet's piece of the receive buffer is checked as it arrives; the pieces
-            # before a failing one are already written
-            size = len(pkt.payload) + (GRH_BYTES if ud else 0)
-            status = None
-            unusable = self._recv_unusable(dest, recv)
-            if unusable:
-                status, local, why = WCStatus.REM_OP_ERR, WCStatus.LOC_QP_OP_ERR, unusable
-            elif offset + size > recv.wr.length:
-                status, local = WCStatus.REM_INV_REQ_ERR, WCStatus.LOC_LEN_ERR
-                why = f"{recv.what} holds {recv.wr.length} bytes, the message needs more"
-            elif size:
-                parts, why = self._recv_parts(recv, dest.pd, offset, size)
-                if parts is None:
-                    status, local = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR
-            if status is not None:
-                self._recv_error(dest, recv, local, _Named(what), why)
+            offset, failed = self._send_piece(dest, recv, offset, pkt, what)
+            if failed:
+                status, why = failed
                 if not rc:
                     return None, why, [], taken
                 answer, why, nak = self._nak(port, dest, pkt, status, why)
                 return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak, taken
-            if size:
-                self._scatter(parts, (self._grh_of(pkt) if ud else b"") + pkt.payload)
-            offset += size
+        self._take_recv(dest)
         self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV, offset,
                                  **self._recv_source(dest, last))
         if not rc:
@@ -1144,6 +1212,32 @@ class Model(Observer):
         asked = self._acks_asked(port, dest, packets[:-1])
         answer, why, ack = self._ack(port, dest, last, 1)
         return answer, why, asked + ack, len(packets)
+
+    def _send_piece(self, dest, recv, offset, pkt, what):
+        """A SEND packet's piece of receive WQE `recv` (the head of dest's queue), from byte
+        `offset`: checked as it arrives (the pieces before a failing one are written already)
+        and scattered. (offset after it, None) or, when it fails, the receive completed with
+        the error and (offset, (the sender's status, why))."""
+        size = len(pkt.payload) + (GRH_BYTES if dest.type == QPType.UD else 0)
+        local = None
+        unusable = self._recv_unusable(dest, recv)
+        if unusable:
+            status, local, why = WCStatus.REM_OP_ERR, WCStatus.LOC_QP_OP_ERR, unusable
+        elif offset + size > recv.wr.length:
+            status, local = WCStatus.REM_INV_REQ_ERR, WCStatus.LOC_LEN_ERR
+            why = f"{recv.what} holds {recv.wr.length} bytes, the message needs more"
+        elif size:
+            parts, why = self._recv_parts(recv, dest.pd, offset, size)
+            if parts is None:
+                status, local = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR
+        if local is not None:
+            self._take_recv(dest)
+            self._recv_error(dest, recv, local, _Named(what), why)
+            return offset, (status, why)
+        if size:
+            grh = self._grh_of(pkt) if dest.type == QPType.UD else b""
+            self._scatter(parts, grh + pkt.payload)
+        return offset + size, None
 
     @staticmethod
     def _grh_of(pkt):

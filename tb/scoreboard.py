@@ -98,6 +98,17 @@ class Scoreboard(Observer):
         self.peers[port] = (far, far_port)
         far.peers[far_port] = (self, port)
 
+    def deliver_arrivals(self, arrivals):
+        """The UC and UD packets of this device's cables reach the far end's model as
+        `arrivals` (port -> the LinkSniffer at the far end of that port's cable:
+        RdmaTB.watch_arrivals) see them arrive, not when sent: for cables that lose,
+        duplicate, corrupt or reorder them (Model.arrived)."""
+        for port, sniffer in arrivals.items():
+            far, far_port = self.peers[port]
+            self.model.arriving.add(port)
+            sniffer.add_callback(lambda capture, model=far.model, at=far_port:
+                                 model.arrived(at, capture))
+
     def on_poll_cq(self, cq, wcs):
         for wc in wcs:
             self._match(cq.cqn, wc)
@@ -125,6 +136,9 @@ class Scoreboard(Observer):
         """Wait (up to `timeout` event waits per CQ) for the predicted completions and for the
         links to fall quiet, then compare everything; raises AssertionError listing every
         failure."""
+        # the links into this device first: a UC or UD packet still on a cable that delivers
+        # packets as they arrive (deliver_arrivals) has no prediction yet
+        await self._settle()
         await self._drain(timeout)
         await self._settle()
         coverage.save()
@@ -168,17 +182,19 @@ class Scoreboard(Observer):
         still be storing: wait until no link has carried a beat for `quiet` cycles, time
         enough for the packets already taken to be stored. A cable stores up to 64 packets
         and a receiver slower than the link falls behind it: the quiet time also counts from
-        the last packet a cable delivered. A port's internal loopback has no sniffer: when
-        packets went that way since the last check (Model.looped), the quiet time counts from
-        now."""
-        sniffers = list(self.links.values())
+        the last packet a cable delivered. The links are this device's and those into it from
+        the far ends of its cables. A port's internal loopback has no sniffer: when packets
+        went that way since the last check (Model.looped), the quiet time counts from now."""
+        ends = [self] + [far for far, _ in self.peers.values()]
+        sniffers = list({id(s): s for sb in ends for s in sb.links.values()}.values())
+        cables = list({id(c): c for sb in ends for c in sb.cables.values()}.values())
         if not sniffers:
             return
         now = lambda: int(sniffers[0].cycle.value)
         since = now() if self.model.looped != self._looped else 0
         self._looped = self.model.looped
         while True:
-            delivered = sum(int(c.pkts_out.value) for c in self.cables.values())
+            delivered = sum(int(c.pkts_out.value) for c in cables)
             if delivered != self._cable_out:
                 self._cable_out = delivered
                 since = now()

@@ -380,6 +380,78 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
                                      f"dev{d} port {port}")
 
 
+UNRELIABLE_OPCODES = DATA_OPCODES[QPType.UC]
+WRITES = (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
+
+
+@cocotb.test()
+async def test_uc_and_ud_lose_only_what_the_cables_lost(dut):
+    """UC SENDs and RDMA WRITEs (with and without immediate, 0 to 1000 bytes: one to four
+    packets at a 256-byte path MTU) and UD SENDs, both ways over both cables, while each
+    cable loses 10 % of the packets (half dropped, half corrupted), duplicates 10 %, delays
+    or reorders 5 % each, and besides drops its third packet and corrupts its eighth. UC and
+    UD have no retransmission: every sender completes SUCCESS. A UC message that lost a
+    packet is dropped from there on (what its packets wrote before stays, and its receive WQE
+    takes the next message); the message after it is delivered whatever PSN its first packet
+    carries; a duplicated first or only packet starts its message again. A UD datagram is
+    delivered once for every copy that arrives whole. The models take each UC and UD packet
+    as its cable delivered it (Model.arrived): the scoreboards check every receive completion
+    and byte against that, and the cables did lose UC and UD packets."""
+    fabric = await Fabric.open(dut)
+    for d, r in enumerate(fabric.r):
+        r.sb.model.links_lossy()
+        r.tb.watch_arrivals()
+        r.sb.deliver_arrivals(r.tb.arrivals)
+        for port in CABLES:
+            faults = lossy_cable(0.1, SEED * 4 + 2 * d + port, forced=SURE_LOSSES)
+            faults.apply(fabric.cable(d, port))
+            dut._log.info("cable dev%d port %d: %s", d, port, faults.describe())
+    per_qp = 12
+    slot = 1024
+    recv_cqs = [await r.dev.create_cq(128) for r in fabric.r]
+    senders = []        # (device, QP, WRs)
+    for port in CABLES:
+        # each QP's send completions on a CQ of its own
+        uc = [await r.qp(QPType.UC, await r.dev.create_cq(16), recv_cqs[d])
+              for d, r in enumerate(fabric.r)]
+        ud = [await r.qp(QPType.UD, await r.dev.create_cq(16), recv_cqs[d])
+              for d, r in enumerate(fabric.r)]
+        for d, r in enumerate(fabric.r):
+            await r.connect(uc[d], uc[1 - d].qp_num, port, dlid=lid(fabric.r[1 - d], port, 0),
+                            path_mtu=MTU.MTU256)
+            await ud[d].to_rts(port=port, qkey=QKEY)
+        for s, t in ((0, 1), (1, 0)):
+            rs, rt = fabric.r[s], fabric.r[t]
+            src, dst = await rs.region(per_qp * slot), await rt.region(2 * per_qp * slot)
+            ah = await rs.pd.create_ah(port, lid(rt, port, 0), sl=SL)
+            uc_wrs, ud_wrs = [], []
+            for i in range(per_qp):
+                opcode = rs.rng.choice(UNRELIABLE_OPCODES)
+                length = rs.rng.choice([0, 1, 256, 600, 1000, rs.rng.randrange(1000)])
+                wr_id = port << 12 | s << 8 | i
+                if opcode in NEEDS_RECEIVE:
+                    await uc[t].post_recv(RecvWR(dst.sge(i * slot, slot), wr_id=wr_id))
+                remote = dst.remote(i * slot) if opcode in WRITES else None
+                uc_wrs.append(work_request(opcode, src.sge(i * slot, length), remote,
+                                           wr_id=wr_id, imm=i))
+                length = rs.rng.randrange(slot - GRH_BYTES)
+                await ud[t].post_recv(RecvWR(dst.sge((per_qp + i) * slot, slot), wr_id=wr_id))
+                ud_wrs.append(ud_send(src.sge(i * slot, length), ah, ud[t].qp_num, QKEY,
+                                      wr_id=wr_id))
+            senders += [(s, uc[s], uc_wrs), (s, ud[s], ud_wrs)]
+    for s, qp, wrs in senders:
+        await qp.post_send(wrs)
+    for s, qp, wrs in senders:
+        wcs = await fabric.r[s].poll_until(qp.send_cq, len(wrs))
+        assert [(wc.wr_id, wc.status) for wc in wcs] == \
+            [(wr.wr_id, WCStatus.SUCCESS) for wr in wrs], f"QP {qp.qp_num} on dev{s}"
+    await fabric.finish("test_uc_and_ud_lose_only_what_the_cables_lost")
+    lost = {(d, port): sum(LinkFaults.stats(fabric.cable(d, port))[k]
+                           for k in ("dropped", "corrupted"))
+            for d in (0, 1) for port in CABLES}
+    assert all(lost.values()), f"a cable lost nothing: {lost}"
+
+
 @cocotb.test()
 async def test_atomics_execute_exactly_once_when_their_acks_are_lost(dut):
     """FetchAdds (+1) on one counter and a chain of CompareSwaps (each expecting the value the
@@ -479,10 +551,11 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
 # supported data width, in two groups per width (one simulator process each, so pytest-xdist
-# can spread them): the RC transport's long tests (lossy cables, the long READ), which make
+# can spread them): the transports' long tests (lossy cables, the long READ), which make
 # test runs at 256 bits and make regress at every width, and everything else.
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
+                   "test_uc_and_ud_lose_only_what_the_cables_lost",
                    "test_atomics_execute_exactly_once_when_their_acks_are_lost",
                    "test_rc_read_longer_than_many_ack_timeouts_between_devices")
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test name>[/params]"
@@ -495,7 +568,7 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test na
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_fabric(w, group):
     if group == "transport" and w != 256 and not REGRESS:
-        pytest.skip("the RC transport's long tests at 64 and 512 bits run under make regress")
+        pytest.skip("the transports' long tests at 64 and 512 bits run under make regress")
     simrun.run(
         toplevel="tb_fabric",
         test_module="test_fabric",

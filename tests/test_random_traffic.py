@@ -4,7 +4,10 @@ CABLE = 1: packets over the cable) or on the other device of tb_fabric (packets 
 devices). Software cannot tell: every placement gives the same completions and the same memory
 as the loopback run of the same program in the same simulation, bar what names ports or
 devices (SLID, DLID path bits, the source QPN, the GIDs in a UD GRH area) and the buffers of
-failed receives, whose contents are undefined.
+failed receives, whose contents are undefined. Between devices over lossy cables RC still
+gives the loopback run's results; UC and UD lose what the cables broke, so their receivers'
+completions and memory are checked against the model alone, which takes each UC and UD
+packet as its cable delivered it (tb/model.py, Model.arrived).
 
 The program is what a busy RDMA application does: 38 QPs on both ports (RC, UC and UD),
 several thousand work requests posted in batches with one doorbell each, refilled as
@@ -202,6 +205,7 @@ class Flow:
         self.batch_rng = random.Random(f"{seed}:batches")  # how it is posted: timing dependent
         self.quota = quota
         self.error = error
+        self.lossy = False          # UC or UD over cables that lose packets (lossy_cables)
         self.fail_at = self.rng.randrange(quota - 3) if error else None
         self.opcodes = dict(OPCODE_WEIGHTS[self.transport])
         if not dst.attr.qp_access_flags & Access.REMOTE_READ:
@@ -255,7 +259,11 @@ class Flow:
                 self.ready.append(self._generate())
             msg = self.ready[len(batch)]
             if msg.recv is not None and self.recvs_outstanding + len(recvs) >= self.rq_cap:
-                break
+                if not self.lossy:
+                    break
+                # the receives of lost messages hold their places until later messages
+                # take them: this one goes without, to take one of those or be dropped
+                msg = self.ready[len(batch)] = replace(msg, recv=None)
             batch.append(msg)
             if msg.recv is not None:
                 recvs.append(msg.recv)
@@ -867,14 +875,15 @@ class RandomTraffic(Observer):
                             **self.address_vector(self.random_route(), far_side, far_port))
 
     def lossy_qpns(self, side):
-        """The QPNs on `side` whose packets the cables into it may lose (tb/link_faults.py): RC
-        QPs of flows without a planned error at either end. A planned error ends in a NAK, and
-        a lost NAK after the responder has gone to ERR leaves the requester RETRY_EXC_ERR, as
-        on any RC link; UC and UD lose messages by design."""
+        """The QPNs on `side` whose packets the cables into it may lose (tb/link_faults.py):
+        every UC and UD QP's (the model takes their packets as the cables deliver them:
+        Model.arrived), and the RC QPs of flows without a planned error at either end. A
+        planned RC error ends in a NAK, and a lost NAK after the responder has gone to ERR
+        leaves the requester RETRY_EXC_ERR, as on any RC link."""
         spoiled = {id(qp) for f in self.flows if f.error for qp in (f.src, f.dst)}
         return {qp.qp_num for f in self.flows for qp, d in ((f.src, f.side),
                                                            (f.dst, self.side_of_qp[id(f.dst)]))
-                if f.transport == QPType.RC and d == side and id(qp) not in spoiled}
+                if d == side and (f.transport != QPType.RC or id(qp) not in spoiled)}
 
     def psn(self, i):
         """The first PSN QP number `i` of the plan sends with (its partner expects it)."""
@@ -983,7 +992,9 @@ class RandomTraffic(Observer):
 
     def results(self):
         """What the program can see at the end: the completions of each queue in order, each
-        QP's arena, and the ranges whose contents are undefined (failed receives)."""
+        QP's arena, the ranges whose contents are undefined (failed receives; the SINK and
+        RECV areas of a UC or UD receiver over lossy cables) and the QPs whose receive
+        completions depend on what the cables lost (plan indices)."""
         # A failed receive may name bytes outside its arena (a bad address is what failed it):
         # only its part inside the arena is undefined.
         undefined = []
@@ -992,7 +1003,9 @@ class RandomTraffic(Observer):
                 start, end = max(addr - mr.addr, 0), min(addr - mr.addr + length, ARENA)
                 if start < end:
                     undefined.append((self.arenas.index(mr), start, end - start))
-        return self.completions, [mr.read(0, ARENA) for mr in self.arenas], undefined
+        lossy = {self.arenas.index(f.dst_mr) for f in self.flows if f.lossy}
+        undefined += [(i, area, AREA) for i in lossy for area in (SINK, RECV)]
+        return self.completions, [mr.read(0, ARENA) for mr in self.arenas], undefined, lossy
 
     def summary(self, cycles, wall):
         kinds, lengths = Counter(), Counter()
@@ -1021,16 +1034,35 @@ RESULTS = {}   # placement -> results of its run, for a later test to compare wi
 
 def lossy_cables(program, seed, loss):
     """Every cable between the devices is a lossy_cable at `loss` (it loses `loss` of the
-    packets, duplicates, delays and reorders others), aimed at the RC QPs `lossy_qpns` names;
-    the models stop predicting packets and counters."""
+    packets, duplicates, delays and reorders others), aimed at the QPs `lossy_qpns` names;
+    the models stop predicting packets and counters, and take UC and UD packets as the
+    cables deliver them. UC and UD flows lose messages: their receivers' completions and
+    memory are the model's, not the loopback run's."""
+    for flow in program.flows:
+        flow.lossy = flow.transport != QPType.RC
     for d, (tb, _, sb) in enumerate(program.sides):
         sb.model.links_lossy()
+        tb.watch_arrivals()
+        sb.deliver_arrivals(tb.arrivals)
         qpns = program.lossy_qpns(1 - d)
         for port, cable in tb.cables.items():
             faults = lossy_cable(loss, seed << 4 | d << 2 | port, qpns=qpns)
             faults.apply(cable)
             program.faults[d, port] = faults
             tb.log.info("cable from dev%d port %d: %s", d, port, faults.describe())
+
+
+def unreliable_fates(sides):
+    """What the lossy cables did to UC and UD packets (the transports without retransmission):
+    how many were sent, lost (never arrived whole) and duplicated."""
+    def tally(sniffers):
+        return Counter((c.packet.lrh.slid, c.packet.bth.dest_qp, c.packet.bth.psn)
+                       for s in sniffers for c in s.captures
+                       if c.packet is not None and c.packet.op.transport != "RC")
+    sent = tally(s for t, _, _ in sides for s in t.sniffers.values())
+    arrived = tally(s for t, _, _ in sides for s in t.arrivals.values())
+    return (f"{sum(sent.values())} sent, {len(sent.keys() - arrived.keys())} lost, "
+            f"{sum(n > 1 for n in arrived.values())} duplicated")
 
 
 async def run_program(dut, placement, peer, loss=0.0):
@@ -1059,6 +1091,8 @@ async def run_program(dut, placement, peer, loss=0.0):
         tb.log.info("%s", report)
         for _, _, sb in sides:
             await sb.check()
+        if loss:
+            tb.log.info("UC and UD packets on the lossy cables: %s", unreliable_fates(sides))
         if peer == SAME_PORT:
             tb.assert_links_idle()
         else:
@@ -1129,10 +1163,13 @@ def getattr_path(obj, path):
 
 
 def compare(first, second):
-    """Differences between two runs' results, ignoring the undefined ranges of either."""
-    (wcs1, mem1, undef1), (wcs2, mem2, undef2) = first, second
+    """Differences between two runs' results, ignoring the undefined ranges of either and
+    the receive completions of QPs whose messages a cable may have lost."""
+    (wcs1, mem1, undef1, lossy1), (wcs2, mem2, undef2, lossy2) = first, second
     diffs = []
     for index, recv in sorted(set(wcs1) | set(wcs2)):
+        if recv and index in lossy1 | lossy2:
+            continue
         # every receive completes; a send only when signaled or failed, and which sends are
         # signaled depends on how the batches fell, which depends on timing
         one = {wc[0]: wc for wc in wcs1.get((index, recv), [])}
@@ -1186,8 +1223,10 @@ async def random_traffic_other_device(dut):
 @cocotb.test()
 async def random_traffic_other_device_lossy(dut):
     """The same program between devices over cables that lose, duplicate, corrupt, delay and
-    reorder RC packets at $RANDOM_LOSS: RC delivers every message exactly once, so software
-    still sees what it saw through the bypass."""
+    reorder packets at $RANDOM_LOSS: RC delivers every message exactly once, so software
+    still sees what it saw through the bypass; UC and UD lose the messages the cables broke
+    (and deliver a duplicated first packet or datagram again), as the models predict from
+    what each cable delivered, and every sender completes as through the bypass."""
     loss = float(os.environ.get("RANDOM_LOSS", "0.01"))
     await compare_with_loopback(dut, f"other device at {loss:.0%} loss", OTHER_DEVICE, loss)
 
