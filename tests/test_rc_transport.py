@@ -27,11 +27,13 @@ import cocotb
 import pytest
 
 from tb import simrun
+from tb.coverage import enabled as coverage_enabled
 from tb.ib_packet import (
     AETH, BTH, LRH, PSN_MASK, RETH, AtomicAckETH, AtomicETH, Packet, build, packetize,
 )
 from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, unregistered_key, work_request
 from tb.rdma_tb import LinkInjector
+from tb.seed import REGRESS
 from tb.verbs import (
     MTU, SGE, QPState, QPType, RecvWR, SendFlags, WCOpcode, WCStatus, WROpcode,
     atomic_cmp_and_swp, atomic_fetch_and_add,
@@ -990,7 +992,11 @@ async def test_atomics_count_in_max_rd_atomic(dut):
     await finish(rdma)
 
 
+# make test at 256 bits; make regress and make coverage at every width (the transport's rules
+# do not depend on the width, and test_wire and test_fabric run RC at every width)
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_rc_transport(w):
+    if w != 256 and not (REGRESS or coverage_enabled()):
+        pytest.skip("RC transport at 64 and 512 bits: make regress")
     simrun.run(toplevel="tb_rdma_dev", test_module="test_rc_transport",
                parameters={"DATA_WIDTH": w})
