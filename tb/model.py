@@ -17,6 +17,9 @@ device's few retries. Messages run in posting order, so a test must not make a r
 the order the device serves different QPs in (one QP reading bytes that another QP's pending WR
 writes, two senders waiting for the same receive). CQ overflow is predicted from the
 completions polled so far, so a test of it must not poll while the device is still writing.
+Over cables that lose packets, UC and UD messages are the exception: which of them arrive is
+the cable's doing, so the far model takes their packets as the cable delivers them
+(`arrived`, fed by the arrival sniffers: Scoreboard.deliver_arrivals).
 """
 
 from __future__ import annotations
