@@ -19,7 +19,7 @@ writes, two senders waiting for the same receive). CQ overflow is predicted from
 completions polled so far, so a test of it must not poll while the device is still writing.
 Over cables that lose packets, UC and UD messages are the exception: which of them arrive is
 the cable's doing, so the far model takes their packets as the cable delivers them
-(`arrived`, fed by the arrival sniffers: Scoreboard.deliver_arrivals).
+(`arrived`, fed by the arrival sniffers: Scoreboard.cables_lossy).
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class Model(Observer):
         # ports whose cable's UC and UD packets reach the far model as they arrive (arrived()),
         # not when sent: a cable that loses, duplicates, corrupts or reorders them decides
         self.arriving = set()
-        # (port, UC QPN) -> [expected PSN, the packets taken of the message under way, or None]
+        # (port, UC QPN) -> [expected PSN, the message under way (_uc_start) or None]
         self.uc_messages = {}
 
     def loosen(self, port, dest_qpn):

@@ -226,11 +226,12 @@ class RdmaTB:
     def watch_arrivals(self):
         """A sniffer also at the far end of each of this device's cables, for what arrived (the
         TX sniffers see what was sent); a cable that loses, duplicates, corrupts or reorders
-        packets (tb/link_faults.py) makes the two differ."""
+        packets (tb/link_faults.py) makes the two differ. Returns them, port -> LinkSniffer."""
         scope, name = self._cabling
         self.arrivals = {p: LinkSniffer(getattr(scope, f"{name}link{p - 1}_arrived_tap"),
                                         self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
+        return self.arrivals
 
     def perfect_cables(self):
         """The cable models keep their settings over a reset: make every cable perfect."""

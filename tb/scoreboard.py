@@ -98,11 +98,12 @@ class Scoreboard(Observer):
         self.peers[port] = (far, far_port)
         far.peers[far_port] = (self, port)
 
-    def deliver_arrivals(self, arrivals):
-        """The UC and UD packets of this device's cables reach the far end's model as
-        `arrivals` (port -> the LinkSniffer at the far end of that port's cable:
-        RdmaTB.watch_arrivals) see them arrive, not when sent: for cables that lose,
-        duplicate, corrupt or reorder them (Model.arrived)."""
+    def cables_lossy(self, arrivals):
+        """This device's cables lose, duplicate, corrupt or reorder packets: the model stops
+        predicting packets and counters (Model.links_lossy), and the UC and UD packets reach
+        the far end's model as `arrivals` (port -> the LinkSniffer at the far end of that
+        port's cable: RdmaTB.watch_arrivals) see them arrive, not when sent (Model.arrived)."""
+        self.model.links_lossy()
         for port, sniffer in arrivals.items():
             far, far_port = self.peers[port]
             self.model.arriving.add(port)
@@ -137,7 +138,7 @@ class Scoreboard(Observer):
         links to fall quiet, then compare everything; raises AssertionError listing every
         failure."""
         # the links into this device first: a UC or UD packet still on a cable that delivers
-        # packets as they arrive (deliver_arrivals) has no prediction yet
+        # packets as they arrive (cables_lossy) has no prediction yet
         await self._settle()
         await self._drain(timeout)
         await self._settle()

@@ -345,8 +345,7 @@ async def test_rc_exactly_once_over_lossy_cables(dut, loss):
     cable took, and what arrived counted good, or in PortRcvErrors when corrupted."""
     fabric = await Fabric.open(dut)
     for r in fabric.r:
-        r.sb.model.links_lossy()
-        r.tb.watch_arrivals()
+        r.sb.cables_lossy(r.tb.watch_arrivals())
     cables = {}
     for d in (0, 1):
         for port in CABLES:
@@ -399,9 +398,7 @@ async def test_uc_and_ud_lose_only_what_the_cables_lost(dut):
     and byte against that, and the cables did lose UC and UD packets."""
     fabric = await Fabric.open(dut)
     for d, r in enumerate(fabric.r):
-        r.sb.model.links_lossy()
-        r.tb.watch_arrivals()
-        r.sb.deliver_arrivals(r.tb.arrivals)
+        r.sb.cables_lossy(r.tb.watch_arrivals())
         for port in CABLES:
             faults = lossy_cable(0.1, SEED * 4 + 2 * d + port, forced=SURE_LOSSES)
             faults.apply(fabric.cable(d, port))

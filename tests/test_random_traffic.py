@@ -1041,9 +1041,7 @@ def lossy_cables(program, seed, loss):
     for flow in program.flows:
         flow.lossy = flow.transport != QPType.RC
     for d, (tb, _, sb) in enumerate(program.sides):
-        sb.model.links_lossy()
-        tb.watch_arrivals()
-        sb.deliver_arrivals(tb.arrivals)
+        sb.cables_lossy(tb.watch_arrivals())
         qpns = program.lossy_qpns(1 - d)
         for port, cable in tb.cables.items():
             faults = lossy_cable(loss, seed << 4 | d << 2 | port, qpns=qpns)

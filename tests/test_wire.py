@@ -844,8 +844,7 @@ async def test_rc_exactly_once_over_the_lossy_cable(dut, loss):
     direction took, and what arrived counted good, or in PortRcvErrors when corrupted. The
     pcaps under sim/out/ show each direction as sent and as arrived."""
     rdma = await Rdma.open(dut, cabled=True)
-    rdma.sb.model.links_lossy()
-    rdma.tb.watch_arrivals()
+    rdma.sb.cables_lossy(rdma.tb.watch_arrivals())
     for port, cable in rdma.tb.cables.items():
         faults = lossy_cable(loss, SEED * 2 + port, forced=SURE_LOSSES)
         faults.apply(cable)
