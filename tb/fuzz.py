@@ -2,11 +2,14 @@
 beside live traffic, with the device's invariants checked as it runs (`make fuzz`,
 docs/fuzzing.md).
 
-The harness is tb_rdma_dev with its ports cabled to each other (CABLE = 1). Live traffic, the
-canaries, crosses the cable in its own protection domain: an RC QP on port 1 writes and sends
-to one on port 2, a UD QP on port 1 sends to one on port 2, every round, their data checked.
-The fuzzer owns other QPs in a PD of its own: on port 2 an RC, a UC and a UD QP (the targets),
-an RC QP left in RESET, and on port 1 the targets' peers. It works in batches, each of one kind:
+It works across one cable between two ends (End): the peers' end and the targets' end, either
+a device's two ports cabled to each other (tb_rdma_dev, CABLE = 1) or port 1 of each of two
+devices (tb_fabric). Live traffic, the canaries, crosses the cable in its own protection
+domain: an RC QP at the peers' end writes and sends to one at the targets' end, a UD QP sends
+to one, every round, their data checked. The fuzzer owns other QPs in a PD of its own on each
+device (Side): at the targets' end an RC, a UC and a UD QP (the targets), an RC QP left in
+RESET and one in RTS on the device's other port, and at the peers' end the targets' peers. It
+works in batches, each of one kind:
 
 - a packet batch puts up to PACKET_BATCH packets of one kind (a field of one header mutated,
   a payload against the path MTU, a check of the link broken, a QP check broken, or real
@@ -20,10 +23,10 @@ After each batch the links go quiet and the invariants are checked; the first on
 stops the run (Violation); the test writes the last batches' packets to a pcap and prints a
 replay command:
 
-- no stray write: host memory's write guard (tb/hdl/sim_axi_ram.v) allows only the CQ rings,
-  the canaries' destinations and the fuzzer's regions that allow a write (local or remote);
-  the rings, the margins around every region, a read-only region, a region of a PD no QP
-  uses and every other byte must never be written;
+- no stray write: each device's host memory write guard (tb/hdl/sim_axi_ram.v) allows only
+  its CQ rings, the canaries' destinations and the fuzzer's regions that allow a write (local
+  or remote); the rings, the margins around every region, a read-only region, a region of a
+  PD no QP uses and every other byte must never be written;
 - no hang: the canaries complete within CANARY_BOUND cycles with their data in place, every
   WQE a doorbell handed the device is consumed within WR_BOUND cycles, register accesses are
   answered (tb/rdma_tb.Registers);
@@ -33,7 +36,8 @@ replay command:
   broken, a QP that cannot take it, a duplicate) ends exactly so; PortXmitPkts counts exactly
   the packets the port's link carried; no completion has a status the device does not
   produce or a wr_id nobody posted; QPs end in the states the spec allows (the RESET QP stays
-  in RESET, a QP that only received stray answers keeps its state, the canaries stay in RTS);
+  in RESET, the other port's in RTS, a QP that only received stray answers keeps its state,
+  the canaries stay in RTS);
   the AXI bus stays legal.
 
 What each kind did (link-dropped, dropped by a QP check, taken by a QP; the answers it drew,
@@ -201,11 +205,73 @@ def reseal(data):
         return bytes(data[:-2]) + vcrc_bytes(bytes(data[:-2]))
 
 
+class End:
+    """One end of the cable the fuzzer works across: a device's program and one of its ports,
+    the packet player onto that port's RX, the taps on what the port sent and on what reached
+    it; `far` is the other end, `side` the fuzzer's part of the end's device (Side)."""
+
+    def __init__(self, rdma, port):
+        self.rdma, self.port = rdma, port
+        self.dev, self.tb = rdma.dev, rdma.tb
+        self.player = rdma.tb.player(port)
+        self.far = None
+        self.side = None
+
+    @property
+    def lid(self):
+        return self.dev.ports[self.port].lid
+
+    @property
+    def gid(self):
+        return bytes(self.dev.ports[self.port].gid)
+
+    @property
+    def sent_tap(self):
+        return self.tb.tx_tap(self.port)
+
+    @property
+    def arrived_tap(self):
+        return self.far.tb.arrived_tap(self.far.port)
+
+    @property
+    def sniffer(self):
+        return self.tb.sniffers[self.port]
+
+    def __str__(self):
+        device = self.tb.prefix.rstrip("_")
+        return f"{device} port {self.port}" if device else f"port {self.port}"
+
+
+@dataclass(eq=False)
+class Side:
+    """The fuzzer's part of one device: a PD of its own and, in it, a region open to every
+    access, the receive buffers, a read-only region; a region of a PD no QP uses; a stale key
+    and the address it had."""
+    rdma: object
+    pd: object
+    open_mr: object
+    recv_mr: object
+    ro_mr: object
+    foreign_mr: object
+    stale_key: int
+    stale_va: int
+
+    @property
+    def keys(self):
+        return [self.open_mr.lkey, self.recv_mr.lkey, self.ro_mr.lkey, self.foreign_mr.lkey,
+                self.stale_key]
+
+    @property
+    def vas(self):
+        return [r.mr.addr for r in (self.open_mr, self.recv_mr, self.ro_mr,
+                                    self.foreign_mr)] + [self.stale_va]
+
+
 @dataclass
 class Batch:
     """What a batch put on the links and what became of it."""
     kind: str
-    port: int = 2
+    end: End = None             # the end its packets were injected at
     packets: list = None        # (bytes, aborted)
     plan: list = None           # WR batches: (target name, WQEs)
     wrs: int = 0
@@ -215,16 +281,18 @@ class Batch:
 
 
 class Fuzzer:
-    """One fuzz run on an opened Rdma program of a cabled tb_rdma_dev (see the module's
-    docstring). `rng` draws everything, so a seed replays a run."""
+    """One fuzz run across a cable (see the module's docstring): `peers` and `targets` are
+    (Rdma program, port) of its two ends, of one device cabled to itself or of two devices.
+    `rng` draws everything, so a seed replays a run."""
 
-    def __init__(self, rdma, rng, players):
-        self.rdma = rdma
-        self.dev = rdma.dev
-        self.tb = rdma.tb
-        self.dut = rdma.dut
+    def __init__(self, rng, peers, targets):
+        self.a, self.b = End(*peers), End(*targets)
+        self.a.far, self.b.far = self.b, self.a
+        self.ends = (self.a, self.b)
+        # the targets' device: hostile packets, WQEs and commands aim at it
+        self.dev, self.tb = self.b.dev, self.b.tb
+        self.dut = self.b.rdma.dut
         self.rng = rng
-        self.players = players      # port -> PacketPlayer
         self.tally = defaultdict(Counter)      # kind -> what happened
         self.wr_tally = Counter()
         self.cmd_tally = Counter()
@@ -239,89 +307,104 @@ class Fuzzer:
         self.deck = []              # the kinds still to come in this round
         self.condition_deck = []    # the WR conditions still to come in this round
         self.started = None         # when run() started (time.monotonic())
-        cabled = self.dut.cabled
-        self.taps = {("arrived", 2): cabled.link0_arrived_tap,
-                     ("arrived", 1): cabled.link1_arrived_tap,
-                     ("sent", 1): self.dut.link0_tap, ("sent", 2): self.dut.link1_tap}
+        self.taps = {(what, end): getattr(end, f"{what}_tap")
+                     for what in ("sent", "arrived") for end in self.ends}
+
+    @property
+    def between(self):
+        """What the cable joins, for the report."""
+        return ("two devices" if self.a.dev is not self.b.dev
+                else "a device's two ports")
 
     # -----------------------------------------------------------------------------------------
     # Set-up
 
     async def open(self):
-        rdma, dev = self.rdma, self.dev
-        rdma.sb.stop_predicting()       # the model cannot predict hostile traffic
-        ports = dev.ports
-        # canaries: their own PD (rdma.pd), across the cable
-        self.ca, self.cb = await rdma.qp(QPType.RC), await rdma.qp(QPType.RC)
-        await self.ca.to_rts(self.cb.qp_num, ports[2].lid, 1, timeout=1, retry_cnt=7)
-        await self.cb.to_rts(self.ca.qp_num, ports[1].lid, 2, timeout=1, retry_cnt=7)
-        self.cc = await rdma.qp(QPType.UD)
-        await self.cc.to_rts(port=1, qkey=CANARY_QKEY)
-        self.cd = await rdma.qp(QPType.UD)
-        await self.cd.to_rts(port=2, qkey=CANARY_QKEY)
-        self.canary_ah = await rdma.pd.create_ah(1, ports[2].lid)
-        self.c_src = await rdma.region(4096)
-        self.c_dst = await rdma.region(4096)
-        self.c_recv = await rdma.region(4096, Access.LOCAL_WRITE)
-        self.c_ud = await rdma.region(4096, Access.LOCAL_WRITE)
+        a, b = self.a, self.b
+        for end in self.ends:
+            end.rdma.sb.stop_predicting()   # the model cannot predict hostile traffic
+        # canaries: their own PD (the programs' pd), across the cable
+        self.ca, self.cb = await a.rdma.qp(QPType.RC), await b.rdma.qp(QPType.RC)
+        await self.ca.to_rts(self.cb.qp_num, b.lid, a.port, timeout=1, retry_cnt=7)
+        await self.cb.to_rts(self.ca.qp_num, a.lid, b.port, timeout=1, retry_cnt=7)
+        self.cc = await a.rdma.qp(QPType.UD)
+        await self.cc.to_rts(port=a.port, qkey=CANARY_QKEY)
+        self.cd = await b.rdma.qp(QPType.UD)
+        await self.cd.to_rts(port=b.port, qkey=CANARY_QKEY)
+        self.canary_ah = await a.rdma.pd.create_ah(a.port, b.lid)
+        self.c_src = await a.rdma.region(4096)
+        self.c_dst = await b.rdma.region(4096)
+        self.c_recv = await b.rdma.region(4096, Access.LOCAL_WRITE)
+        self.c_ud = await b.rdma.region(4096, Access.LOCAL_WRITE)
 
-        # the fuzzer's PD, and one no QP uses
-        self.pd = dev.alloc_pd()
-        foreign_pd = dev.alloc_pd()
-        self.open_mr = await rdma.region(8192, ALL_ACCESS, pd=self.pd)
-        self.recv_mr = await rdma.region(2 * 3 * RECEIVES * RECV_BYTES, Access.LOCAL_WRITE,
-                                         pd=self.pd)     # the targets' and the peers' receives
-        self.ro_mr = await rdma.region(4096, Access.REMOTE_READ, pd=self.pd)
-        self.foreign_mr = await rdma.region(4096, ALL_ACCESS, pd=foreign_pd)
-        stale = await rdma.region(4096, ALL_ACCESS, pd=self.pd)
-        self.stale_key = stale.lkey
-        self.stale_va = stale.mr.addr
-        await stale.mr.dereg()
-        self.keys = [self.open_mr.lkey, self.recv_mr.lkey, self.ro_mr.lkey,
-                     self.foreign_mr.lkey, self.stale_key, self.c_dst.lkey, self.c_src.lkey]
-        self.vas = [r.mr.addr for r in (self.open_mr, self.recv_mr, self.ro_mr,
-                                        self.foreign_mr, self.c_dst)] + [self.stale_va]
+        # the fuzzer's part of each device (one Side when the cable joins a device's ports)
+        b.side = await self._open_side(b.rdma)
+        a.side = b.side if a.dev is b.dev else await self._open_side(a.rdma)
+        self.sides = list({id(end.side): end.side for end in self.ends}.values())
+        self.pd, self.open_mr = b.side.pd, b.side.open_mr
+        self.keys = [k for side in self.sides for k in side.keys] + [self.c_dst.lkey,
+                                                                     self.c_src.lkey]
+        self.vas = [va for side in self.sides for va in side.vas] + [self.c_dst.mr.addr]
 
-        # targets on port 2, their peers on port 1
+        # targets at b, their peers at a; an RC QP in RESET and one in RTS on b's device's
+        # other port (packets for them must be dropped)
         self.targets, self.peers = {}, {}
         for name, qp_type in (("rc", QPType.RC), ("uc", QPType.UC), ("ud", QPType.UD)):
-            self.targets[name] = await self._fuzz_qp(qp_type)
-            self.peers[name] = await self._fuzz_qp(qp_type)
-        self.reset_qp = await self._fuzz_qp(QPType.RC)
+            self.targets[name] = await self._fuzz_qp(qp_type, b.side)
+            self.peers[name] = await self._fuzz_qp(qp_type, a.side)
+        self.reset_qp = await self._fuzz_qp(QPType.RC, b.side)
+        self.other_port_qp = await self._fuzz_qp(QPType.RC, b.side)
+        await self.other_port_qp.to_rts(self.peers["rc"].qp_num, a.lid, 3 - b.port,
+                                        access=ALL_ACCESS, path_mtu=FUZZ_MTU)
         for name in self.targets:
             await self._bring_up(name)
-        self.scratch = dev.alloc(8192, label="fuzz scratch: rings of random commands")
-        self.none_qpn = next(i for i in reversed(range(2, dev.num_qp)) if i not in dev.qps)
-        self.ahs = [await self.pd.create_ah(2, ports[1].lid),           # over the cable
-                    await self.pd.create_ah(2, ports[2].lid),           # loopback
-                    await self.pd.create_ah(2, 0x77)]                   # nobody's LID
+        self.scratch = self.dev.alloc(8192, label="fuzz scratch: rings of random commands")
+        self.none_qpn = next(i for i in reversed(range(2, self.dev.num_qp))
+                             if i not in self.dev.qps)
+        self.ahs = [await self.pd.create_ah(b.port, a.lid),            # over the cable
+                    await self.pd.create_ah(b.port, b.lid),            # loopback
+                    await self.pd.create_ah(b.port, 0x77)]             # nobody's LID
         self._guard()
         self.counters = await self._read_counters()
         self.tap_counts = self._tap_counts()
-        self.played = {p: int(pl.hdl.frames.value) for p, pl in self.players.items()}
-        self.sent_seen = {p: len(self.tb.sniffers[p].captures) for p in (1, 2)}
+        self.played = {end: int(end.player.hdl.frames.value) for end in self.ends}
+        self.sent_seen = {end: len(end.sniffer.captures) for end in self.ends}
 
-    async def _fuzz_qp(self, qp_type):
-        cq = await self.dev.create_cq(256)
-        return await self.pd.create_qp(qp_type, cq, cq, 16, 16, 4, 4)
+    async def _open_side(self, rdma):
+        pd, foreign_pd = rdma.dev.alloc_pd(), rdma.dev.alloc_pd()
+        stale = await rdma.region(4096, ALL_ACCESS, pd=pd)
+        side = Side(rdma, pd,
+                    open_mr=await rdma.region(8192, ALL_ACCESS, pd=pd),
+                    # the targets' and the peers' receives
+                    recv_mr=await rdma.region(2 * 3 * RECEIVES * RECV_BYTES, Access.LOCAL_WRITE,
+                                              pd=pd),
+                    ro_mr=await rdma.region(4096, Access.REMOTE_READ, pd=pd),
+                    foreign_mr=await rdma.region(4096, ALL_ACCESS, pd=foreign_pd),
+                    stale_key=stale.lkey, stale_va=stale.mr.addr)
+        await stale.mr.dereg()
+        return side
+
+    async def _fuzz_qp(self, qp_type, side):
+        cq = await side.rdma.dev.create_cq(256)
+        return await side.pd.create_qp(qp_type, cq, cq, 16, 16, 4, 4)
 
     async def _bring_up(self, name, peer_receives=True, peer_lkey=None):
         """Target `name` and its peer from any state to RTS, aimed at each other, receives
         posted (on the peer only with `peer_receives`, under `peer_lkey` when given)."""
-        ports = self.dev.ports
+        a, b = self.a, self.b
         target, peer = self.targets[name], self.peers[name]
         for qp in (target, peer):
             if qp.state != QPState.RESET:
                 await qp.modify(QPState.RESET)
         if name == "ud":
-            await target.to_rts(port=2, qkey=FUZZ_QKEY)
-            await peer.to_rts(port=1, qkey=FUZZ_QKEY)
+            await target.to_rts(port=b.port, qkey=FUZZ_QKEY)
+            await peer.to_rts(port=a.port, qkey=FUZZ_QKEY)
         else:
             rc = dict(timeout=1, retry_cnt=1, rnr_retry=1, min_rnr_timer=1,
                       max_rd_atomic=4, max_dest_rd_atomic=4) if name == "rc" else {}
-            await target.to_rts(peer.qp_num, ports[1].lid, 2, access=ALL_ACCESS,
+            await target.to_rts(peer.qp_num, a.lid, b.port, access=ALL_ACCESS,
                                 path_mtu=FUZZ_MTU, **rc)
-            await peer.to_rts(target.qp_num, ports[2].lid, 1, access=ALL_ACCESS,
+            await peer.to_rts(target.qp_num, b.lid, a.port, access=ALL_ACCESS,
                               path_mtu=FUZZ_MTU, **rc)
         await self._replenish(target)
         if peer_receives:
@@ -338,19 +421,23 @@ class Fuzzer:
         if missing <= 0:
             return
         first = self._fuzz_qps().index(qp) * RECEIVES
-        sges = [self.recv_mr.sge((first + (qp.rq.head + k) % RECEIVES) * RECV_BYTES, RECV_BYTES)
+        side = (self.a if qp in self.peers.values() else self.b).side
+        sges = [side.recv_mr.sge((first + (qp.rq.head + k) % RECEIVES) * RECV_BYTES, RECV_BYTES)
                 for k in range(missing)]
         await qp.post_recv([RecvWR(replace(sge, lkey=lkey or sge.lkey),
                                    wr_id=0xEC00 | (qp.rq.head + k) & 0xFF)
                             for k, sge in enumerate(sges)])
 
     def _guard(self):
-        """Arm host memory's write guard: the CQ rings, the canaries' destinations and the
-        fuzzer's writable regions."""
-        ranges = [(cq.ring, cq.ring + 32 * cq.depth) for cq in self.dev.cqs.values()]
-        ranges += [(r.mr.host_addr, r.mr.host_addr + r.length)
-                   for r in (self.c_dst, self.c_recv, self.c_ud, self.open_mr, self.recv_mr)]
-        self.tb.mem.guard(ranges)
+        """Arm each device's host memory write guard: its CQ rings, the canaries' destinations
+        and the fuzzer's writable regions on it."""
+        for side in self.sides:
+            dev = side.rdma.dev
+            ranges = [(cq.ring, cq.ring + 32 * cq.depth) for cq in dev.cqs.values()]
+            ranges += [(r.mr.host_addr, r.mr.host_addr + r.length)
+                       for r in (self.c_dst, self.c_recv, self.c_ud, side.open_mr, side.recv_mr)
+                       if r.dev is dev]
+            side.rdma.tb.mem.guard(ranges)
 
     # -----------------------------------------------------------------------------------------
     # Observation
@@ -359,13 +446,13 @@ class Fuzzer:
         return {key: int(tap.packets.value) for key, tap in self.taps.items()}
 
     async def _read_counters(self):
-        """The low words of each port's 64-bit PortRcvPkts, PortRcvErrors, PortXmitPkts,
+        """The low words of each end's 64-bit PortRcvPkts, PortRcvErrors, PortXmitPkts,
         PortXmitDiscards (deltas are taken modulo 2^32)."""
         out = {}
-        for port in (1, 2):
+        for end in self.ends:
             for c in (PortCounter.RCV_PKTS_EXT, PortCounter.RCV_ERRORS_EXT,
                       PortCounter.XMIT_PKTS_EXT, PortCounter.XMIT_DISCARDS_EXT):
-                out[port, c] = await self.dev.read_reg(port_counter_reg(port, c))
+                out[end, c] = await end.dev.read_reg(port_counter_reg(end.port, c))
         return out
 
     async def _quiet(self):
@@ -373,7 +460,7 @@ class Fuzzer:
         last = None
         while True:
             await ClockCycles(self.dut.clk, QUIET)
-            now = (all(p.idle for p in self.players.values()),
+            now = (all(end.player.idle for end in self.ends),
                    tuple(int(t.beats.value) for t in self.taps.values()))
             if now[0] and now == last:
                 return
@@ -390,8 +477,8 @@ class Fuzzer:
                 break
         delta = {k: (counters[k] - self.counters[k]) & 0xFFFFFFFF for k in counters}
         tap_delta = {k: (taps[k] - self.tap_counts[k]) & 0xFFFFFFFF for k in taps}
-        played = {p: int(pl.hdl.frames.value) for p, pl in self.players.items()}
-        inj = {p: played[p] - self.played[p] for p in played}
+        played = {end: int(end.player.hdl.frames.value) for end in self.ends}
+        inj = {end: played[end] - self.played[end] for end in played}
         self.counters, self.tap_counts, self.played = counters, taps, played
         return delta, tap_delta, inj
 
@@ -399,49 +486,53 @@ class Fuzzer:
         raise Violation(f"batch {self.batches} ({self.current.kind}): {what}")
 
     async def _check_batch(self, batch):
-        """Every invariant after one batch; returns the per-port fates of what arrived."""
+        """Every invariant after one batch; returns the per-end fates of what arrived."""
         delta, taps, inj = await self._measure()
         fates = {}
-        for port in (1, 2):
-            arrived = taps["arrived", port] + inj[port]
-            rcv = delta[port, PortCounter.RCV_PKTS_EXT]
-            err = delta[port, PortCounter.RCV_ERRORS_EXT]
-            xmit = delta[port, PortCounter.XMIT_PKTS_EXT]
-            if xmit != taps["sent", port]:
-                self._violation(f"port {port}: PortXmitPkts moved by {xmit}, its link carried "
-                                f"{taps['sent', port]} packets")
+        for end in self.ends:
+            arrived = taps["arrived", end] + inj[end]
+            rcv = delta[end, PortCounter.RCV_PKTS_EXT]
+            err = delta[end, PortCounter.RCV_ERRORS_EXT]
+            xmit = delta[end, PortCounter.XMIT_PKTS_EXT]
+            if xmit != taps["sent", end]:
+                self._violation(f"{end}: PortXmitPkts moved by {xmit}, its link carried "
+                                f"{taps['sent', end]} packets")
             if not (rcv <= arrived <= rcv + err <= 2 * arrived):
-                self._violation(f"port {port}: {arrived} packets arrived, PortRcvPkts moved by "
+                self._violation(f"{end}: {arrived} packets arrived, PortRcvPkts moved by "
                                 f"{rcv} and PortRcvErrors by {err}: not one count each")
             link_drops = arrived - rcv
             qp_drops = err - link_drops
-            # in a packet batch port 1 sends only the canaries' requests, which port 2 takes
-            # (port 2 also answers the hostile packets, to wherever they claim to come from)
-            if port == 2 and batch.wrs == 0 and not 0 <= link_drops <= inj[port]:
-                self._violation(f"port {port}: {link_drops} packets failed the link checks, "
-                                f"{inj[port]} were injected: the cable's own were dropped")
-            if port == 2 and batch.wrs == 0 and not 0 <= qp_drops <= inj[port]:
-                self._violation(f"port {port}: {qp_drops} packets failed a QP check, "
-                                f"{inj[port]} were injected: the cable's own were dropped")
-            fates[port] = (inj[port], link_drops, qp_drops)
+            # in a packet batch the peers' end sends only the canaries' requests, which the
+            # targets' end takes (it also answers the hostile packets, to wherever they claim
+            # to come from)
+            if end is self.b and batch.wrs == 0 and not 0 <= link_drops <= inj[end]:
+                self._violation(f"{end}: {link_drops} packets failed the link checks, "
+                                f"{inj[end]} were injected: the cable's own were dropped")
+            if end is self.b and batch.wrs == 0 and not 0 <= qp_drops <= inj[end]:
+                self._violation(f"{end}: {qp_drops} packets failed a QP check, "
+                                f"{inj[end]} were injected: the cable's own were dropped")
+            fates[end] = (inj[end], link_drops, qp_drops)
         self._check_fixed_fate(batch, fates)
-        stray = self.tb.mem.stray()
-        if stray:
-            addr, cycle, client, count = stray
-            self._violation(
-                f"stray write: host address {addr:#x} at cycle {cycle} by DMA client {client} "
-                f"({DMA_CLIENTS[client] if client < len(DMA_CLIENTS) else '?'}), outside every "
-                f"range the guard allows ({count} stray beats)")
-        if self.tb.mem.protocol_errors:
-            self._violation(f"{self.tb.mem.protocol_errors} AXI protocol errors on host memory")
+        for side in self.sides:
+            mem, where = side.rdma.tb.mem, side.rdma.tb.prefix.rstrip("_") or "the device"
+            stray = mem.stray()
+            if stray:
+                addr, cycle, client, count = stray
+                self._violation(
+                    f"stray write: {where}'s host address {addr:#x} at cycle {cycle} by DMA "
+                    f"client {client} ({DMA_CLIENTS[client] if client < len(DMA_CLIENTS) else '?'}"
+                    f"), outside every range the guard allows ({count} stray beats)")
+            if mem.protocol_errors:
+                self._violation(f"{mem.protocol_errors} AXI protocol errors on {where}'s host "
+                                f"memory")
         return fates
 
     def _check_fixed_fate(self, batch, fates):
         category, _, name = batch.kind.partition(" ")
-        inj, link, qp = fates[batch.port]
+        inj, link, qp = fates[batch.end]
         want = {"link": (inj, 0), "qp": (0, inj), "replay": (0, 0)}.get(category)
         if want and (link, qp) != want:
-            self._violation(f"{inj} packets of kind {batch.kind} on port {batch.port}: {link} "
+            self._violation(f"{inj} packets of kind {batch.kind} at {batch.end}: {link} "
                             f"failed the link checks and {qp} a QP check, the spec says "
                             f"{want[0]} and {want[1]}")
 
@@ -495,6 +586,8 @@ class Fuzzer:
                     await self._replenish(qp, status=statuses[qp.qp_num])
         if (await self.reset_qp.query()).state != QPState.RESET:
             self._violation(f"QP {self.reset_qp.qp_num} left RESET")
+        if (await self.other_port_qp.query()).state != QPState.RTS:
+            self._violation(f"QP {self.other_port_qp.qp_num} on the other port left RTS")
 
     async def _drain_cq(self, qp):
         """The flushes of a QP in ERR, before it starts again."""
@@ -512,10 +605,10 @@ class Fuzzer:
         return [*self.targets.values(), *self.peers.values()]
 
     def _tally_answers(self, batch):
-        """Port 2's answers to the injected packets (those for the RC target's peer) by kind."""
-        sniffer = self.tb.sniffers[2]
+        """The targets' end's answers to the injected packets (those for the RC target's peer)
+        by kind."""
         peer = self.peers["rc"].qp_num
-        for capture in sniffer.captures[self.sent_seen[2]:]:
+        for capture in self.b.sniffer.captures[self.sent_seen[self.b]:]:
             pkt = capture.packet
             if pkt is None or pkt.bth.dest_qp != peer:
                 continue
@@ -584,10 +677,10 @@ class Fuzzer:
 
     def _template(self, target, epsn):
         """A well-formed packet for fuzz target `target` ("rc", "uc", "ud") at PSN `epsn`."""
-        rng, ports = self.rng, self.dev.ports
+        rng, a, b = self.rng, self.a, self.b
         qp = self.targets[target]
-        lrh = LRH(dlid=ports[2].lid, slid=ports[1].lid)
-        grh = (GRH(sgid=bytes(ports[1].gid), dgid=bytes(ports[2].gid), hop_limit=64)
+        lrh = LRH(dlid=b.lid, slid=a.lid)
+        grh = (GRH(sgid=a.gid, dgid=b.gid, hop_limit=64)
                if rng.random() < 0.25 else None)
         mtu = FUZZ_MTU.size
         if target == "ud":
@@ -631,7 +724,8 @@ class Fuzzer:
             "PSN": lambda: (epsn + rng.choice((-1, 1, 2, 15, 16, -(1 << 23), (1 << 23) - 1,
                                               1 << 23, rng.getrandbits(24)))) & PSN_MASK,
             "DestQP": lambda: rng.choice([q.qp_num for q in self._fuzz_qps()]
-                                         + [self.none_qpn, self.reset_qp.qp_num, 0, 1,
+                                         + [self.none_qpn, self.reset_qp.qp_num,
+                                            self.other_port_qp.qp_num, 0, 1,
                                             0xFFFFFF, rng.getrandbits(24)]),
             "R_Key": lambda: rng.choice(self.keys + [self.open_mr.lkey ^ 1,
                                                      rng.getrandbits(32)]),
@@ -645,7 +739,7 @@ class Fuzzer:
                                          rng.getrandbits(32))),
             "P_Key": lambda: rng.choice((0x7FFF, 0x0000, 0x8000, 0xFFFE, 0x8001,
                                          rng.getrandbits(16))),
-            "DLID": lambda: rng.choice((self.dev.ports[1].lid, 0x21, 0xFFFF, 0,
+            "DLID": lambda: rng.choice((self.a.lid, 0x21, 0xFFFF, 0,
                                         rng.getrandbits(16))),
         }.get(name)
         if pick:
@@ -691,14 +785,14 @@ class Fuzzer:
         return header != "deth"
 
     async def _link_batch(self, kind, n):
-        rng, ports = self.rng, self.dev.ports
+        rng, a, b = self.rng, self.a, self.b
         out = []
         epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
         for _ in range(n):
             target = rng.choice(("rc", "uc", "ud"))
             packet = self._template(target, epsns.get(target, 0))
             if kind in ("dgid", "paylen", "ipver") and packet.grh is None:
-                packet.grh = GRH(sgid=bytes(ports[1].gid), dgid=bytes(ports[2].gid), hop_limit=1)
+                packet.grh = GRH(sgid=a.gid, dgid=b.gid, hop_limit=1)
             data = bytearray(build(packet))
             off = header_offsets(packet)
             aborted = False
@@ -722,7 +816,7 @@ class Fuzzer:
                 aborted = True
             else:
                 bad = {
-                    "dlid": ("lrh", 16, 16, rng.choice((ports[1].lid, 0x21, 0x77))),
+                    "dlid": ("lrh", 16, 16, rng.choice((a.lid, 0x21, 0x77))),
                     "lver": ("lrh", 4, 4, rng.randint(1, 15)),
                     "tver": ("bth", 12, 4, rng.randint(1, 15)),
                     "pkey": ("bth", 16, 16, rng.choice((0x0000, 0x8000, 0x1234, 0x8123))),
@@ -755,7 +849,7 @@ class Fuzzer:
             else:
                 packet = self._template(rng.choice(("rc", "uc", "ud")), 0)
                 packet.bth.dest_qp = {"none": self.none_qpn, "reset": self.reset_qp.qp_num,
-                                      "other_port": self.peers["rc"].qp_num}[kind]
+                                      "other_port": self.other_port_qp.qp_num}[kind]
             out.append((build(packet), False))
         return out
 
@@ -773,7 +867,7 @@ class Fuzzer:
                 op = OPCODES[packet.bth.opcode]
                 if op.payload and (target == "ud" or op.position == position):
                     break
-            top = self.dev.ports[2].mtu.size if target == "ud" else mtu
+            top = self.dev.ports[self.b.port].mtu.size if target == "ud" else mtu
             length = rng.randint(0, mtu - 1) if size == "short" else top + rng.randint(1, 300)
             packet.payload = rng.randbytes(length)
             if packet.reth is not None:
@@ -783,14 +877,15 @@ class Fuzzer:
 
     def _replay_batch(self, kind, n):
         """Real packets of earlier rounds, shuffled and some doubled: the canary's RC requests
-        (duplicates to their QP), port 2's answers to the canary (into port 1: answers to
-        requests long finished), and the canary's datagrams aimed at the UD target."""
+        (duplicates to their QP), the targets' end's answers to the canary (into the peers'
+        end: answers to requests long finished), and the canary's datagrams aimed at the UD
+        target."""
         rng = self.rng
         if kind == "answer":
-            pool = [c.data for c in self.tb.sniffers[2].captures[-4000:]
+            pool = [c.data for c in self.b.sniffer.captures[-4000:]
                     if c.packet is not None and c.packet.bth.dest_qp == self.ca.qp_num]
         else:
-            pool = [c.data for c in self.tb.sniffers[1].captures[-4000:]
+            pool = [c.data for c in self.a.sniffer.captures[-4000:]
                     if c.packet is not None and c.packet.bth.dest_qp
                     == (self.cb if kind == "request" else self.cd).qp_num]
         if not pool:
@@ -822,7 +917,7 @@ class Fuzzer:
 
     async def packet_batch(self, n):
         category, what = self._pick_kind()
-        batch = Batch(kind_name(category, what))
+        batch = Batch(kind_name(category, what), self.b)
         if category == "field":
             packets = await self._field_batch(what, n)
         elif category == "link":
@@ -832,7 +927,7 @@ class Fuzzer:
         elif category == "length":
             packets = await self._length_batch(what, n)
         else:
-            batch.port = 1 if what == "answer" else 2
+            batch.end = self.a if what == "answer" else self.b
             packets = self._replay_batch(what, n)
             if what == "datagram":
                 batch.kind = "field replayed datagram"     # the UD target takes them: no fixed fate
@@ -845,13 +940,12 @@ class Fuzzer:
         self.current = batch
         self.history = (self.history + [batch])[-4:]
         posted = await self._canary_post()
-        player = self.players[batch.port]
         for data, aborted in batch.packets or ():
-            await player.queue(data, abort=aborted)
+            await batch.end.player.queue(data, abort=aborted)
         if batch.wrs:
             await self._wr_run(batch)
         fates = await self._check_batch(batch)
-        inj, link, qp = fates[batch.port]
+        inj, link, qp = fates[batch.end]
         tally = self.tally[batch.kind] if not batch.wrs else self.wr_tally
         tally["injected"] += inj
         tally["link-dropped"] += link
@@ -865,8 +959,8 @@ class Fuzzer:
                     _sample_outcome(outcome)
         if not batch.wrs:
             self._tally_answers(batch)
-        for port in (1, 2):
-            self.sent_seen[port] = len(self.tb.sniffers[port].captures)
+        for end in self.ends:
+            self.sent_seen[end] = len(end.sniffer.captures)
         await self._settle_qps(batch)
         await self._canary_check(posted)
         self.batches += 1
@@ -876,8 +970,8 @@ class Fuzzer:
 
     def _valid_wr(self, name, tag):
         """A work request target `name` could carry out: its transport's opcodes, one SGE in
-        the open region, the remote side in it too (the peers share the fuzzer's PD)."""
-        rng, region = self.rng, self.open_mr
+        the open region of the targets' side, the remote side in the peers' side's."""
+        rng, region, remote_region = self.rng, self.open_mr, self.a.side.open_mr
         ops = {"rc": list(WROpcode), "uc": [op for op in WROpcode if op not in ATOMIC_OPS
                                             and op != WROpcode.RDMA_READ],
                "ud": [WROpcode.SEND, WROpcode.SEND_WITH_IMM]}[name]
@@ -885,7 +979,7 @@ class Fuzzer:
         atomic = opcode in ATOMIC_OPS
         length = 8 if atomic else rng.randint(0, 256 if name == "ud" else 1024)
         local = region.sge(rng.randrange(0, 4096) & (~7 if atomic else ~0), length)
-        remote = region.remote(rng.randrange(0, 4096) & ~7)
+        remote = remote_region.remote(rng.randrange(0, 4096) & ~7)
         return SendWR(opcode, local, tag, rng.choice((SendFlags.SIGNALED,) * 3 + (0,)),
                       rng.getrandbits(32), remote.addr, remote.rkey,
                       self.ahs[0] if name == "ud" else None, self.peers["ud"].qp_num, FUZZ_QKEY,
@@ -1003,12 +1097,12 @@ class Fuzzer:
         if condition in PEER_CONDITIONS:
             names = ["rc"] + [n for n in names if n != "rc"]
         plan = [(name, rng.randint(1, WR_BATCH)) for name in names]
-        batch = Batch("wr", plan=plan, wrs=sum(k for _, k in plan), condition=condition)
+        batch = Batch("wr", self.b, plan=plan, wrs=sum(k for _, k in plan), condition=condition)
         name = names[0]
         if batch.condition == "peer without receives":
             await self._bring_up(name, peer_receives=False)
         elif batch.condition == "peer with a receive it may not write":
-            await self._bring_up(name, peer_lkey=self.ro_mr.lkey)
+            await self._bring_up(name, peer_lkey=self.a.side.ro_mr.lkey)
         elif batch.condition == "peer in ERR":
             await self.peers[name].modify(QPState.ERR)
         elif batch.condition == "host memory fails payloads":
@@ -1094,16 +1188,16 @@ class Fuzzer:
 
     def write_pcap(self, path):
         """What the links carried since the last batches began, by cycle: interface 0 and 1
-        port 1's and port 2's TX links, 2 and 3 the packets injected into port 1's and port 2's
-        RX (those at the time their batch started: the player sends them as the cable lets it)."""
+        the peers' and the targets' end's TX links, 2 and 3 the packets injected into their RX
+        (those at the time their batch started: the player sends them as the cable lets it)."""
         records = []
         for batch in self.history:
             for data, aborted in batch.packets or ():
-                records.append((batch.cycle, 1 + batch.port, data, aborted))
+                records.append((batch.cycle, 2 + self.ends.index(batch.end), data, aborted))
         since = self.history[0].cycle if self.history else 0
-        for port in (1, 2):
-            records += [(c.cycle, port - 1, c.data, c.aborted)
-                        for c in self.tb.sniffers[port].captures if c.cycle >= since]
+        for i, end in enumerate(self.ends):
+            records += [(c.cycle, i, c.data, c.aborted)
+                        for c in end.sniffer.captures if c.cycle >= since]
         with PcapWriter(path) as pcap:
             for cycle, interface, data, aborted in sorted(records, key=lambda r: r[0]):
                 pcap.write(data, cycle * CLOCK_PERIOD_NS, interface, rx_error=aborted)
@@ -1112,7 +1206,7 @@ class Fuzzer:
         seconds = time.monotonic() - self.started if self.started else 0.0
         kinds = {kind: dict(sorted(t.items())) for kind, t in sorted(self.tally.items())}
         return {
-            "seed": seed, "packets": self.packets, "wrs": self.wrs, "batches": self.batches,
+            "seed": seed, "between": self.between, "packets": self.packets, "wrs": self.wrs, "batches": self.batches,
             "violations": violations, "seconds": round(seconds, 1),
             "packets_per_second": round(self.packets / seconds, 1) if seconds else None,
             "wrs_per_second": round(self.wrs / seconds, 1) if seconds else None,

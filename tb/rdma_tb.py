@@ -113,15 +113,15 @@ class LinkInjector:
 
 
 class PacketPlayer:
-    """Puts packets on a port's RX link of tb_rdma_dev built with CABLE = 1, beside what the
-    cable delivers (a whole packet at a time, the cable's first): they are queued in the
-    harness's player (tb/hdl/sim_pkt_player.v) through its back door and leave one beat per
-    cycle, so thousands of packets cost no Python per beat. `queue` returns at once; `idle`
-    says whether the port has taken every packet queued."""
+    """Puts packets on a cabled port's RX link beside what the cable delivers (a whole packet
+    at a time, the cable's first; RdmaTB.player): they are queued in the harness's player
+    (tb/hdl/sim_pkt_player.v) through its back door and leave one beat per cycle, so thousands
+    of packets cost no Python per beat. `queue` returns at once; `idle` says whether the port
+    has taken every packet queued."""
 
-    def __init__(self, dut, port):
-        self.hdl = getattr(dut.cabled, f"rx{port - 1}_player")
-        self.beat_bytes = len(dut.m_axi_wdata) // 8
+    def __init__(self, hdl, beat_bytes):
+        self.hdl = hdl
+        self.beat_bytes = beat_bytes
         self.depth = len(self.hdl.ring)
         self._ring = self.hdl.ring
         self._gpi = {}
@@ -217,19 +217,30 @@ class RdmaTB:
         await RisingEdge(self.dut.clk)
         self.start_sniffers()
 
+    def tx_tap(self, port):
+        """The harness's tap on port `port`'s TX link (sim_link_tap)."""
+        return getattr(self.dut, f"{self.prefix}link{port - 1}_tap")
+
+    def arrived_tap(self, port):
+        """The tap at the far end of port `port`'s cable: what arrived of what it sent."""
+        scope, name = self._cabling
+        return getattr(scope, f"{name}link{port - 1}_arrived_tap")
+
+    def player(self, port):
+        """A PacketPlayer onto port `port`'s RX (a cabled harness's sim_port_rx)."""
+        scope, name = self._cabling
+        return PacketPlayer(getattr(scope, f"{name}rx{port - 1}").player, self.data_width // 8)
+
     def start_sniffers(self):
         """A sniffer on each port's TX link (after reset; `reset` starts them)."""
-        self.sniffers = {p: LinkSniffer(getattr(self.dut, f"{self.prefix}link{p - 1}_tap"),
-                                        self.dut.tb_clk, self.dut.cycle,
+        self.sniffers = {p: LinkSniffer(self.tx_tap(p), self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
 
     def watch_arrivals(self):
         """A sniffer also at the far end of each of this device's cables, for what arrived (the
         TX sniffers see what was sent); a cable that loses, duplicates, corrupts or reorders
         packets (tb/link_faults.py) makes the two differ. Returns them, port -> LinkSniffer."""
-        scope, name = self._cabling
-        self.arrivals = {p: LinkSniffer(getattr(scope, f"{name}link{p - 1}_arrived_tap"),
-                                        self.dut.tb_clk, self.dut.cycle,
+        self.arrivals = {p: LinkSniffer(self.arrived_tap(p), self.dut.tb_clk, self.dut.cycle,
                                         interface=self.interface_base + p - 1) for p in PORTS}
         return self.arrivals
 

@@ -3,9 +3,10 @@
 // to the other's RX with tready back. Each device has its own register slave (devN_s_axil_*),
 // host memory (devN_host_mem, a sim_axi_ram on its DMA master) and irq; reset is shared.
 // devN_link<p>_* is device N's port p+1 TX link as the far end takes it, tapped for the
-// sniffers (devN_link<p>_tap). Same conventions as tb_rdma_dev.v: the clock is made here,
-// tb_clk is the edge the bus models sample on, `cycle` runs free and per-device timestamps
-// record the last SQ doorbell write and the last irq rise.
+// sniffers (devN_link<p>_tap); each port's RX also takes what its packet player plays
+// (devN_rx<p>.player, e.g. a fuzzer's packets). Same conventions as tb_rdma_dev.v: the clock
+// is made here, tb_clk is the edge the bus models sample on, `cycle` runs free and per-device
+// timestamps record the last SQ doorbell write and the last irq rise.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -198,6 +199,16 @@ wire                    dev0_link0_rx_tready, dev0_link1_rx_tready, dev1_link0_r
 wire                    dev0_link0_rx_tlast, dev0_link1_rx_tlast, dev1_link0_rx_tlast, dev1_link1_rx_tlast;
 wire                    dev0_link0_rx_tuser, dev0_link1_rx_tuser, dev1_link0_rx_tuser, dev1_link1_rx_tuser;
 
+// what device d's port p+1 receives (devd_in<p>): the other device's cable (devd_link<p>_rx)
+// and a packet player (devd_rx<p>.player, sim_port_rx: packets a testbench queues itself, a
+// fuzzer's), a whole packet at a time, the cable first
+wire [DATA_WIDTH-1:0]   dev0_in0_tdata, dev0_in1_tdata, dev1_in0_tdata, dev1_in1_tdata;
+wire [KEEP_WIDTH-1:0]   dev0_in0_tkeep, dev0_in1_tkeep, dev1_in0_tkeep, dev1_in1_tkeep;
+wire                    dev0_in0_tvalid, dev0_in1_tvalid, dev1_in0_tvalid, dev1_in1_tvalid;
+wire                    dev0_in0_tready, dev0_in1_tready, dev1_in0_tready, dev1_in1_tready;
+wire                    dev0_in0_tlast, dev0_in1_tlast, dev1_in0_tlast, dev1_in1_tlast;
+wire                    dev0_in0_tuser, dev0_in1_tuser, dev1_in0_tuser, dev1_in1_tuser;
+
 rdma_dev #(
     .DATA_WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(ADDR_WIDTH),
@@ -243,12 +254,12 @@ rdma_dev #(
     .m_axis_tx_tready({dev0_link1_tready, dev0_link0_tready}),
     .m_axis_tx_tlast({dev0_link1_tlast, dev0_link0_tlast}),
     .m_axis_tx_tuser({dev0_link1_tuser, dev0_link0_tuser}),
-    .s_axis_rx_tdata({dev1_link1_rx_tdata, dev1_link0_rx_tdata}),
-    .s_axis_rx_tkeep({dev1_link1_rx_tkeep, dev1_link0_rx_tkeep}),
-    .s_axis_rx_tvalid({dev1_link1_rx_tvalid, dev1_link0_rx_tvalid}),
-    .s_axis_rx_tready({dev1_link1_rx_tready, dev1_link0_rx_tready}),
-    .s_axis_rx_tlast({dev1_link1_rx_tlast, dev1_link0_rx_tlast}),
-    .s_axis_rx_tuser({dev1_link1_rx_tuser, dev1_link0_rx_tuser}),
+    .s_axis_rx_tdata({dev0_in1_tdata, dev0_in0_tdata}),
+    .s_axis_rx_tkeep({dev0_in1_tkeep, dev0_in0_tkeep}),
+    .s_axis_rx_tvalid({dev0_in1_tvalid, dev0_in0_tvalid}),
+    .s_axis_rx_tready({dev0_in1_tready, dev0_in0_tready}),
+    .s_axis_rx_tlast({dev0_in1_tlast, dev0_in0_tlast}),
+    .s_axis_rx_tuser({dev0_in1_tuser, dev0_in0_tuser}),
     .irq(dev0_irq)
 );
 
@@ -297,12 +308,12 @@ rdma_dev #(
     .m_axis_tx_tready({dev1_link1_tready, dev1_link0_tready}),
     .m_axis_tx_tlast({dev1_link1_tlast, dev1_link0_tlast}),
     .m_axis_tx_tuser({dev1_link1_tuser, dev1_link0_tuser}),
-    .s_axis_rx_tdata({dev0_link1_rx_tdata, dev0_link0_rx_tdata}),
-    .s_axis_rx_tkeep({dev0_link1_rx_tkeep, dev0_link0_rx_tkeep}),
-    .s_axis_rx_tvalid({dev0_link1_rx_tvalid, dev0_link0_rx_tvalid}),
-    .s_axis_rx_tready({dev0_link1_rx_tready, dev0_link0_rx_tready}),
-    .s_axis_rx_tlast({dev0_link1_rx_tlast, dev0_link0_rx_tlast}),
-    .s_axis_rx_tuser({dev0_link1_rx_tuser, dev0_link0_rx_tuser}),
+    .s_axis_rx_tdata({dev1_in1_tdata, dev1_in0_tdata}),
+    .s_axis_rx_tkeep({dev1_in1_tkeep, dev1_in0_tkeep}),
+    .s_axis_rx_tvalid({dev1_in1_tvalid, dev1_in0_tvalid}),
+    .s_axis_rx_tready({dev1_in1_tready, dev1_in0_tready}),
+    .s_axis_rx_tlast({dev1_in1_tlast, dev1_in0_tlast}),
+    .s_axis_rx_tuser({dev1_in1_tuser, dev1_in0_tuser}),
     .irq(dev1_irq)
 );
 
@@ -465,6 +476,38 @@ sim_link_tap #(.DATA_WIDTH(DATA_WIDTH)) dev1_link1_arrived_tap (
     .clk(clk), .cycle(cycle), .tdata(dev1_link1_rx_tdata), .tkeep(dev1_link1_rx_tkeep),
     .tvalid(dev1_link1_rx_tvalid), .tready(dev1_link1_rx_tready), .tlast(dev1_link1_rx_tlast),
     .tuser(dev1_link1_rx_tuser)
+);
+
+sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) dev0_rx0 (
+    .clk(clk), .rst(rst),
+    .s_axis_tdata(dev1_link0_rx_tdata), .s_axis_tkeep(dev1_link0_rx_tkeep), .s_axis_tvalid(dev1_link0_rx_tvalid),
+    .s_axis_tready(dev1_link0_rx_tready), .s_axis_tlast(dev1_link0_rx_tlast), .s_axis_tuser(dev1_link0_rx_tuser),
+    .m_axis_tdata(dev0_in0_tdata), .m_axis_tkeep(dev0_in0_tkeep), .m_axis_tvalid(dev0_in0_tvalid),
+    .m_axis_tready(dev0_in0_tready), .m_axis_tlast(dev0_in0_tlast), .m_axis_tuser(dev0_in0_tuser)
+);
+
+sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) dev0_rx1 (
+    .clk(clk), .rst(rst),
+    .s_axis_tdata(dev1_link1_rx_tdata), .s_axis_tkeep(dev1_link1_rx_tkeep), .s_axis_tvalid(dev1_link1_rx_tvalid),
+    .s_axis_tready(dev1_link1_rx_tready), .s_axis_tlast(dev1_link1_rx_tlast), .s_axis_tuser(dev1_link1_rx_tuser),
+    .m_axis_tdata(dev0_in1_tdata), .m_axis_tkeep(dev0_in1_tkeep), .m_axis_tvalid(dev0_in1_tvalid),
+    .m_axis_tready(dev0_in1_tready), .m_axis_tlast(dev0_in1_tlast), .m_axis_tuser(dev0_in1_tuser)
+);
+
+sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) dev1_rx0 (
+    .clk(clk), .rst(rst),
+    .s_axis_tdata(dev0_link0_rx_tdata), .s_axis_tkeep(dev0_link0_rx_tkeep), .s_axis_tvalid(dev0_link0_rx_tvalid),
+    .s_axis_tready(dev0_link0_rx_tready), .s_axis_tlast(dev0_link0_rx_tlast), .s_axis_tuser(dev0_link0_rx_tuser),
+    .m_axis_tdata(dev1_in0_tdata), .m_axis_tkeep(dev1_in0_tkeep), .m_axis_tvalid(dev1_in0_tvalid),
+    .m_axis_tready(dev1_in0_tready), .m_axis_tlast(dev1_in0_tlast), .m_axis_tuser(dev1_in0_tuser)
+);
+
+sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) dev1_rx1 (
+    .clk(clk), .rst(rst),
+    .s_axis_tdata(dev0_link1_rx_tdata), .s_axis_tkeep(dev0_link1_rx_tkeep), .s_axis_tvalid(dev0_link1_rx_tvalid),
+    .s_axis_tready(dev0_link1_rx_tready), .s_axis_tlast(dev0_link1_rx_tlast), .s_axis_tuser(dev0_link1_rx_tuser),
+    .m_axis_tdata(dev1_in1_tdata), .m_axis_tkeep(dev1_in1_tkeep), .m_axis_tvalid(dev1_in1_tvalid),
+    .m_axis_tready(dev1_in1_tready), .m_axis_tlast(dev1_in1_tlast), .m_axis_tuser(dev1_in1_tuser)
 );
 
 endmodule

@@ -6,8 +6,8 @@
 // 2's RX and back (a device talking to itself over real links): each direction is a cable model
 // (cabled.link<p>_cable, sim_link_fault: a perfect link until the testbench sets latency or
 // faults) with a tap on what arrives (cabled.link<p>_arrived_tap), and port p's RX takes, a
-// packet at a time, what the cable brings and what its packet player plays (cabled.rx<p-1>_player,
-// sim_pkt_player: packets the testbench queues itself, a fuzzer's); with CABLE = 0 the links end
+// packet at a time, what the cable brings and what its packet player plays (cabled.rx<p-1>,
+// sim_port_rx: packets the testbench queues itself, a fuzzer's); with CABLE = 0 the links end
 // at the testbench, which drives rx<p>_axis_* and tx<p>_axis_tready. Either way link<p>_* is
 // port p's TX link as it is taken. The testbench drives rst.
 `timescale 1ns / 1ps
@@ -169,8 +169,7 @@ generate
     if (CABLE) begin : cabled
         // port 1's TX (link0) to port 2's RX (in1), port 2's TX (link1) to port 1's RX (in0);
         // what arrives from the cable (arrive<p>, tapped) shares the port's RX with a packet
-        // player (rx<p>_player: packets the testbench puts there itself, e.g. a fuzzer's),
-        // a whole packet at a time, the cable first
+        // player (rx<p>.player: packets the testbench puts there itself, e.g. a fuzzer's)
         wire [DATA_WIDTH-1:0]   arrive0_tdata, arrive1_tdata;
         wire [KEEP_WIDTH-1:0]   arrive0_tkeep, arrive1_tkeep;
         wire                    arrive0_tvalid, arrive1_tvalid, arrive0_tready, arrive1_tready;
@@ -201,44 +200,21 @@ generate
             .tvalid(arrive0_tvalid), .tready(arrive0_tready), .tlast(arrive0_tlast),
             .tuser(arrive0_tuser)
         );
-        wire [DATA_WIDTH-1:0]   play0_tdata, play1_tdata;
-        wire [KEEP_WIDTH-1:0]   play0_tkeep, play1_tkeep;
-        wire                    play0_tvalid, play1_tvalid, play0_tready, play1_tready;
-        wire                    play0_tlast, play1_tlast, play0_tuser, play1_tuser;
-        wire                    mux0_tid, mux1_tid;
-        sim_pkt_player #(.DATA_WIDTH(DATA_WIDTH)) rx0_player (
+        sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) rx0 (
             .clk(clk), .rst(rst),
-            .m_axis_tdata(play0_tdata), .m_axis_tkeep(play0_tkeep), .m_axis_tvalid(play0_tvalid),
-            .m_axis_tready(play0_tready), .m_axis_tlast(play0_tlast), .m_axis_tuser(play0_tuser)
-        );
-        sim_pkt_player #(.DATA_WIDTH(DATA_WIDTH)) rx1_player (
-            .clk(clk), .rst(rst),
-            .m_axis_tdata(play1_tdata), .m_axis_tkeep(play1_tkeep), .m_axis_tvalid(play1_tvalid),
-            .m_axis_tready(play1_tready), .m_axis_tlast(play1_tlast), .m_axis_tuser(play1_tuser)
-        );
-        axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx0_mux (
-            .clk(clk), .rst(rst),
-            .s_axis_tdata({play0_tdata, arrive0_tdata}),
-            .s_axis_tkeep({play0_tkeep, arrive0_tkeep}),
-            .s_axis_tvalid({play0_tvalid, arrive0_tvalid}),
-            .s_axis_tready({play0_tready, arrive0_tready}),
-            .s_axis_tlast({play0_tlast, arrive0_tlast}),
-            .s_axis_tuser({play0_tuser, arrive0_tuser}),
+            .s_axis_tdata(arrive0_tdata), .s_axis_tkeep(arrive0_tkeep),
+            .s_axis_tvalid(arrive0_tvalid), .s_axis_tready(arrive0_tready),
+            .s_axis_tlast(arrive0_tlast), .s_axis_tuser(arrive0_tuser),
             .m_axis_tdata(in0_tdata), .m_axis_tkeep(in0_tkeep), .m_axis_tvalid(in0_tvalid),
-            .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser),
-            .m_axis_tid(mux0_tid)
+            .m_axis_tready(in0_tready), .m_axis_tlast(in0_tlast), .m_axis_tuser(in0_tuser)
         );
-        axis_frame_mux #(.DATA_WIDTH(DATA_WIDTH)) rx1_mux (
+        sim_port_rx #(.DATA_WIDTH(DATA_WIDTH)) rx1 (
             .clk(clk), .rst(rst),
-            .s_axis_tdata({play1_tdata, arrive1_tdata}),
-            .s_axis_tkeep({play1_tkeep, arrive1_tkeep}),
-            .s_axis_tvalid({play1_tvalid, arrive1_tvalid}),
-            .s_axis_tready({play1_tready, arrive1_tready}),
-            .s_axis_tlast({play1_tlast, arrive1_tlast}),
-            .s_axis_tuser({play1_tuser, arrive1_tuser}),
+            .s_axis_tdata(arrive1_tdata), .s_axis_tkeep(arrive1_tkeep),
+            .s_axis_tvalid(arrive1_tvalid), .s_axis_tready(arrive1_tready),
+            .s_axis_tlast(arrive1_tlast), .s_axis_tuser(arrive1_tuser),
             .m_axis_tdata(in1_tdata), .m_axis_tkeep(in1_tkeep), .m_axis_tvalid(in1_tvalid),
-            .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser),
-            .m_axis_tid(mux1_tid)
+            .m_axis_tready(in1_tready), .m_axis_tlast(in1_tlast), .m_axis_tuser(in1_tuser)
         );
         assign rx0_axis_tready = 1'b0;
         assign rx1_axis_tready = 1'b0;
