@@ -1206,7 +1206,8 @@ class Fuzzer:
         seconds = time.monotonic() - self.started if self.started else 0.0
         kinds = {kind: dict(sorted(t.items())) for kind, t in sorted(self.tally.items())}
         return {
-            "seed": seed, "between": self.between, "packets": self.packets, "wrs": self.wrs, "batches": self.batches,
+            "seed": seed, "between": self.between, "packets": self.packets, "wrs": self.wrs,
+            "batches": self.batches,
             "violations": violations, "seconds": round(seconds, 1),
             "packets_per_second": round(self.packets / seconds, 1) if seconds else None,
             "wrs_per_second": round(self.wrs / seconds, 1) if seconds else None,

@@ -1,10 +1,10 @@
 """The fuzzer (tb/fuzz.py) across a cable: hostile packets on both receive sides and random
 work requests in the rings, beside live traffic, with every invariant checked after each
 batch; on a device whose ports are cabled to each other, and between two devices.
-FUZZ_PACKETS and FUZZ_WRS size the run (make test: a short one; make fuzz: 100,000 and
-10,000), SEED replays it. The run writes sim/out/fuzz.json (FUZZ_REPORT names another file;
-the two-device run adds "-fabric" to its name); a violation also writes the packets of the
-last batches as a pcap and says how to replay it."""
+FUZZ_PACKETS and FUZZ_WRS size the run (make test: a short one; make fuzz splits 100,000 and
+10,000 between the two), SEED replays it. The run writes sim/out/fuzz-port.json or sim/out/fuzz-fabric.json
+(FUZZ_REPORT names another file); a violation also writes the packets of the last batches as a
+pcap and says how to replay it."""
 
 import json
 import os
@@ -18,16 +18,17 @@ from tb.fuzz import Fuzzer, Violation
 from tb.rdma_program import Rdma
 from tb.seed import SEED, rng_for
 
-PACKETS = int(os.environ.get("FUZZ_PACKETS", "5000"))
-WRS = int(os.environ.get("FUZZ_WRS", "500"))
-REPORT = Path(os.environ.get("FUZZ_REPORT", str(simrun.OUT / "fuzz.json")))
+# make test runs across each cable: 5,000 packets and 500 WRs in all
+PACKETS = int(os.environ.get("FUZZ_PACKETS", "2500"))
+WRS = int(os.environ.get("FUZZ_WRS", "250"))
 KINDS = os.environ.get("FUZZ_KINDS", "")      # a regular expression: only these packet kinds
 # what the run fuzzes across: "port" (tb_rdma_dev, its two ports cabled) or "fabric" (tb_fabric,
 # port 1 of one device to port 1 of the other)
 BETWEEN = os.environ.get("FUZZ_BETWEEN", "port")
+REPORT = Path(os.environ.get("FUZZ_REPORT", str(simrun.OUT / f"fuzz-{BETWEEN}.json")))
 
 
-async def fuzz(dut, programs, peers, targets, report):
+async def fuzz(dut, programs, peers, targets):
     fuzzer = Fuzzer(rng_for("fuzz", dut._log), peers, targets)
     if KINDS:
         fuzzer.restrict(KINDS)
@@ -37,15 +38,15 @@ async def fuzz(dut, programs, peers, targets, report):
         await fuzzer.run(PACKETS, WRS)
     except Violation as failure:
         violations.append(str(failure))
-        pcap = report.with_name(f"{report.stem}-{SEED}.pcap")
+        pcap = REPORT.with_name(f"{REPORT.stem}-{SEED}.pcap")
         fuzzer.write_pcap(pcap)
         dut._log.error("%s\n  the last batches' packets: %s\n  replay: make fuzz SEED=%d "
                        "FUZZ_PACKETS=%d FUZZ_WRS=%d SIM=%s%s", failure, pcap, SEED, PACKETS, WRS,
-                       simrun.simulator(), "" if BETWEEN == "port" else " FUZZ_BETWEEN=fabric")
+                       simrun.simulator(), f" FUZZ_BETWEEN={BETWEEN}")
     finally:
         summary = fuzzer.report(SEED, violations)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        with open(report, "w") as out:
+        REPORT.parent.mkdir(parents=True, exist_ok=True)
+        with open(REPORT, "w") as out:
             json.dump(summary, out, indent=1)
     assert not violations, violations[0]
     dut._log.info("fuzz across %s: %d packets, %d WRs in %.0f s (%.0f packets/s, %.0f WRs/s), "
@@ -66,16 +67,15 @@ async def test_fuzzed_packets_and_work_requests_break_no_invariant(dut):
     state one the spec allows."""
     if BETWEEN == "fabric":
         rdma0, rdma1 = await Rdma.open_fabric(dut)
-        await fuzz(dut, (rdma0, rdma1), (rdma0, 1), (rdma1, 1),
-                   REPORT.with_name(f"{REPORT.stem}-fabric{REPORT.suffix}"))
+        await fuzz(dut, (rdma0, rdma1), (rdma0, 1), (rdma1, 1))
     else:
         rdma = await Rdma.open(dut, cabled=True)
-        await fuzz(dut, (rdma,), (rdma, 1), (rdma, 2), REPORT)
+        await fuzz(dut, (rdma,), (rdma, 1), (rdma, 2))
 
 
 # ---------------------------------------------------------------------------------------------
-# The pytest runner: a short fuzz in make test (5,000 packets and 500 WRs on a device cabled
-# to itself, and between two devices); make fuzz sizes it (tools/fuzz.py).
+# The pytest runner: a short fuzz in make test (2,500 packets and 250 WRs on a device cabled
+# to itself, and as many between two devices); make fuzz sizes it (tools/fuzz.py).
 
 @pytest.mark.parametrize("between", ["port", "fabric"])
 def test_fuzz(between):

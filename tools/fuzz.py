@@ -1,17 +1,25 @@
-"""make fuzz: one fuzz run (tests/test_fuzz.py, tb/fuzz.py) of FUZZ_PACKETS packets and FUZZ_WRS
-work requests (default 100,000 and 10,000) at SEED (default 1), on Verilator unless SIM says
-otherwise; prints what was injected by kind and where it ended, and the rates, from the run's
-sim/out/fuzz.json. FUZZ_KINDS (a regular expression) keeps only the packet kinds it matches.
-Exit status 1 when an invariant broke (the run printed the seed, a replay command and a pcap)."""
+"""make fuzz: fuzz runs (tests/test_fuzz.py, tb/fuzz.py) of FUZZ_PACKETS packets and FUZZ_WRS
+work requests in all (default 100,000 and 10,000) at SEED (default 1), on Verilator unless SIM
+says otherwise. FUZZ_BETWEEN says across what: "port" (one device, its ports cabled), "fabric"
+(two devices cabled) or "both" (the default: the two runs side by side on two cores, the sizes
+split between them). Prints what was injected by kind and where it ended, and the rates, and
+writes sim/out/fuzz.json: the runs' sums, and each run's own report under "runs". FUZZ_KINDS (a
+regular expression) keeps only the packet kinds it matches. Exit status 1 when an invariant
+broke (the run printed the seed, a replay command and a pcap)."""
 
 import json
 import os
 import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from tb import simrun
 
-DEFAULTS = {"SEED": "1", "FUZZ_PACKETS": "100000", "FUZZ_WRS": "10000"}
+HARNESSES = {"port": ("tb_rdma_dev", {"DATA_WIDTH": 256, "CABLE": 1}),
+             "fabric": ("tb_fabric", {"DATA_WIDTH": 256})}
 FATES = ("injected", "link-dropped", "QP-dropped", "taken by a QP")
+SUMMED = ("packets", "wrs", "batches", "commands", "canary_rounds")
 
 
 def _others(tally, prefix):
@@ -36,29 +44,88 @@ def print_report(report):
     print("\nwork requests: " + ", ".join(f"{k} {v}" for k, v in wrs.items()))
     print(f"\n{report['commands']} random commands: "
           + ", ".join(f"{k} {v}" for k, v in report["command_results"].items()))
-    print(f"\nseed {report['seed']}: {report['packets']} packets and {report['wrs']} work requests "
-          f"in {report['seconds']} s ({report['packets_per_second']} packets/s, "
-          f"{report['wrs_per_second']} WRs/s), {report['batches']} batches, "
-          f"{report['canary_rounds']} canary rounds (the slowest {report['canary_worst_cycles']} "
-          f"cycles), {len(report['violations'])} violations")
+    for run in report["runs"].values():
+        print(f"across {run['between']}: {run['packets']} packets and {run['wrs']} work "
+              f"requests in {run['seconds']} s ({run['packets_per_second']} packets/s, "
+              f"{run['wrs_per_second']} WRs/s), {run['batches']} batches, "
+              f"{run['canary_rounds']} canary rounds (the slowest "
+              f"{run['canary_worst_cycles']} cycles)")
+    print(f"\nseed {report['seed']}: {report['packets']} packets and {report['wrs']} work "
+          f"requests in {report['seconds']} s ({report['packets_per_second']} packets/s, "
+          f"{report['wrs_per_second']} WRs/s; {report['wall_seconds']} s with the builds), "
+          f"{len(report['violations'])} violations")
     for violation in report["violations"]:
         print(f"  VIOLATION: {violation}")
 
 
-def main():
-    for name, value in DEFAULTS.items():
-        os.environ.setdefault(name, value)
-    os.environ["FUZZ_REPORT"] = str(simrun.OUT / "fuzz.json")
+def merge(runs, wall_seconds):
+    """One report of runs that went side by side: counts summed, rates over the longest run's
+    time."""
+    seconds = max(run["seconds"] for run in runs.values())
+    merged = {"seed": next(iter(runs.values()))["seed"], "between": " and ".join(runs),
+              "seconds": seconds, "wall_seconds": round(wall_seconds, 1)}
+    for key in SUMMED:
+        merged[key] = sum(run[key] for run in runs.values())
+    for rate, count in (("packets_per_second", "packets"), ("wrs_per_second", "wrs")):
+        merged[rate] = round(merged[count] / seconds, 1) if seconds else None
+    merged["canary_worst_cycles"] = max(run["canary_worst_cycles"] for run in runs.values())
+    merged["violations"] = [f"{between}: {v}" for between, run in runs.items()
+                            for v in run["violations"]]
+    kinds = {}
+    for run in runs.values():
+        for kind, tally in run["kinds"].items():
+            kinds.setdefault(kind, Counter()).update(tally)
+    merged["kinds"] = {kind: dict(sorted(t.items())) for kind, t in sorted(kinds.items())}
+    for key in ("work_requests", "command_results"):
+        merged[key] = dict(sorted(sum((Counter(run[key]) for run in runs.values()),
+                                      Counter()).items()))
+    merged["runs"] = runs
+    return merged
+
+
+def fuzz_one(between, packets, wrs):
+    """One run across `between`; its report, or None when it broke before writing one."""
+    toplevel, parameters = HARNESSES[between]
+    report = simrun.OUT / f"fuzz-{between}.json"
+    report.unlink(missing_ok=True)
     failed = False
     try:
-        simrun.run(toplevel="tb_rdma_dev", test_module="test_fuzz",
-                   parameters={"DATA_WIDTH": 256, "CABLE": 1}, name="fuzz")
+        simrun.run(toplevel=toplevel, test_module="test_fuzz", parameters=parameters,
+                   name=f"fuzz-{between}",
+                   extra_env={"FUZZ_BETWEEN": between, "FUZZ_PACKETS": str(packets),
+                              "FUZZ_WRS": str(wrs), "FUZZ_REPORT": str(report)})
     except AssertionError as failure:
         print(failure)
         failed = True
+    return (json.loads(report.read_text()) if report.exists() else None), failed
+
+
+def main():
+    os.environ.setdefault("SEED", "1")
+    # each run gets its own sizes: the runner lets the environment override what it is given
+    packets = int(os.environ.pop("FUZZ_PACKETS", "100000"))
+    wrs = int(os.environ.pop("FUZZ_WRS", "10000"))
+    between = os.environ.pop("FUZZ_BETWEEN", "both")
+    os.environ.pop("FUZZ_REPORT", None)
+    runs = list(HARNESSES) if between == "both" else [between]
+    if not set(runs) <= set(HARNESSES):
+        sys.exit(f"FUZZ_BETWEEN is port, fabric or both, not {between!r}")
+    # the first run takes the remainder of an odd split
+    sizes = {b: (packets // len(runs) + (packets % len(runs) if i == 0 else 0),
+                 wrs // len(runs) + (wrs % len(runs) if i == 0 else 0))
+             for i, b in enumerate(runs)}
+    simrun.OUT.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with ThreadPoolExecutor(len(runs)) as pool:
+        results = dict(zip(runs, pool.map(lambda b: fuzz_one(b, *sizes[b]), runs)))
+    seconds = time.monotonic() - started
+    failed = any(broke for _, broke in results.values())
+    reports = {b: report for b, (report, _) in results.items() if report is not None}
     path = simrun.OUT / "fuzz.json"
-    if path.exists():
-        print_report(json.loads(path.read_text()))
+    if reports:
+        merged = merge(reports, seconds)
+        path.write_text(json.dumps(merged, indent=1))
+        print_report(merged)
         print(f"report: {path}")
     sys.exit(1 if failed else 0)
 
