@@ -436,7 +436,7 @@ wire [DMA_CLIENTS-1:0]              dma_c_error;
 wire [DMA_CLIENTS*512-1:0]          dma_c_rdata;
 wire [DMA_CLIENTS*DATA_WIDTH-1:0]   dma_rd_tdata;
 wire [DMA_CLIENTS*DATA_WIDTH/8-1:0] dma_rd_tkeep;
-wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_wr_tready;
+wire [DMA_CLIENTS-1:0]              dma_rd_tvalid, dma_rd_tlast, dma_rd_tuser, dma_wr_tready;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [2*NUM_PORTS-1:0]              dma_rd_port_ready;
 wire [DMA_CLIENTS-1:0]              dma_rd_tready = {{(BYPASS_MOVERS+1){1'b1}}, dma_rd_port_ready, 3'b111};
@@ -456,7 +456,7 @@ dma_engine #(
     .m_done_valid(dma_c_done), .m_done_error(dma_c_error), .m_done_data(dma_c_rdata),
     .m_axis_rd_tdata(dma_rd_tdata), .m_axis_rd_tkeep(dma_rd_tkeep),
     .m_axis_rd_tvalid(dma_rd_tvalid), .m_axis_rd_tready(dma_rd_tready),
-    .m_axis_rd_tlast(dma_rd_tlast),
+    .m_axis_rd_tlast(dma_rd_tlast), .m_axis_rd_tuser(dma_rd_tuser),
     .s_axis_wr_tdata({{(DMA_CLIENTS-3)*DATA_WIDTH{1'b0}}, dma_wr_tdata, {2*DATA_WIDTH{1'b0}}}),
     .s_axis_wr_tkeep({{(DMA_CLIENTS-3)*DATA_WIDTH/8{1'b0}}, dma_wr_tkeep, {2*DATA_WIDTH/8{1'b0}}}),
     .s_axis_wr_tvalid({{(DMA_CLIENTS-3){1'b0}}, dma_wr_tvalid, 2'b00}),
@@ -539,7 +539,7 @@ msg_arb #(.REQ_WIDTH(MSG_WIDTH)) msgs (
 // the requester's messages to the ports' packetizers; its records of issued WQEs to the
 // completer; the completer's view of a QP for the receive engine, and what arrived
 wire                   tx_req_valid;
-wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done;
+wire [NUM_PORTS-1:0]   tx_req_ready, tx_req_done, tx_req_error;
 wire [TXD_WIDTH-1:0]   tx_req_desc;
 wire [PORT_BITS-1:0]   tx_req_port;
 wire                   rec_valid, rec_tx, rec_read, rec_atomic, rec_signaled;
@@ -654,7 +654,7 @@ completer #(
     .iss_una_valid(win_una_valid), .iss_una(win_una), .iss_reads(win_reads),
     .iss_busy_qp(win_busy), .iss_wired_qp(win_wired), .hold(sq_hold), .busy(sq_busy),
     .going_back(going_back),
-    .tx_done(tx_req_done), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
+    .tx_done(tx_req_done), .tx_error(tx_req_error), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
     .bp_idx(bp_idx),
     .rsp_qpn(c_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
     .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr_read),
@@ -767,7 +767,7 @@ generate
     for (p = 0; p < NUM_PORTS; p = p + 1) begin : port
         wire [DATA_WIDTH-1:0]   loop_tdata;
         wire [DATA_WIDTH/8-1:0] loop_tkeep;
-        wire                    loop_tvalid, loop_tready, loop_tlast;
+        wire                    loop_tvalid, loop_tready, loop_tlast, loop_tuser;
         wire                    xmit_pkt;
         wire [10:0]             xmit_pktlen;
         wire [2*DMA_REQ_WIDTH-1:0] port_dma_data;
@@ -777,7 +777,7 @@ generate
         port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .NUM_QP(NUM_QP)) tx (
             .clk(clk), .rst(rst),
             .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
-            .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]),
+            .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]), .req_done_error(tx_req_error[p]),
             .going_back(going_back),
             .s_rsp_valid(tx_rsp_valid[p]), .s_rsp_ready(tx_rsp_ready[p]), .s_rsp_desc(tx_rsp_desc),
             .m_dma_valid(dma_c_valid[3+2*p +: 2]), .m_dma_ready(dma_c_ready[3+2*p +: 2]),
@@ -786,13 +786,13 @@ generate
             .s_axis_pl_tkeep(dma_rd_tkeep[(3+2*p)*DATA_WIDTH/8 +: 2*DATA_WIDTH/8]),
             .s_axis_pl_tvalid(dma_rd_tvalid[3+2*p +: 2]),
             .s_axis_pl_tready(dma_rd_port_ready[2*p +: 2]),
-            .s_axis_pl_tlast(dma_rd_tlast[3+2*p +: 2]),
+            .s_axis_pl_tlast(dma_rd_tlast[3+2*p +: 2]), .s_axis_pl_tuser(dma_rd_tuser[3+2*p +: 2]),
             .m_axis_tx_tdata(tx_tdata_p[p]), .m_axis_tx_tkeep(tx_tkeep_p[p]),
             .m_axis_tx_tvalid(m_axis_tx_tvalid[p]), .m_axis_tx_tready(m_axis_tx_tready[p]),
             .m_axis_tx_tlast(m_axis_tx_tlast[p]), .m_axis_tx_tuser(m_axis_tx_tuser[p]),
             .m_axis_loop_tdata(loop_tdata), .m_axis_loop_tkeep(loop_tkeep),
             .m_axis_loop_tvalid(loop_tvalid), .m_axis_loop_tready(loop_tready),
-            .m_axis_loop_tlast(loop_tlast),
+            .m_axis_loop_tlast(loop_tlast), .m_axis_loop_tuser(loop_tuser),
             .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen)
         );
 
@@ -809,7 +809,7 @@ generate
             .s_axis_tkeep({loop_tkeep, s_axis_rx_tkeep[p*DATA_WIDTH/8 +: DATA_WIDTH/8]}),
             .s_axis_tvalid({loop_tvalid, s_axis_rx_tvalid[p]}), .s_axis_tready(rx_mux_ready),
             .s_axis_tlast({loop_tlast, s_axis_rx_tlast[p]}),
-            .s_axis_tuser({1'b0, s_axis_rx_tuser[p]}),
+            .s_axis_tuser({loop_tuser, s_axis_rx_tuser[p]}),
             .m_axis_tdata(rx_tdata), .m_axis_tkeep(rx_tkeep), .m_axis_tvalid(rx_tvalid),
             .m_axis_tready(rx_tready), .m_axis_tlast(rx_tlast), .m_axis_tuser(rx_tuser),
             .m_axis_tid(rx_tid)

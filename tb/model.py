@@ -237,6 +237,7 @@ class Model(Observer):
         self.pkeys = defaultdict(lambda: 0xFFFF)
         self.wire = defaultdict(list)  # port -> the packets it sends on its link, in order
         self.looped = 0             # packets sent through a port's internal loopback (unsniffed)
+        self.aborted = defaultdict(int)   # port -> packets it sends aborted (payload refused)
         # False once an RC message met receiver-not-ready with rnr_retry 7 on the packet path:
         # how often the device retried depends on timing, so its packets are not predictable
         self.wire_exact = True
@@ -611,8 +612,9 @@ class Model(Observer):
     def host_fails(self, addr=0, length=0):
         """Host memory answers every access to [addr, addr + length) with an error from now
         on (HostMemory.fail; length 0: none). A WQE read from there completes GENERAL_ERR, and
-        so does a loopback RDMA WRITE or READ whose data is read or written there, and a READ
-        or atomic on the packet path whose answer is stored there; what that message left in
+        so does a loopback RDMA WRITE or READ whose data is read or written there, a READ or
+        atomic on the packet path whose answer is stored there, and a SEND or WRITE on the
+        packet path whose payload is read from there (_send_refused); what that message left in
         its destination is not decided (docs/semantics.md)."""
         self.failing = (addr, addr + length)
 
@@ -908,6 +910,9 @@ class Model(Observer):
         internal = self._loopback(q, self._av(q, wr))
         far, far_port = (self, q.port) if internal else self.links.get(q.port, (None, None))
         packets = self._request_packets(q, wr, q.sq_psn)
+        refused = self._refused_packets(q, wr)
+        if refused:
+            return self._send_refused(q, wr, refused, far, far_port, internal)
         tries = 0
         resends = 0         # go-back-N resends after a local ACK timeout (no answer)
         while True:
@@ -968,6 +973,55 @@ class Model(Observer):
         else:
             q.sq_psn = (q.sq_psn + len(packets)) & PSN_MASK
         return WCStatus.SUCCESS, why
+
+    def _refused_packets(self, q, wr):
+        """The packets of a SEND or WRITE (by index) whose payload bytes host memory refuses."""
+        if wr.opcode in _READS_BACK:
+            return []
+        lo, hi = self.failing
+        mtu, offset, refused = self._path_mtu(q), 0, set()
+        for at, n in self._local_parts(wr):
+            first, end = max(at, lo), min(at + n, hi)
+            if first < end:
+                refused |= set(range((offset + first - at) // mtu,
+                                     (offset + end - 1 - at) // mtu + 1))
+            offset += n
+        return sorted(refused)
+
+    def _send_refused(self, q, wr, refused, far, far_port, internal):
+        """Host memory refused the payload of packets `refused` of the message: they leave
+        aborted, the far port drops them as bad frames, and the message never arrives whole;
+        the sender completes GENERAL_ERR (its QP goes to ERR, so nothing resends it). The
+        packets before the first of them were taken at the far end: what they wrote (the
+        remote range of a WRITE, the head receive's buffers of a SEND, whose WQE stays posted)
+        is not decided. Which other packets and answers cross the links is no longer predicted
+        (the far end's answers to the packets after an aborted one depend on timing)."""
+        self.wire_exact = False
+        if not internal:
+            self.aborted[q.port] += len(refused)
+            if far is not None:
+                far.wire_exact = False
+        if far is not None and refused[0] > 0:
+            dest, _ = far._destination(far_port, q.type, self._dest_qpn(q, wr),
+                                       self._qkey(q, wr))
+            if dest is not None and dest.state == QPState.RTS:
+                far._taken_in_part(dest, wr)
+        return WCStatus.GENERAL_ERR, "host memory refused its payload: packets aborted"
+
+    def _taken_in_part(self, dest, wr):
+        """The first packets of `wr` reached QP `dest` of this device and the rest never will:
+        the bytes they may have written are undefined; an RC WRITE whose rkey fails was NAKed
+        at its first packet, which moves `dest` to ERR."""
+        if wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM):
+            rmr, _ = self._rkey_check(dest, RETH(va=wr.remote_addr, rkey=wr.rkey,
+                                                 dma_len=wr.length), Access.REMOTE_WRITE)
+            if rmr is not None:
+                self.image.undefined.append((rmr.host_addr(wr.remote_addr), wr.length))
+            elif dest.type == QPType.RC:
+                self._set_err(dest)
+        elif dest.rq:
+            parts, _ = self._recv_parts(dest.rq[0], dest.pd, 0, dest.rq[0].wr.length)
+            self.image.undefined += parts or []
 
     def _arrive(self, port, packets, internal, what):
         """The packets of one message reach `port` of this device: the answer (an AETH

@@ -328,7 +328,11 @@ class Scoreboard(Observer):
         failures = []
         for port, sniffer in self.links.items():
             failures += [f"port {port} link: {c.error} (cycle {c.cycle}, {len(c.data)} bytes)"
-                         for c in sniffer.errors()]
+                         for c in sniffer.errors() if not c.aborted]
+            aborted = sum(c.aborted for c in sniffer.captures)
+            if aborted != self.model.aborted[port]:
+                failures.append(f"port {port} link: {aborted} packets aborted, expected "
+                                f"{self.model.aborted[port]}")
             if not self.model.wire_exact:
                 continue
             missing, unexpected, packets = self._link_diff(port, sniffer)

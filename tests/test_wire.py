@@ -817,16 +817,58 @@ async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
     else:
         wr = atomic_fetch_and_add(local.sge(0, 8), remote.remote(8), 5, wr_id=0x31)
         window = (local.mr.host_addr, 8)
+    await fails_general_err_then_flushes(rdma, a, wr, window)
+    await rdma.finish(links_idle=False)
+
+
+async def fails_general_err_then_flushes(rdma, qp, wr, window):
+    """`wr`, posted on `qp` while host memory refuses `window`, completes GENERAL_ERR and
+    moves `qp` to ERR; with host memory healed, the next WR is flushed."""
     rdma.host_memory_fails(*window)
-    await a.post_send(wr)
-    [wc] = await rdma.poll_until(a.send_cq, 1)
-    assert_wc(wc, wr_id=0x31, status=WCStatus.GENERAL_ERR)
+    await qp.post_send(wr)
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    assert_wc(wc, wr_id=wr.wr_id, status=WCStatus.GENERAL_ERR)
     assert rdma.tb.mem.faults > 0
-    await rdma.assert_state(a, QPState.ERR)
-    await a.post_send(replace(wr, wr_id=0x32))
-    [wc] = await rdma.poll_until(a.send_cq, 1)
-    assert_wc(wc, wr_id=0x32, status=WCStatus.WR_FLUSH_ERR)
+    await rdma.assert_state(qp, QPState.ERR)
     rdma.host_memory_fails()
+    await qp.post_send(replace(wr, wr_id=wr.wr_id + 1))
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    assert_wc(wc, wr_id=wr.wr_id + 1, status=WCStatus.WR_FLUSH_ERR)
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_a_payload_host_memory_refuses_leaves_aborted_and_completes_general_err(
+        dut, transport):
+    """A SEND of 3000 bytes (three packets at path MTU 1024; UD: one datagram of 1000 bytes)
+    from port 1 to port 2, 64 bytes of whose payload host memory answers SLVERR to (in the
+    second packet; UD's only one): the packet they were to fill leaves aborted (tuser), port 2
+    drops it as a bad frame (PortRcvErrors), no receive completes, and the sender completes
+    GENERAL_ERR, not SUCCESS over bytes it never read; its QP goes to ERR and the next WR is
+    flushed. The receive stays posted (what the first packet wrote into it is not decided),
+    and no PSN-checked packet after the aborted one is taken."""
+    rdma = await Rdma.open(dut, cabled=True)
+    local, inbox = await rdma.region(4096), await rdma.region(4096)
+    if transport == QPType.UD:
+        a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
+        ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
+        wr = ud_send(local.sge(0, 1000), ah, b.qp_num, QKEY, wr_id=0x41)
+        window = (local.mr.host_addr + 512, 64)
+    else:
+        a, b = await wire_pair(rdma, transport, path_mtu=MTU.MTU1024)
+        wr = work_request(WROpcode.SEND, local.sge(0, 3000), wr_id=0x41)
+        window = (local.mr.host_addr + 1536, 64)        # in the second packet's bytes
+    await b.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0x51))
+    before = {p: await counters(rdma, p) for p in (1, 2)}
+    await fails_general_err_then_flushes(rdma, a, wr, window)
+    await rdma.cycles(2000)
+    assert await b.recv_cq.poll() == [], "a message with an aborted packet was delivered"
+    aborted = [c for c in rdma.tb.sniffers[1].captures if c.aborted]
+    assert len(aborted) == 1, f"{len(aborted)} packets left port 1 aborted, expected 1"
+    after = {p: await counters(rdma, p) for p in (1, 2)}
+    assert moved(before[2], after[2], PortCounter.RCV_ERRORS) == 1
+    assert moved(before[1], after[1], PortCounter.XMIT_PKTS) == \
+        moved(before[2], after[2], PortCounter.RCV_PKTS) + 1
     await rdma.finish(links_idle=False)
 
 

@@ -44,6 +44,7 @@ module dma_engine #(
     output wire [CLIENTS-1:0]                m_axis_rd_tvalid,
     input  wire [CLIENTS-1:0]                m_axis_rd_tready,
     output wire [CLIENTS-1:0]                m_axis_rd_tlast,
+    output wire [CLIENTS-1:0]                m_axis_rd_tuser,   // with tlast: the stream is not the host's bytes (an error response)
     input  wire [CLIENTS*DATA_WIDTH-1:0]     s_axis_wr_tdata,
     input  wire [CLIENTS*DATA_WIDTH/8-1:0]   s_axis_wr_tkeep,
     input  wire [CLIENTS-1:0]                s_axis_wr_tvalid,
@@ -208,7 +209,7 @@ generate
             .w_shared(|(w_busy & ~({{(CLIENTS-1){1'b0}}, 1'b1} << c))), .w_busy(w_busy[c]),
             .m_axis_rd_tdata(rd_tdata_c[c]), .m_axis_rd_tkeep(rd_tkeep_c[c]),
             .m_axis_rd_tvalid(m_axis_rd_tvalid[c]), .m_axis_rd_tready(m_axis_rd_tready[c]),
-            .m_axis_rd_tlast(m_axis_rd_tlast[c]),
+            .m_axis_rd_tlast(m_axis_rd_tlast[c]), .m_axis_rd_tuser(m_axis_rd_tuser[c]),
             .s_axis_wr_tdata(s_axis_wr_tdata[c*DATA_WIDTH +: DATA_WIDTH]),
             .s_axis_wr_tkeep(s_axis_wr_tkeep[c*K +: K]),
             .s_axis_wr_tvalid(s_axis_wr_tvalid[c]), .s_axis_wr_tready(s_axis_wr_tready[c]),

@@ -9,7 +9,9 @@
 //                          the upper dst bits are ignored; 0: byte 0 in tdata[7:0]), tkeep has
 //                          exactly the lanes of the bytes (from that lane up on the first beat,
 //                          full in between, up to the last byte on the last beat), tlast is on
-//                          the last beat, and lanes outside tkeep carry zero on every beat
+//                          the last beat, and lanes outside tkeep carry zero on every beat;
+//                          tuser on the last beat: some of its source beats came with an
+//                          error response, so the stream is not the host's bytes
 //   WRITE_STREAM (mode 4): len bytes from s_axis_wr -> host dst (any alignment). The stream's
 //                          first byte is in lane src[log2(B)-1:0] of its first beat (the upper
 //                          src bits are ignored; 0: byte 0 in tdata[7:0]), same beat layout as
@@ -79,6 +81,7 @@ module dma_mover #(
     output wire                     m_axis_rd_tvalid,
     input  wire                     m_axis_rd_tready,
     output wire                     m_axis_rd_tlast,
+    output wire                     m_axis_rd_tuser, // with tlast: a read of the command had an error response
 
     // WRITE_STREAM input; tready is low outside a WRITE_STREAM command
     input  wire [DATA_WIDTH-1:0]    s_axis_wr_tdata,
@@ -366,6 +369,10 @@ dma_wr_engine #(
     .wr_error(wr_error),
     .done(wr_done)
 );
+
+// An R beat enters the read buffer the cycle rd_error takes it in, and leaves it at the
+// earliest the cycle after: every stream beat built from it sees the error.
+assign m_axis_rd_tuser = rd_error;
 
 // Nothing below changes while idle with no command offered: a simulator then skips it.
 wire awake = state != ST_IDLE || s_cmd_valid || m_done_valid || !cmd_ready;

@@ -76,6 +76,7 @@ module dma_sgl #(
     output wire                     m_axis_rd_tvalid,
     input  wire                     m_axis_rd_tready,
     output wire                     m_axis_rd_tlast,
+    output wire                     m_axis_rd_tuser, // with tlast: a read had an error response, or the list was short
 
     // WRITE_STREAM input; tready is low outside a WRITE_STREAM command
     input  wire [DATA_WIDTH-1:0]    s_axis_wr_tdata,
@@ -241,7 +242,7 @@ wire [B-1:0] trk_keep = lo_mask & (trk_last ? end_mask : ALL);
 // ---- READ_STREAM: pieces (or zero fill) merged into one stream -------------------------------
 wire [DATA_WIDTH-1:0] mv_rd_tdata;
 wire [B-1:0] mv_rd_tkeep;
-wire mv_rd_tvalid, mv_rd_tlast, mv_rd_tready;
+wire mv_rd_tvalid, mv_rd_tlast, mv_rd_tready, mv_rd_tuser;
 wire zfill = RD_LISTS && state == ST_ZFILL;
 wire [DATA_WIDTH-1:0] rs_data = zfill ? {DATA_WIDTH{1'b0}} : mv_rd_tdata;
 wire [B-1:0] rs_keep = zfill ? trk_keep : mv_rd_tkeep;
@@ -255,6 +256,8 @@ assign m_axis_rd_tdata = RD_LISTS ? rs_data | hold_data : rs_data;
 assign m_axis_rd_tkeep = RD_LISTS ? rs_keep | hold_keep : rs_keep;
 assign m_axis_rd_tvalid = rs_valid && !absorb;
 assign m_axis_rd_tlast = rs_last && (!LISTS || p_final);
+// an earlier piece's error is in err before the next piece streams (a piece at a time)
+assign m_axis_rd_tuser = mv_rd_tuser || (rd_list && err);
 assign mv_rd_tready = rs_ready && !zfill;
 
 // ---- WRITE_STREAM: the input shown to each piece ---------------------------------------------
@@ -347,6 +350,7 @@ dma_mover #(
     .m_axis_rd_tvalid(mv_rd_tvalid),
     .m_axis_rd_tready(mv_rd_tready),
     .m_axis_rd_tlast(mv_rd_tlast),
+    .m_axis_rd_tuser(mv_rd_tuser),
     .s_axis_wr_tdata(s_axis_wr_tdata),
     .s_axis_wr_tkeep(s_axis_wr_tkeep & wr_mask),
     .s_axis_wr_tvalid(s_axis_wr_tvalid),

@@ -28,6 +28,9 @@
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
 // A message is done (done, done_psn, done_user) in the cycle after its last packet's last beat
 // leaves; its place then takes the next descriptor.
+// A chunk whose stream ends with tuser (host memory answered an error: the bytes are not the
+// message's) still fills its packet, which leaves with tuser on every beat: the link aborts it
+// and the receiver drops it as a bad frame. Its message is done with done_error.
 // A cut (the QP went back: its responder drops the rest of the message, which is sent again)
 // ends the message being filled early: no chunk is requested after it, and the packet of the
 // last chunk requested (of the next one, when none is out) ends the message. Its packets keep
@@ -102,6 +105,7 @@ module packetizer #(
     input  wire                     s_axis_pl_tvalid,
     output wire                     s_axis_pl_tready,
     input  wire                     s_axis_pl_tlast,
+    input  wire                     s_axis_pl_tuser, // with tlast: the chunk is not the host's bytes
 
     // TX link: one packet per frame, LRH .. VCRC
     output wire [DATA_WIDTH-1:0]    m_axis_tx_tdata,
@@ -116,6 +120,7 @@ module packetizer #(
     output reg  [10:0]              pkt_sent_len,    // its PktLen (4-byte words)
     output wire                     done,            // a message's last packet left
     output reg  [23:0]              done_psn,        // the PSN after its last packet, with done
+    output reg                      done_error,      // with done: a packet of it was aborted (bad payload)
     output reg  [USER_WIDTH-1:0]    done_user        // its desc_user, with done
 );
 
@@ -135,7 +140,7 @@ localparam BUF_LAST = BUFFERS - 1;
 localparam [IDX_BITS-1:0] LAST_BUF = BUF_LAST[IDX_BITS-1:0];
 localparam [CNT_BITS-1:0] ALL_BUFS = BUFFERS[CNT_BITS-1:0];
 localparam MSG_BITS = MESSAGES > 1 ? $clog2(MESSAGES) : 1;
-localparam SB_WIDTH = 12 + MSG_BITS;                      // {message, it ends there, PktLen}
+localparam SB_WIDTH = 13 + MSG_BITS;                      // {message, bad, it ends there, PktLen}
 
 localparam [2:0] K_READ_REQ = 3'd2;
 localparam [2:0] K_ACK = 3'd4;
@@ -188,6 +193,7 @@ reg [23:0] m_psn [0:BUFFERS-1];
 reg [BUFFERS-1:0] m_first;
 reg [BUFFERS-1:0] m_last;
 reg [BUFFERS-1:0] m_end;                  // it ends its message here (its last packet, or a cut)
+reg [BUFFERS-1:0] m_bad;                  // its payload chunk ended with tuser: abort it
 reg [MSG_BITS-1:0] m_msg [0:BUFFERS-1];   // its message's place
 
 // ------------------------------------------------------------------------------------------
@@ -248,6 +254,7 @@ always @(posedge clk) begin
         m_first[f_buf] <= f_first;
         m_last[f_buf] <= f_last;
         m_end[f_buf] <= f_end;
+        m_bad[f_buf] <= f_beat && s_axis_pl_tuser;
         m_msg[f_buf] <= f_msg;
         f_buf <= (f_buf == LAST_BUF) ? {IDX_BITS{1'b0}} : f_buf + 1'b1;
         f_base <= f_base_next;
@@ -430,7 +437,7 @@ always @(posedge clk) begin
         a_data <= s_data;
         a_keep <= s_keep;
         a_last <= s_final;
-        a_sb <= {s_msg, m_end[s_buf], s_pktlen};
+        a_sb <= {s_msg, m_bad[s_buf], m_end[s_buf], s_pktlen};
         s_beat <= s_beat + 1'b1;
         s_prev <= s_mem;
         // the final beat of a packet may read one word past its payload (bytes it does not
@@ -526,7 +533,8 @@ wire        open = gap == 20'd0;
 
 assign m_axis_tx_tvalid = c_valid & open;
 assign c_ready = m_axis_tx_tready & open;
-assign m_axis_tx_tuser = 1'b0;
+assign m_axis_tx_tuser = c_sb[12];
+reg  msg_bad;           // an earlier packet of the message on the link was aborted
 wire tx_xfer = m_axis_tx_tvalid & m_axis_tx_tready;
 wire tx_end = tx_xfer & m_axis_tx_tlast;
 
@@ -536,8 +544,10 @@ always @(posedge clk) begin
         pkt_sent_len <= c_sb[10:0];
     retire <= tx_end & c_sb[11];
     if (tx_end) begin
-        done_psn  <= place_end_psn[o_msg];
-        done_user <= m_axis_tx_user;
+        done_psn   <= place_end_psn[o_msg];
+        done_user  <= m_axis_tx_user;
+        done_error <= msg_bad | c_sb[12];
+        msg_bad    <= !c_sb[11] && (msg_bad | c_sb[12]);
     end
     if (!open)
         gap <= gap - 1'b1;
@@ -563,6 +573,7 @@ always @(posedge clk) begin
     if (rst) begin
         pkt_sent <= 1'b0;
         retire <= 1'b0;
+        msg_bad <= 1'b0;
         gap <= 20'd0;
         gap_acc <= 20'd0;
         held <= {(MSG_BITS+1){1'b0}};

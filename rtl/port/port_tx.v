@@ -3,9 +3,11 @@
 // them (one leaving while the next one's payload arrives), fetches each packet's payload from
 // host memory through its two DMA movers in turn (READ_STREAM), and sends the packets on the
 // physical link, or on the internal port loopback for a loopback message whose bypass is
-// switched off. Only physical-link packets are counted. While a go-back is due for a QP, its
-// message being read out ends at the next packet boundary: the responder would drop the rest,
-// which is sent again anyway, and the resend would wait behind it.
+// switched off. Only physical-link packets are counted. A packet whose payload host memory
+// refused leaves aborted (tuser), on either link, and its message is done with an error.
+// While a go-back is due for a QP, its message being read out ends at the next packet
+// boundary: the responder would drop the rest, which is sent again anyway, and the resend
+// would wait behind it.
 `ifndef RDMA_PORT_TX_V
 `define RDMA_PORT_TX_V
 `default_nettype none
@@ -25,6 +27,7 @@ module port_tx #(
     output wire                     s_req_ready,
     input  wire [TXD_WIDTH-1:0]     s_req_desc,
     output wire                     req_done,
+    output wire                     req_done_error,  // with req_done: a packet of it was aborted
     // the QPs with a go-back due (the completer's): their message being read out is cut
     input  wire [NUM_QP-1:0]        going_back,
 
@@ -45,6 +48,7 @@ module port_tx #(
     input  wire [1:0]                 s_axis_pl_tvalid,
     output wire [1:0]                 s_axis_pl_tready,
     input  wire [1:0]                 s_axis_pl_tlast,
+    input  wire [1:0]                 s_axis_pl_tuser, // with tlast: the chunk is not the host's bytes
 
     // physical link
     output wire [DATA_WIDTH-1:0]    m_axis_tx_tdata,
@@ -60,6 +64,7 @@ module port_tx #(
     output wire                     m_axis_loop_tvalid,
     input  wire                     m_axis_loop_tready,
     output wire                     m_axis_loop_tlast,
+    output wire                     m_axis_loop_tuser,
 
     // counter events (physical link only)
     output wire                     xmit_pkt,
@@ -83,7 +88,7 @@ wire rq_push = s_rsp_valid && s_rsp_ready;
 
 // ---- the next message into the packetizer: responses first, the peer's requester is
 //      waiting for them ----
-wire                 pk_ready, pk_done;
+wire                 pk_ready, pk_done, pk_done_error;
 wire [23:0]          pk_done_psn;
 wire                 from_req = rq_count == 0;
 wire [TXD_WIDTH-1:0] d = from_req ? s_req_desc : rq_mem[rq_rd];
@@ -95,6 +100,7 @@ assign s_req_ready = take_req;
 localparam USER_WIDTH = QPN_BITS + 256 + 2;
 wire [USER_WIDTH-1:0] pl_user, tx_user, done_user;
 assign req_done = pk_done && done_user[0];
+assign req_done_error = pk_done_error;
 
 always @(posedge clk) begin
     if (rq_push) begin
@@ -139,6 +145,7 @@ wire [DATA_WIDTH-1:0]   pl_tdata  = s_axis_pl_tdata[stream_from*DATA_WIDTH +: DA
 wire [DATA_WIDTH/8-1:0] pl_tkeep  = s_axis_pl_tkeep[stream_from*DATA_WIDTH/8 +: DATA_WIDTH/8];
 wire                    pl_tvalid = s_axis_pl_tvalid[stream_from];
 wire                    pl_tlast  = s_axis_pl_tlast[stream_from];
+wire                    pl_tuser  = s_axis_pl_tuser[stream_from];
 wire                    pk_pl_tready;
 
 always @(posedge clk) begin
@@ -193,12 +200,12 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk 
     .pl_req_offset(pl_req_offset), .pl_req_len(pl_req_len), .pl_req_user(pl_user),
     .s_axis_pl_tdata(pl_tdata), .s_axis_pl_tkeep(pl_tkeep),
     .s_axis_pl_tvalid(pl_tvalid), .s_axis_pl_tready(pk_pl_tready),
-    .s_axis_pl_tlast(pl_tlast),
+    .s_axis_pl_tlast(pl_tlast), .s_axis_pl_tuser(pl_tuser),
     .m_axis_tx_tdata(tx_tdata), .m_axis_tx_tkeep(tx_tkeep), .m_axis_tx_tvalid(tx_tvalid),
     .m_axis_tx_tready(tx_tready), .m_axis_tx_tlast(tx_tlast), .m_axis_tx_tuser(tx_tuser),
     .m_axis_tx_user(tx_user),
     .pkt_sent(pkt_sent), .pkt_sent_len(pkt_sent_len),
-    .done(pk_done), .done_psn(pk_done_psn), .done_user(done_user)
+    .done(pk_done), .done_psn(pk_done_psn), .done_error(pk_done_error), .done_user(done_user)
 );
 
 // each beat's link is its own message's
@@ -212,6 +219,7 @@ assign m_axis_loop_tdata  = tx_tdata;
 assign m_axis_loop_tkeep  = tx_tkeep;
 assign m_axis_loop_tvalid = tx_tvalid && internal;
 assign m_axis_loop_tlast  = tx_tlast;
+assign m_axis_loop_tuser  = tx_tuser;
 assign tx_tready = internal ? m_axis_loop_tready : m_axis_tx_tready;
 
 // pkt_sent comes the cycle after the packet's last beat: the link it took is remembered

@@ -75,8 +75,10 @@ module completer #(
     output wire [NUM_QP-1:0]        going_back,       // a go-back is due: the ports cut its message
     output reg  [NUM_QP-1:0]        busy,
 
-    // the ports' last packets leaving
+    // the ports' last packets leaving; with an error, host memory refused some of the
+    // message's payload and the port aborted those packets
     input  wire [NUM_PORTS-1:0]     tx_done,
+    input  wire [NUM_PORTS-1:0]     tx_error,
     // the bypass's DMA queue: the data of WQE bp_idx of QP bp_qpn is in place (or failed)
     input  wire                     bp_done,
     input  wire                     bp_error,
@@ -275,11 +277,12 @@ wire [NUM_QP-1:0]   w_pick = next_of(walk | rewind, w_sel);
 wire [QPN_BITS-1:0] w_q;
 assign d_qpn = w_q;
 wire [SLOT_BITS-1:0] w_slot = {w_q, q_aw[w_q][SQ_WIN_LOG-1:0]};
-// a REC_SENT slot whose done pulse came ({done, error}) is finished like a REC_DONE one
+// a REC_SENT slot whose done pulse came ({done, error}), and an RC one whose payload host
+// memory refused, are finished like a REC_DONE one
 wire [1:0]  w_done;
 wire [1:0]  w_recorded = s_kind[w_slot];
-wire [1:0]  w_kind   = w_recorded == REC_SENT && w_done[1] ? REC_DONE : w_recorded;
-wire [7:0]  w_status = w_recorded != REC_SENT ? s_status[w_slot] :
+wire [1:0]  w_kind   = w_done[1] && (w_recorded == REC_SENT || w_done[0]) ? REC_DONE : w_recorded;
+wire [7:0]  w_status = w_recorded == REC_DONE ? s_status[w_slot] :
                        w_done[0] ? WC_GENERAL_ERR : WC_SUCCESS;
 wire        w_read   = s_read[w_slot];
 wire [23:0] w_first  = s_first[w_slot];
@@ -418,21 +421,26 @@ xor_ram #(.ADDR_BITS(SLOT_BITS), .WIDTH(1), .WRITES(2), .READS(NUM_PORTS + 3)) l
     .rd_addr({pt_done_slot_v, bp_slot, a_head, rsp_head}),
     .rd_data({pt_live, bp_live, a_live, rsp_live}));
 // Done: a REC_SENT WQE's source finished it ({done, error}): its last packet left port p, or
-// its bypass data is in place (error: the DMA engine answered an error). The record clears it.
-wire [NUM_PORTS-1:0] pt_sent_done;
+// its bypass data is in place (error: the DMA engine answered an error); or an RC WQE's
+// packets left with some aborted ({1, 1}: it fails whatever the answers). The record clears
+// it, so a go-back that issues the WQE again reads its payload again.
+wire [NUM_PORTS-1:0] pt_sent_done, pt_failed;
+wire [2*NUM_PORTS-1:0] pt_done_data;
 wire bp_sent_done = bp_done && bp_live && s_kind[bp_slot] == REC_SENT;
 genvar gp;
 generate
     for (gp = 0; gp < NUM_PORTS; gp = gp + 1) begin : port_done
         assign pt_done_slot_v[gp*SLOT_BITS +: SLOT_BITS] = pt_done_slot[gp];
         assign pt_sent_done[gp] = tx_done[gp] && pt_done_kind[gp] == REC_SENT && pt_live[gp];
+        assign pt_failed[gp] = tx_done[gp] && tx_error[gp] && pt_live[gp];
+        assign pt_done_data[gp*2 +: 2] = {1'b1, tx_error[gp]};
     end
 endgenerate
 xor_ram #(.ADDR_BITS(SLOT_BITS), .WIDTH(2), .WRITES(NUM_PORTS + 2), .READS(1)) done_ram (
     .clk(clk),
-    .wr_en({bp_sent_done, pt_sent_done, rec_valid}),
+    .wr_en({bp_sent_done, pt_sent_done | pt_failed, rec_valid}),
     .wr_addr({bp_slot, pt_done_slot_v, rec_slot}),
-    .wr_data({1'b1, bp_error, {NUM_PORTS{2'b10}}, 2'b00}),
+    .wr_data({1'b1, bp_error, pt_done_data, 2'b00}),
     .rd_addr(w_slot), .rd_data(w_done));
 
 always @(posedge clk) begin
@@ -600,11 +608,14 @@ always @(posedge clk) begin
     if (iss_kick)
         walk[iss_qpn] <= 1'b1;
 
-    // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts ----
+    // ---- last packets out: a UC / UD message is done, an RC QP's ACK timer starts; a
+    //      message with packets aborted stops the QP ----
     for (i = 0; i < NUM_PORTS; i = i + 1)
         if (tx_done[i]) begin
             pt_rd[i] <= !pt_rd[i];
-            if (pt_sent_done[i]) begin
+            if (pt_failed[i])
+                stopped[pt_done_qpn[i]] <= 1'b1;
+            if (pt_sent_done[i] || pt_failed[i]) begin
                 walk[pt_done_qpn[i]] <= 1'b1;
             end else if (pt_done_kind[i] == REC_RC && q_timeout[pt_done_qpn[i]] != 5'd0) begin
                 timer_on[pt_done_qpn[i]]   <= 1'b1;

@@ -157,7 +157,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .pl_req_len(d_req_len), .pl_req_user(),
     .s_axis_pl_tdata(tx_pl_tdata), .s_axis_pl_tkeep(tx_pl_tkeep),
     .s_axis_pl_tvalid(tx_pl_tvalid), .s_axis_pl_tready(d_pl_tready),
-    .s_axis_pl_tlast(tx_pl_tlast),
+    .s_axis_pl_tlast(tx_pl_tlast), .s_axis_pl_tuser(1'b0),
     .m_axis_tx_tdata(ptx_tdata), .m_axis_tx_tkeep(ptx_tkeep), .m_axis_tx_tvalid(ptx_tvalid),
     .m_axis_tx_tready(loop_sel & rx_tready), .m_axis_tx_tlast(ptx_tlast),
     .m_axis_tx_tuser(ptx_tuser), .m_axis_tx_user(),

@@ -228,7 +228,7 @@ packetizer #(
     .s_axis_pl_tkeep(s_axis_pl_tkeep),
     .s_axis_pl_tvalid(s_axis_pl_tvalid),
     .s_axis_pl_tready(s_axis_pl_tready),
-    .s_axis_pl_tlast(s_axis_pl_tlast),
+    .s_axis_pl_tlast(s_axis_pl_tlast), .s_axis_pl_tuser(1'b0),
     .m_axis_tx_tdata(m_axis_tx_tdata),
     .m_axis_tx_tkeep(m_axis_tx_tkeep),
     .m_axis_tx_tvalid(dut_tx_tvalid),

@@ -7,7 +7,8 @@
 // go back where a go-back says; the first PSNs are fixed, one QP's wrapping around 2^24),
 // wr_id names the WQE (its QP and index), the responder answers only PSNs it was sent, a READ
 // response is reported stored only at the QP's oldest unacknowledged PSN, the bypass reports
-// only WQEs it was given, the port finishes only messages it holds (two). The QP table's part
+// only WQEs it was given, the port finishes only messages it holds (two), each with or
+// without its packets aborted (tx_error). The QP table's part
 // (the issue and completion indexes, ERR, which software may also set) is modelled here; time
 // is one per cycle with the transport timers 1024 times fast. Asserted:
 // - a WQE is released to software (its ring slot moves) at the completion index, and the send
@@ -39,6 +40,7 @@ module completer_props #(
     input wire        iss_hold,
     input wire        iss_kick,
     input wire        tx_done,
+    input wire        tx_error,
     input wire        bp_done,
     input wire        bp_error,
     input wire        bp_qpn,
@@ -124,7 +126,7 @@ completer #(.NUM_QP(NUM_QP), .NUM_CQ(2), .NUM_PORTS(1), .ADDR_WIDTH(16),
     .iss_una_valid(iss_una_valid), .iss_una(iss_una), .iss_reads(iss_reads),
     .iss_busy_qp(iss_busy_qp), .iss_wired_qp(iss_wired_qp), .hold(hold),
     .going_back(going_back), .busy(busy),
-    .tx_done(tx_done), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
+    .tx_done(tx_done), .tx_error(tx_error), .bp_done(bp_done), .bp_error(bp_error), .bp_qpn(bp_qpn),
     .bp_idx(bp_idx),
     .rsp_qpn(rsp_qpn), .rsp_active(rsp_active), .rsp_wait(rsp_wait), .rsp_una(rsp_una),
     .rsp_read(rsp_read), .rsp_atomic(rsp_atomic), .rsp_addr(rsp_addr),
