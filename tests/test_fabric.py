@@ -20,6 +20,7 @@ import cocotb
 import pytest
 
 from tb import simrun
+from tb.coverage import enabled as coverage_enabled
 from tb.link_faults import LinkFaults
 from tb.rdma_program import (
     DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SURE_LOSSES, Rdma,
@@ -548,8 +549,10 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
 # supported data width, in two groups per width (one simulator process each, so pytest-xdist
-# can spread them): the transports' long tests (lossy cables, the long READ), which make
-# test runs at 256 bits and make regress at every width, and everything else.
+# can spread them): the transports' long tests (lossy cables, the long READ) and everything
+# else. make test runs both at 256 bits; make regress both at every width, make coverage the
+# rest (the packets the width shapes cross a cable at 64 and 512 bits in make test's
+# test_wire).
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
                    "test_uc_and_ud_lose_only_what_the_cables_lost",
@@ -566,6 +569,8 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test na
 def test_fabric(w, group):
     if group == "transport" and w != 256 and not REGRESS:
         pytest.skip("the transports' long tests at 64 and 512 bits run under make regress")
+    if w != 256 and not (REGRESS or coverage_enabled()):
+        pytest.skip("two devices at 64 and 512 bits run under make regress and make coverage")
     simrun.run(
         toplevel="tb_fabric",
         test_module="test_fabric",

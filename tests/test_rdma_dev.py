@@ -21,6 +21,7 @@ import pytest
 from cocotb.triggers import Event, RisingEdge
 
 from tb import simrun
+from tb.coverage import enabled as coverage_enabled
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, DLID_PATH_BITS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE,
     SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_wc, free_index, grh_bytes,
@@ -1937,7 +1938,10 @@ async def test_modify_to_undefined_state_refused(dut):
 # groups per width, one simulator process each, so pytest-xdist can spread them: the 1 MiB messages
 # (most of the run time at 64 bits) and everything else. Both groups of a width share one build
 # (simrun builds each top and parameter set once). make test moves 1 MiB once per width, each
-# width with another opcode; make regress every opcode at every width.
+# width with another opcode; make regress every opcode at every width. At 64 and 512 bits make
+# test runs the tests whose data movement the width shapes (every opcode, UD, every length and
+# alignment, many messages in flight), make regress and make coverage all of them: the rules
+# the rest check do not depend on the width.
 
 WIDTHS = [64, 256, 512]
 MEGABYTE_TESTS = "test_megabyte_messages"
@@ -1946,6 +1950,8 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_rdma_dev.<test 
     "main": rf"^test_rdma_dev\.(?!{MEGABYTE_TESTS}(/|$))",
 }
 MEGABYTE_OPCODE = {64: "SEND", 256: "RDMA_WRITE", 512: "RDMA_READ"}     # make test's
+WIDTH_TESTS = ("test_connected_opcode", "test_ud_send", "test_length_alignment_sweep",
+               "test_many_qps_many_outstanding", "test_bypass_messages_in_flight_keep_their_order")
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
@@ -1954,6 +1960,8 @@ def test_rdma_dev(w, group):
     pattern = GROUPS[group]
     if group == "megabyte" and not REGRESS:
         pattern = rf"^test_rdma_dev\.{MEGABYTE_TESTS}/opcode={MEGABYTE_OPCODE[w]}$"
+    if group == "main" and w != 256 and not (REGRESS or coverage_enabled()):
+        pattern = rf"^test_rdma_dev\.({'|'.join(WIDTH_TESTS)})(/|$)"
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
