@@ -328,10 +328,11 @@ class TB:
 
     # --- the stream modes ---------------------------------------------------------------------
 
-    def check_frame(self, what, want, lane=0):
+    def check_frame(self, what, want, lane=0, refused=False):
         """The read stream carried exactly one frame: the bytes `want` from lane `lane` of its
         first beat on, tkeep exactly their lanes, tlast on the last beat only (an early tlast
-        makes a second frame), zero data in every lane outside tkeep."""
+        makes a second frame), zero data in every lane outside tkeep, and tuser on the last
+        beat exactly when host memory `refused` some of the reads."""
         length = len(want)
         if not length:
             assert self.rd_sink.empty(), f"{what}: a frame for no bytes (SEED={SEED})"
@@ -349,6 +350,8 @@ class TB:
                                  f"(SEED={SEED})")
         assert list(frame.tkeep) == [0] * lane + [1] * length + [0] * (nbytes - lane - length), \
             f"{what}: tkeep wrong (SEED={SEED})"
+        assert bool(frame.tuser[-1]) == refused, \
+            f"{what}: tuser {frame.tuser[-1]} on the last beat, want {int(refused)} (SEED={SEED})"
 
     def stream_lane_addr(self, lane):
         """The address field of a stream's own side: 0 by default, else the lane offset under
@@ -469,8 +472,9 @@ class TB:
 
     async def list_read_stream(self, src, length, src_list):
         """READ_STREAM from bytes [src, src+len) of a source list: one frame laid out exactly
-        as a plain READ_STREAM's, the bytes past the list's end as zeros, and the error set
-        exactly when the list ends before len. The dst field holds junk: it is ignored."""
+        as a plain READ_STREAM's, the bytes past the list's end as zeros, and the error (and
+        tuser on the last beat) set exactly when the list ends before len. The dst field holds
+        junk: it is ignored."""
         segs, covered = list_segments(src_list, src, length)
         for addr, n in segs:
             self.refresh(addr, n)
@@ -480,7 +484,7 @@ class TB:
         what = f"list READ_STREAM src=0x{src:x} {src_list} dst=0x{dst:x} len={length}"
         assert error == int(covered < length), \
             f"{what}: m_done_error={error}, {covered} bytes covered (SEED={SEED})"
-        self.check_frame(what, want)
+        self.check_frame(what, want, refused=covered < length)
         self.check_all(what)
         return error
 

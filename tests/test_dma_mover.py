@@ -166,7 +166,8 @@ async def test_backpressure(dut):
 
 @cocotb.test()
 async def test_error_responses(dut):
-    """SLVERR on reads or writes sets m_done_error, the command still drains and completes."""
+    """SLVERR on reads or writes sets m_done_error (and a READ_STREAM's tuser), the command
+    still drains and completes."""
     tb = TB(dut, "error_responses")
     await tb.reset()
     bad_lo, bad_hi = 0x40000, 0x41000      # one page that answers SLVERR
@@ -190,6 +191,15 @@ async def test_error_responses(dut):
     error, _, _ = await tb.command(MODE_COPY, src, dst, length)
     assert error == 1, "write SLVERR not reported"
     tb.check_all("COPY with write errors")
+    # A READ_STREAM over the failing page still delivers its length, the failing beats as the
+    # zeros the slave returned, and says so with tuser on its last beat.
+    src, length = bad_lo - 700, 3000
+    tb.refresh(src, length)
+    error, _, _ = await tb.command(MODE_RD_STREAM, src, 0, length)
+    assert error == 1, "READ_STREAM read SLVERR not reported"
+    tb.check_frame("READ_STREAM with read errors",
+                   bytes(0 if bad_lo <= src + i < bad_hi else tb.shadow[src + i]
+                         for i in range(length)), refused=True)
     error, _, _ = await tb.command(MODE_LOAD, bad_lo + 5, 0, 64)
     assert error == 1, "LOAD read SLVERR not reported"
     error, _, _ = await tb.command(MODE_STORE, 0, DST_BASE + bad_lo + 9, 32, b"\x55" * 64)
@@ -572,7 +582,7 @@ async def test_list_error_responses(dut):
         want += bytes(0 if bad_lo <= a + i < bad_hi else tb.shadow[a + i] for i in range(n))
     error, _, _ = await tb.command(MODE_RD_STREAM, 0, 0, length, list_data(src_list))
     assert error == 1, "list READ_STREAM: read SLVERR not reported"
-    tb.check_frame("list READ_STREAM with a failing entry", bytes(want))
+    tb.check_frame("list READ_STREAM with a failing entry", bytes(want), refused=True)
 
     # the error is per command
     heal()

@@ -37,6 +37,7 @@ module tb_dma_mover #(
     output wire                     m_axis_rd_tvalid,
     input  wire                     m_axis_rd_tready,
     output wire                     m_axis_rd_tlast,
+    output wire                     m_axis_rd_tuser,
     input  wire [DATA_WIDTH-1:0]    s_axis_wr_tdata,
     input  wire [DATA_WIDTH/8-1:0]  s_axis_wr_tkeep,
     input  wire                     s_axis_wr_tvalid,
@@ -90,28 +91,31 @@ always #2 clk = ~clk;
 // copies registered on the same edge, which then show exactly the pre-edge values.
 wire [DATA_WIDTH-1:0]   rd_tdata;
 wire [DATA_WIDTH/8-1:0] rd_tkeep;
-wire                    rd_tvalid, rd_tlast, wr_tready;
+wire                    rd_tvalid, rd_tlast, rd_tuser, wr_tready;
 `ifdef VERILATOR
 reg [DATA_WIDTH-1:0]    rd_tdata_q;
 reg [DATA_WIDTH/8-1:0]  rd_tkeep_q;
-reg                     rd_tvalid_q = 1'b0, rd_tlast_q, wr_tready_q = 1'b0;
+reg                     rd_tvalid_q = 1'b0, rd_tlast_q, rd_tuser_q, wr_tready_q = 1'b0;
 always @(posedge clk) begin
     rd_tdata_q  <= rd_tdata;
     rd_tkeep_q  <= rd_tkeep;
     rd_tvalid_q <= rd_tvalid;
     rd_tlast_q  <= rd_tlast;
+    rd_tuser_q  <= rd_tuser;
     wr_tready_q <= wr_tready;
 end
 assign m_axis_rd_tdata = rd_tdata_q;
 assign m_axis_rd_tkeep = rd_tkeep_q;
 assign m_axis_rd_tvalid = rd_tvalid_q;
 assign m_axis_rd_tlast = rd_tlast_q;
+assign m_axis_rd_tuser = rd_tuser_q;
 assign s_axis_wr_tready = wr_tready_q;
 `else
 assign m_axis_rd_tdata = rd_tdata;
 assign m_axis_rd_tkeep = rd_tkeep;
 assign m_axis_rd_tvalid = rd_tvalid;
 assign m_axis_rd_tlast = rd_tlast;
+assign m_axis_rd_tuser = rd_tuser;
 assign s_axis_wr_tready = wr_tready;
 `endif
 
@@ -147,7 +151,7 @@ dma_sgl #(
     .m_lock(m_lock), .m_lock_addr(m_lock_addr), .w_shared(w_shared), .w_busy(w_busy),
     .m_axis_rd_tdata(rd_tdata), .m_axis_rd_tkeep(rd_tkeep),
     .m_axis_rd_tvalid(rd_tvalid), .m_axis_rd_tready(m_axis_rd_tready),
-    .m_axis_rd_tlast(rd_tlast),
+    .m_axis_rd_tlast(rd_tlast), .m_axis_rd_tuser(rd_tuser),
     .s_axis_wr_tdata(s_axis_wr_tdata), .s_axis_wr_tkeep(s_axis_wr_tkeep),
     .s_axis_wr_tvalid(s_axis_wr_tvalid), .s_axis_wr_tready(wr_tready),
     .s_axis_wr_tlast(s_axis_wr_tlast),
