@@ -1221,7 +1221,10 @@ class Model(Observer):
         if with_imm and len(packets) == 1 and not dest.rq:
             return (*self._no_receive_answer(port, dest, first, what), 1)
         at = rmr.host_addr(first.reth.va) if first.reth.dma_len else None
-        for pkt in packets[:-1]:
+        for taken, pkt in enumerate(packets[:-1], 1):
+            if self._fails(at, len(pkt.payload)):
+                return (*self._store_refused(port, dest, packets, taken, [(at, len(pkt.payload))]),
+                        taken)
             self.image.write(at, pkt.payload)
             at += len(pkt.payload)
         asked = self._acks_asked(port, dest, packets[:-1])
@@ -1229,6 +1232,9 @@ class Model(Observer):
             # the message starts over: the RNR NAK names its first PSN
             answer, why, nak = self._no_receive_answer(port, dest, first, what)
             return answer, why, asked + nak, len(packets)
+        if self._fails(at, len(last.payload)):
+            return (*self._store_refused(port, dest, packets, len(packets),
+                                         [(at, len(last.payload))]), len(packets))
         if last.payload:
             self.image.write(at, last.payload)
         if with_imm:
@@ -1254,6 +1260,9 @@ class Model(Observer):
         self.last_recv_sges = recv.wr.sg_list
         offset = 0
         for taken, pkt in enumerate(packets, 1):
+            parts = self._piece_parts(dest, recv, offset, pkt)
+            if any(self._fails(at, n) for at, n in parts):
+                return (*self._store_refused(port, dest, packets, taken, parts), taken)
             offset, failed = self._send_piece(dest, recv, offset, pkt, what)
             if failed:
                 status, why = failed
@@ -1269,6 +1278,28 @@ class Model(Observer):
         asked = self._acks_asked(port, dest, packets[:-1])
         answer, why, ack = self._ack(port, dest, last, 1)
         return answer, why, asked + ack, len(packets)
+
+    def _piece_parts(self, dest, recv, offset, pkt):
+        """Where a SEND packet's piece of receive WQE `recv` from byte `offset` goes, as far as
+        its checks let it go ([] when a check fails: _send_piece says which)."""
+        size = len(pkt.payload) + (GRH_BYTES if dest.type == QPType.UD else 0)
+        if not size or self._recv_unusable(dest, recv) or offset + size > recv.wr.length:
+            return []
+        parts, _ = self._recv_parts(recv, dest.pd, offset, size)
+        return parts or []
+
+    def _store_refused(self, port, dest, packets, taken, parts):
+        """Host memory refused the store of packet `taken` (from 1) of a request message:
+        what it was to write is not decided, the message goes no further (a SEND's receive
+        stays posted), and RC answers remote operational error at that packet (the ACKs the
+        packets before it asked for go first); UC and UD drop it."""
+        self.image.undefined += parts
+        pkt = packets[taken - 1]
+        if dest.type != QPType.RC:
+            return None, "host memory refused the payload's store", []
+        answer, why, nak = self._nak(port, dest, pkt, WCStatus.REM_OP_ERR,
+                                     "host memory refused the payload's store")
+        return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak
 
     def _send_piece(self, dest, recv, offset, pkt, what):
         """A SEND packet's piece of receive WQE `recv` (the head of dest's queue), from byte

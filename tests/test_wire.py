@@ -821,6 +821,21 @@ async def test_an_answer_host_memory_refuses_completes_general_err(dut, opcode):
     await rdma.finish(links_idle=False)
 
 
+async def message_across(rdma, transport, opcode, wr_id):
+    """QPs a (port 1) and b (port 2) of `transport`, two regions of 4 KiB (local, inbox) and
+    a message from a to b: `opcode` of 3000 bytes at path MTU 1024 (three packets; a WRITE
+    goes to inbox), or on UD a SEND of 1000 bytes."""
+    local, inbox = await rdma.region(4096), await rdma.region(4096)
+    if transport == QPType.UD:
+        a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
+        ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
+        wr = ud_send(local.sge(0, 1000), ah, b.qp_num, QKEY, wr_id=wr_id)
+    else:
+        a, b = await wire_pair(rdma, transport, path_mtu=MTU.MTU1024)
+        wr = work_request(opcode, local.sge(0, 3000), inbox.remote(0), wr_id=wr_id)
+    return a, b, local, inbox, wr
+
+
 async def fails_general_err_then_flushes(rdma, qp, wr, window):
     """`wr`, posted on `qp` while host memory refuses `window`, completes GENERAL_ERR and
     moves `qp` to ERR; with host memory healed, the next WR is flushed."""
@@ -848,16 +863,9 @@ async def test_a_payload_host_memory_refuses_leaves_aborted_and_completes_genera
     flushed. The receive stays posted (what the first packet wrote into it is not decided),
     and no PSN-checked packet after the aborted one is taken."""
     rdma = await Rdma.open(dut, cabled=True)
-    local, inbox = await rdma.region(4096), await rdma.region(4096)
-    if transport == QPType.UD:
-        a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
-        ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
-        wr = ud_send(local.sge(0, 1000), ah, b.qp_num, QKEY, wr_id=0x41)
-        window = (local.mr.host_addr + 512, 64)
-    else:
-        a, b = await wire_pair(rdma, transport, path_mtu=MTU.MTU1024)
-        wr = work_request(WROpcode.SEND, local.sge(0, 3000), wr_id=0x41)
-        window = (local.mr.host_addr + 1536, 64)        # in the second packet's bytes
+    a, b, local, inbox, wr = await message_across(rdma, transport, WROpcode.SEND, 0x41)
+    # in the second packet's bytes (UD: the datagram's)
+    window = (local.mr.host_addr + (512 if transport == QPType.UD else 1536), 64)
     await b.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0x51))
     before = {p: await counters(rdma, p) for p in (1, 2)}
     await fails_general_err_then_flushes(rdma, a, wr, window)
@@ -869,6 +877,40 @@ async def test_a_payload_host_memory_refuses_leaves_aborted_and_completes_genera
     assert moved(before[2], after[2], PortCounter.RCV_ERRORS) == 1
     assert moved(before[1], after[1], PortCounter.XMIT_PKTS) == \
         moved(before[2], after[2], PortCounter.RCV_PKTS) + 1
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
+async def test_a_payload_the_responder_cannot_store_is_not_taken(dut, transport):
+    """Port 2's host memory answers SLVERR to 64 bytes of where an arriving message goes (an
+    RC WRITE of 3000 bytes at path MTU 1024, in its second packet's range; a UC SEND of 3000
+    bytes, in its second packet's piece of the receive; a UD SEND of 1000 bytes): the
+    message goes no further. RC answers remote operational error at that packet, so the
+    sender completes REM_OP_ERR, not SUCCESS over bytes that never landed; UC and UD drop
+    it as if lost (the sender completes SUCCESS, no receive completes, the receive stays
+    posted and takes the next message)."""
+    rdma = await Rdma.open(dut, cabled=True)
+    opcode = WROpcode.RDMA_WRITE if transport == QPType.RC else WROpcode.SEND
+    a, b, _, inbox, wr = await message_across(rdma, transport, opcode, 0x61)
+    window = (inbox.mr.host_addr + (GRH_BYTES + 512 if transport == QPType.UD else 1536), 64)
+    await b.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0x71))
+    rdma.host_memory_fails(*window)
+    await a.post_send(wr)
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0x61, status=WCStatus.REM_OP_ERR if transport == QPType.RC
+              else WCStatus.SUCCESS)
+    assert rdma.tb.mem.faults > 0
+    await rdma.cycles(2000)
+    assert await b.recv_cq.poll() == [], "a message host memory refused was delivered"
+    rdma.host_memory_fails()
+    if transport != QPType.RC:
+        # the receive is still posted: the next message takes it
+        await a.post_send(replace(wr, wr_id=0x62))
+        [wc] = await rdma.poll_until(a.send_cq, 1)
+        assert_wc(wc, wr_id=0x62, status=WCStatus.SUCCESS)
+        [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        assert_wc(rwc, wr_id=0x71, status=WCStatus.SUCCESS)
     await rdma.finish(links_idle=False)
 
 

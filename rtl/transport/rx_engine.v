@@ -3,7 +3,8 @@
 // destination QP (existence, transport, port, state, Q_Key for UD; PSN and packet order for RC
 // and UC) and go to the same responder the bypass uses: START for a message's first packet,
 // CONT for later pieces that need a check, END after the last; payload is stored through the
-// DMA mover (WRITE_STREAM) at the address the responder gave. RC requests are answered through
+// DMA mover (WRITE_STREAM) at the address the responder gave; a store host memory refuses ends
+// the message there (RC: NAK remote operational error). RC requests are answered through
 // the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ, an
 // atomic ACK with the original value for an atomic, which the DMA mover's ATOMIC executes.
 // Response packets (ACK, NAK, READ response, atomic ACK) go to the requester's waiting RC
@@ -606,7 +607,16 @@ always @(posedge clk) begin
 
         S_STORE_WAIT: if (s_dma_done) begin
             m_ack_error <= s_dma_error;
-            after_store;
+            if (s_dma_error && !is_resp) begin
+                // host memory refused the request's payload: the message goes no further (no
+                // END, so a SEND's receive stays posted); RC answers remote operational error
+                stored       <= 1'b1;
+                in_msg[q]    <= 1'b0;
+                ans_syndrome <= 8'h63;
+                state <= h_type == QPT_RC ? S_ANSWER : S_IDLE;
+            end else begin
+                after_store;
+            end
         end
 
         S_AFTER: begin
