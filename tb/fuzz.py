@@ -1176,15 +1176,21 @@ class Fuzzer:
     # -----------------------------------------------------------------------------------------
     # The run
 
+    def batch_size(self, packets):
+        """Packets per packet batch in a run of `packets`: PACKET_BATCH, or fewer when a round
+        of every kind at that size would not fit, so a short run still covers every kind."""
+        return max(1, min(PACKET_BATCH, packets // len(self.only or ALL_KINDS)))
+
     async def run(self, packets, wrs):
         self.started = time.monotonic()
+        size = self.batch_size(packets)
         while self.packets < packets or self.wrs < wrs:
             left_p, left_w = packets - self.packets, wrs - self.wrs
             if left_w > 0 and (left_p <= 0 or self.rng.random()
-                               < left_w / WR_BATCH / (left_w / WR_BATCH + left_p / PACKET_BATCH)):
+                               < left_w / WR_BATCH / (left_w / WR_BATCH + left_p / size)):
                 await self.wr_batch()
             else:
-                await self.packet_batch(min(PACKET_BATCH, left_p))
+                await self.packet_batch(min(size, left_p))
 
     def write_pcap(self, path):
         """What the links carried since the last batches began, by cycle: interface 0 and 1
