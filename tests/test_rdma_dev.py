@@ -264,6 +264,25 @@ async def test_length_alignment_sweep(dut, opcode):
 
 
 @cocotb.test()
+async def test_write_with_imm_between_equal_unaligned_offsets(dut):
+    """An RDMA WRITE with immediate of 300 bytes from offset 37 to offset 37 + 64 (the same
+    byte lane in every beat, not lane 0): the bytes land whole and nowhere else, and the
+    receive completes with the immediate and byte_len 300."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    local, remote = await rdma.region(4096), await rdma.region(4096)
+    await b.post_recv(RecvWR(NO_SGE, wr_id=0xB2))
+    await a.post_send(work_request(WROpcode.RDMA_WRITE_WITH_IMM, local.sge(37, 300),
+                                   remote.remote(101), wr_id=0xA2, imm=0x5EED))
+    [swc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(swc, wr_id=0xA2, status=WCStatus.SUCCESS)
+    [rwc] = await rdma.poll_until(b.recv_cq, 1)
+    assert_wc(rwc, wr_id=0xB2, status=WCStatus.SUCCESS, byte_len=300, imm_data=0x5EED)
+    assert remote.read(101, 300) == local.read(37, 300)
+    await rdma.finish()
+
+
+@cocotb.test()
 @cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
 async def test_megabyte_messages(dut, opcode):
     """One message of 1 MiB + 3 bytes between odd offsets, RC (the WRITE over UC, with one of
