@@ -29,9 +29,12 @@ SUITE = SUITE_PARENT / "tests"
 HARNESS = "tb_rdma_dev"
 PARAMETERS = {"DATA_WIDTH": 256}
 
-# the modules that run, in this order: the ones issue 10 names, and test_addr (address handles)
+# the modules that run, in this order: every module of the Debian suite but the ones of other
+# providers' direct verbs (test_mlx5_*, test_efa*)
 MODULES = ("test_device", "test_pd", "test_cq", "test_cq_events", "test_qp", "test_mr",
-           "test_atomic", "test_relaxed_ordering", "test_addr")
+           "test_atomic", "test_relaxed_ordering", "test_addr", "test_qpex", "test_cqex",
+           "test_shared_pd", "test_parent_domain", "test_odp", "test_fork", "test_flow",
+           "test_rss_traffic", "test_tag_matching", "test_rdmacm", "test_cuda_dmabuf")
 
 
 class SuiteMissing(RuntimeError):

@@ -4,6 +4,24 @@ addresses of simulated host memory (where MR buffers live)."""
 from . import _sim
 from .pyverbs_error import PyverbsError
 
+# mmap's protections and flags (Linux's values)
+PROT_NONE_ = 0x0
+PROT_READ_ = 0x1
+PROT_WRITE_ = 0x2
+PROT_EXEC_ = 0x4
+MAP_SHARED_ = 0x1
+MAP_PRIVATE_ = 0x2
+MAP_FIXED_ = 0x10
+MAP_ANONYMOUS_ = 0x20
+MAP_GROWSDOWN_ = 0x100
+MAP_LOCKED_ = 0x2000
+MAP_NORESERVE_ = 0x4000
+MAP_POPULATE_ = 0x8000
+MAP_STACK_ = 0x20000
+MAP_HUGETLB_ = 0x40000
+PAGE_SIZE = 4096
+HUGE_PAGE_SIZE = 2 << 20
+
 
 async def _alloc(sim, size, alignment):
     return sim.heap.alloc(size, alignment, "posix_memalign")
@@ -60,9 +78,17 @@ def writebe64(addr, val, offset=0):
     write(addr, val.to_bytes(8, "big"), 8, 8 * offset)
 
 
-def mmap(addr=0, length=0, prot=0, flags=0, fd=-1, offset=0):
-    raise PyverbsError("mmap: the simulated host has no address space to map into")
+def mmap(addr=0, length=0, prot=PROT_READ_ | PROT_WRITE_,
+         flags=MAP_PRIVATE_ | MAP_ANONYMOUS_, fd=-1, offset=0):
+    """An anonymous mapping: `length` zeroed bytes of simulated host memory on a page (a huge
+    page with MAP_HUGETLB_). There are no files to map, nor fixed addresses to map at."""
+    if not flags & MAP_ANONYMOUS_ or flags & MAP_FIXED_:
+        raise PyverbsError("mmap: the simulated host maps anonymous memory only, at an "
+                           "address of its choosing")
+    if length <= 0:
+        raise PyverbsError(f"mmap: length {length} is not positive")
+    return posix_memalign(length, HUGE_PAGE_SIZE if flags & MAP_HUGETLB_ else PAGE_SIZE)
 
 
 def munmap(addr, length):
-    raise PyverbsError("munmap: the simulated host has no address space to map into")
+    free(addr)
