@@ -550,9 +550,11 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
 # supported data width, in two groups per width (one simulator process each, so pytest-xdist
 # can spread them): the transports' long tests (lossy cables, the long READ) and everything
-# else. make test runs both at 256 bits; make regress both at every width, make coverage the
-# rest (the packets the width shapes cross a cable at 64 and 512 bits in make test's
-# test_wire).
+# else. make test runs both at 256 bits, with three of the nine connected opcodes and two of
+# the four UD cases between devices (every opcode crosses a cable in make test's test_wire and
+# between devices in its random program); make regress both groups whole at every width, make
+# coverage the main group (the packets the width shapes cross a cable at 64 and 512 bits in
+# make test's test_wire).
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
                    "test_uc_and_ud_lose_only_what_the_cables_lost",
@@ -562,6 +564,14 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test na
     "transport": rf"^test_fabric\.({'|'.join(TRANSPORT_TESTS)})(/|$)",
     "main": rf"^test_fabric\.(?!({'|'.join(TRANSPORT_TESTS)})(/|$))",
 }
+PER_CASE_TESTS = ("test_connected_opcode_between_devices", "test_ud_send_between_devices")
+SHORT_CASES = (     # make test's cases of PER_CASE_TESTS
+    "test_connected_opcode_between_devices/transport=RC/opcode=(RDMA_READ|SEND_WITH_IMM)",
+    "test_connected_opcode_between_devices/transport=UC/opcode=RDMA_WRITE_WITH_IMM",
+    "test_ud_send_between_devices/global_route=(True/with_imm=True|False/with_imm=False)",
+)
+SHORT_MAIN = (rf"^test_fabric\.((?!({'|'.join(TRANSPORT_TESTS + PER_CASE_TESTS)})(/|$))"
+              rf"|({'|'.join(SHORT_CASES)})$)")
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
@@ -575,5 +585,6 @@ def test_fabric(w, group):
         toplevel="tb_fabric",
         test_module="test_fabric",
         parameters={"DATA_WIDTH": w},
-        extra_env={"COCOTB_TEST_FILTER": GROUPS[group]},
+        extra_env={"COCOTB_TEST_FILTER": GROUPS[group] if group == "transport" or REGRESS
+                   or coverage_enabled() else SHORT_MAIN},
     )
