@@ -658,7 +658,7 @@ class Device:
         """Every register write goes through here and is reported, so a test may also use
         it for raw register tests (the model predicts REG_ERRORS from it)."""
         await self.regs.write32(offset, value)
-        if Reg.CMD_DATA <= offset < Reg.CMD_DATA + 64 and offset % 4 == 0:
+        if Reg.CMD_DATA <= offset < Reg.CMD_DATA + 64:     # the word at offset & ~3
             self._block_words[(offset - Reg.CMD_DATA) // 4] = value & 0xFFFFFFFF
         elif offset == Reg.CMD and value & 0xFF == Cmd.QUERY_QP:
             self._block_words = [None] * 16     # the device writes its answer over the block
