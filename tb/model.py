@@ -1294,11 +1294,10 @@ class Model(Observer):
         stays posted), and RC answers remote operational error at that packet (the ACKs the
         packets before it asked for go first); UC and UD drop it."""
         self.image.undefined += parts
-        pkt = packets[taken - 1]
+        pkt, why = packets[taken - 1], "host memory refused the payload's store"
         if dest.type != QPType.RC:
-            return None, "host memory refused the payload's store", []
-        answer, why, nak = self._nak(port, dest, pkt, WCStatus.REM_OP_ERR,
-                                     "host memory refused the payload's store")
+            return None, why, []
+        answer, why, nak = self._nak(port, dest, pkt, WCStatus.REM_OP_ERR, why)
         return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak
 
     def _send_piece(self, dest, recv, offset, pkt, what):

@@ -41,8 +41,8 @@ async def fuzz(dut, programs, peers, targets):
         pcap = REPORT.with_name(f"{REPORT.stem}-{SEED}.pcap")
         fuzzer.write_pcap(pcap)
         dut._log.error("%s\n  the last batches' packets: %s\n  replay: make fuzz SEED=%d "
-                       "FUZZ_PACKETS=%d FUZZ_WRS=%d SIM=%s%s", failure, pcap, SEED, PACKETS, WRS,
-                       simrun.simulator(), f" FUZZ_BETWEEN={BETWEEN}")
+                       "FUZZ_PACKETS=%d FUZZ_WRS=%d SIM=%s FUZZ_BETWEEN=%s", failure, pcap, SEED,
+                       PACKETS, WRS, simrun.simulator(), BETWEEN)
     finally:
         summary = fuzzer.report(SEED, violations)
         REPORT.parent.mkdir(parents=True, exist_ok=True)

@@ -93,7 +93,7 @@ def fuzz_one(between, packets, wrs):
         simrun.run(toplevel=toplevel, test_module="test_fuzz", parameters=parameters,
                    name=f"fuzz-{between}",
                    extra_env={"FUZZ_BETWEEN": between, "FUZZ_PACKETS": str(packets),
-                              "FUZZ_WRS": str(wrs), "FUZZ_REPORT": str(report)})
+                              "FUZZ_WRS": str(wrs)})
     except AssertionError as failure:
         print(failure)
         failed = True
@@ -106,7 +106,7 @@ def main():
     packets = int(os.environ.pop("FUZZ_PACKETS", "100000"))
     wrs = int(os.environ.pop("FUZZ_WRS", "10000"))
     between = os.environ.pop("FUZZ_BETWEEN", "both")
-    os.environ.pop("FUZZ_REPORT", None)
+    os.environ.pop("FUZZ_REPORT", None)     # each run writes its own (test_fuzz's default)
     runs = list(HARNESSES) if between == "both" else [between]
     if not set(runs) <= set(HARNESSES):
         sys.exit(f"FUZZ_BETWEEN is port, fabric or both, not {between!r}")
