@@ -5,7 +5,8 @@ bypass switch on. `make rdma-core-tests` runs the chosen modules whole, bypass o
 The subset covers what every other suite test stands on: opening the device and querying it
 and its ports, PDs, CQ creation refused as a provider refuses it, QPs created with the
 capabilities the suite draws from the device's (scatter/gather lists), RC atomics through the
-bridge (post, poll, the device's completion status), a skip for a missing feature, and one
+bridge (post, poll, the device's completion status), traffic posted with the extended QP's
+ibv_wr_* calls and polled from an extended CQ, a skip for a missing feature, and one
 test of each module that only imports against a layer exporting every name real pyverbs
 exports (fork, flow steering, RSS work queues, tag matching, ODP, parent domains, RDMA-CM),
 each passing or skipped with the suite's own reason.
@@ -34,6 +35,11 @@ SUBSET = {
     "test_mr.MWTest.test_mw_type1": ("skipped", "Create MW is not supported"),
     "test_fork.ForkAPITest.test_is_fork_initialized": ("passed", ""),
     "test_cqex.CQEXAPITest.test_create_cq_ex": ("passed", ""),
+    "test_cqex.CqExTestCase.test_rc_traffic_cq_ex": ("passed", ""),
+    "test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm": ("passed", ""),
+    "test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow": ("passed", ""),
+    "test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write":
+        ("skipped", "Importing a device is not supported"),
     "test_flow.FlowTest.test_udp_spec_flow_traffic":
         ("skipped", "Must be run by root on Ethernet link layer"),
     "test_rss_traffic.RSSTrafficTest.test_rss_traffic":

@@ -41,14 +41,14 @@ class CompChannel(DeviceObject, PyverbsCM):
         expected_cq.num_events += 1
 
 
-class CQ(DeviceObject, PyverbsCM):
-    """ibv_cq: a CQ of at least `cqe` entries (a power of two)."""
+class _CompletionQueue(DeviceObject, PyverbsCM):
+    """What ibv_cq and ibv_cq_ex share: the device's CQ of at least `cqe` entries (a power of
+    two), its channel, and the completions of its ring taken oldest first."""
 
     _close_order = 7
 
-    def __init__(self, context, cqe, cq_context=None, channel=None, comp_vector=0):
+    def __init__(self, context, cqe, channel, comp_vector, what):
         super().__init__()
-        what = f"Failed to create a CQ with cqe={cqe}, comp_vector={comp_vector}"
         self.context = context
         self.sim = context.sim
         dev = context.dev
@@ -61,7 +61,6 @@ class CQ(DeviceObject, PyverbsCM):
                              errno.ENOMEM)
         self._cq = self.sim.verb(what, dev.create_cq, int(cqe))
         self.comp_channel = channel
-        self.cq_context = cq_context
         self.num_events = 0
         self._backlog = []
         if channel is not None:
@@ -76,16 +75,8 @@ class CQ(DeviceObject, PyverbsCM):
     def cqe(self):
         return self._cq.depth
 
-    @property
-    def cq(self):
-        return self._cq.cqn
-
-    def poll(self, num_entries=1):
-        """(npolled, [WC]) with up to `num_entries` completions, oldest first."""
-        wcs = self.sim.call(self._poll, num_entries)
-        return len(wcs), wcs
-
-    async def _poll(self, num_entries):
+    async def _take(self, num_entries):
+        """Up to `num_entries` completions, oldest first; with none, some cycles pass."""
         wcs = self._backlog[:num_entries]
         del self._backlog[:num_entries]
         if len(wcs) < num_entries:
@@ -104,15 +95,6 @@ class CQ(DeviceObject, PyverbsCM):
         wcs = self._backlog + [WC.of(wc) for wc in await self._cq.poll()]
         self._backlog = [wc for wc in wcs if wc.qp_num != qpn]
 
-    def req_notify(self, solicited_only=False):
-        self.sim.call(self._cq.req_notify, bool(solicited_only))
-
-    def ack_events(self, num_events):
-        self.num_events -= num_events
-
-    def resize(self, cqe):
-        raise rdma_error("Failed to resize CQ (the device cannot resize a CQ)", errno.EOPNOTSUPP)
-
     def _destroy(self):
         self.sim.verb("Failed to destroy CQ", destroy_cq, self.sim, self._cq)
 
@@ -121,6 +103,33 @@ class CQ(DeviceObject, PyverbsCM):
 
     def __str__(self):
         return f"CQ\n{'Handle':<22}: {self.cqn}\n{'CQEs':<22}: {self.cqe}\n"
+
+
+class CQ(_CompletionQueue):
+    """ibv_cq: polled with `poll` (ibv_poll_cq)."""
+
+    def __init__(self, context, cqe, cq_context=None, channel=None, comp_vector=0):
+        super().__init__(context, cqe, channel, comp_vector,
+                         f"Failed to create a CQ with cqe={cqe}, comp_vector={comp_vector}")
+        self.cq_context = cq_context
+
+    @property
+    def cq(self):
+        return self._cq.cqn
+
+    def poll(self, num_entries=1):
+        """(npolled, [WC]) with up to `num_entries` completions, oldest first."""
+        wcs = self.sim.call(self._take, num_entries)
+        return len(wcs), wcs
+
+    def req_notify(self, solicited_only=False):
+        self.sim.call(self._cq.req_notify, bool(solicited_only))
+
+    def ack_events(self, num_events):
+        self.num_events -= num_events
+
+    def resize(self, cqe):
+        raise rdma_error("Failed to resize CQ (the device cannot resize a CQ)", errno.EOPNOTSUPP)
 
 
 async def destroy_cq(sim, cq):
@@ -179,7 +188,15 @@ class WcTmInfo(PyverbsObject):
 
 
 # ---------------------------------------------------------------------------------------------
-# Extended CQs: the device has no provider support for ibv_create_cq_ex
+# Extended CQs (ibv_create_cq_ex): the same device CQ, polled one completion at a time with
+# start_poll / poll_next / end_poll, each field read by its own call
+
+# the fields a device CQE carries (IBV_WC_STANDARD_FLAGS); no timestamps, VLANs, flow tags
+CQEX_WC_FLAGS = (e.IBV_WC_EX_WITH_BYTE_LEN | e.IBV_WC_EX_WITH_IMM | e.IBV_WC_EX_WITH_QP_NUM
+                 | e.IBV_WC_EX_WITH_SRC_QP | e.IBV_WC_EX_WITH_SLID | e.IBV_WC_EX_WITH_SL
+                 | e.IBV_WC_EX_WITH_DLID_PATH_BITS)
+ENOENT = errno.ENOENT   # start_poll / poll_next: no completion
+
 
 class CqInitAttrEx(PyverbsObject):
     def __init__(self, cqe=100, channel=None, comp_vector=0, wc_flags=0, comp_mask=0, flags=0,
@@ -201,11 +218,99 @@ class PollCqAttr(PyverbsObject):
         self.comp_mask = 0
 
 
-class CQEX(PyverbsCM):
+class CQEX(_CompletionQueue):
+    """ibv_cq_ex with the `wc_flags` of CQEX_WC_FLAGS; a flag beyond them, a parent domain or
+    IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN (the device reports an overrun) is EOPNOTSUPP. Reading a
+    field the CQ was not created with is EINVAL (in C, a call through a NULL pointer)."""
+
     def __init__(self, context, init_attr):
-        super().__init__()
-        raise rdma_error("Failed to create extended CQ (not supported by the device)",
-                         errno.EOPNOTSUPP)
+        what = (f"Failed to create extended CQ with cqe={init_attr.cqe}, "
+                f"wc_flags={init_attr.wc_flags:#x}")
+        if init_attr.wc_flags & ~CQEX_WC_FLAGS:
+            raise rdma_error(f"{what}: the device's CQE has no "
+                             f"{create_wc_flags_to_str(init_attr.wc_flags & ~CQEX_WC_FLAGS)}",
+                             errno.EOPNOTSUPP)
+        mask = init_attr.comp_mask
+        if mask & ~(e.IBV_CQ_INIT_ATTR_MASK_FLAGS | e.IBV_CQ_INIT_ATTR_MASK_PD):
+            raise rdma_error(f"{what}: comp_mask {mask:#x}", errno.EINVAL)
+        if mask & e.IBV_CQ_INIT_ATTR_MASK_PD:
+            raise rdma_error(f"{what}: the device has no parent domains", errno.EOPNOTSUPP)
+        if mask & e.IBV_CQ_INIT_ATTR_MASK_FLAGS and \
+                init_attr.flags & ~e.IBV_CREATE_CQ_ATTR_SINGLE_THREADED:
+            raise rdma_error(f"{what}: flags {init_attr.flags:#x}", errno.EOPNOTSUPP)
+        super().__init__(context, init_attr.cqe, init_attr.comp_channel,
+                         init_attr.comp_vector, what)
+        self.cq_context = init_attr.cq_context
+        self.wc_flags = init_attr.wc_flags
+        self._wc = None
+
+    def start_poll(self, attr):
+        """0 with the oldest completion made current, or ENOENT when there is none."""
+        if self._wc is not None:
+            raise rdma_error("start_poll: a poll is already started (end_poll first)",
+                             errno.EINVAL)
+        return self._next()
+
+    def poll_next(self):
+        if self._wc is None:
+            raise rdma_error("poll_next without start_poll", errno.EINVAL)
+        return self._next()
+
+    def end_poll(self):
+        self._wc = None
+
+    def _next(self):
+        wcs = self.sim.call(self._take, 1)
+        if not wcs:
+            return ENOENT
+        self._wc = wcs[0]
+        return 0
+
+    def _current(self):
+        if self._wc is None:
+            raise rdma_error("no completion is being polled", errno.EINVAL)
+        return self._wc
+
+    @property
+    def status(self):
+        return self._current().status
+
+    @property
+    def wr_id(self):
+        return self._current().wr_id
+
+    def read_opcode(self):
+        return self._current().opcode
+
+    def read_vendor_err(self):
+        return self._current().vendor_err
+
+    def read_wc_flags(self):
+        return self._current().wc_flags
+
+    def _field(flag, name):
+        def read(self):
+            if not self.wc_flags & flag:
+                raise rdma_error(f"read_{name}: the CQ was created without "
+                                 f"{e.ibv_create_cq_wc_flags(flag).name}", errno.EINVAL)
+            return getattr(self._current(), name)
+        read.__name__ = f"read_{name}"
+        return read
+
+    read_byte_len = _field(e.IBV_WC_EX_WITH_BYTE_LEN, "byte_len")
+    read_imm_data = _field(e.IBV_WC_EX_WITH_IMM, "imm_data")
+    read_qp_num = _field(e.IBV_WC_EX_WITH_QP_NUM, "qp_num")
+    read_src_qp = _field(e.IBV_WC_EX_WITH_SRC_QP, "src_qp")
+    read_slid = _field(e.IBV_WC_EX_WITH_SLID, "slid")
+    read_sl = _field(e.IBV_WC_EX_WITH_SL, "sl")
+    read_dlid_path_bits = _field(e.IBV_WC_EX_WITH_DLID_PATH_BITS, "dlid_path_bits")
+    read_timestamp = _field(e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, "timestamp")
+    read_completion_wallclock_ns = _field(e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+                                          "wallclock_ns")
+    read_cvlan = _field(e.IBV_WC_EX_WITH_CVLAN, "cvlan")
+    read_flow_tag = _field(e.IBV_WC_EX_WITH_FLOW_TAG, "flow_tag")
+    read_tm_info = _field(e.IBV_WC_EX_WITH_TM_INFO, "tm_info")
+    del _field
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ QPs or multicast; RC atomics within the device (IBV_ATOMIC_HCA).
 """
 
 import errno
+import os
 
 from tb.rdma_tb import CLOCK_PERIOD_NS
 from tb.verbs import DEV_ID_MAGIC, MAX_SGE, MAX_SGE_RD, PortReg, Reg, port_reg
@@ -101,9 +102,18 @@ class Context(DeviceObject, PyverbsCM):
         dev_id = self.sim.call(self.sim.dev.read_reg, Reg.DEV_ID)
         if dev_id != DEV_ID_MAGIC:
             raise rdma_error(f"Failed to open device {name}", errno.ENODEV)
+        # the descriptor a program dups to import the context elsewhere (ibv_import_device),
+        # which the device refuses (EOPNOTSUPP above): here it stands for the device file
+        self._cmd_fd = os.open(os.devnull, os.O_RDONLY)
         self._register()
 
     _close_order = 9
+
+    def _destroy(self):
+        os.close(self._cmd_fd)
+
+    def _release(self):
+        os.close(self._cmd_fd)
 
     @property
     def context(self):
@@ -115,7 +125,7 @@ class Context(DeviceObject, PyverbsCM):
 
     @property
     def cmd_fd(self):
-        return -1
+        return self._cmd_fd
 
     @property
     def dev(self):

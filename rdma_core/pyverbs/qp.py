@@ -18,15 +18,27 @@ from . import enums as e
 from ._sim import DeviceObject, rdma_error
 from .addr import AH, AHAttr, driver_av
 from .base import PyverbsCM, PyverbsObject
-from .cq import CQ
+from .cq import _CompletionQueue
 from .device import MAX_RD_ATOMIC, MAX_WQ_LOG2
 from .pd import PD
+from .pyverbs_error import PyverbsRDMAError
+from .wr import SGE, SendWR
 
 DEVICE_QP_TYPES = (e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD)
 DEVICE_WR_OPCODES = (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_SEND,
                      e.IBV_WR_SEND_WITH_IMM, e.IBV_WR_RDMA_READ, e.IBV_WR_ATOMIC_CMP_AND_SWP,
                      e.IBV_WR_ATOMIC_FETCH_AND_ADD)
 ATOMIC_OPCODES = (e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_FETCH_AND_ADD)
+# the ibv_wr_* builders a QP of each type takes (ibv_create_qp_ex's send_ops_flags)
+SEND_OPS = {
+    e.IBV_QPT_RC: (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM
+                   | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+                   | e.IBV_QP_EX_WITH_RDMA_READ | e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+                   | e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
+    e.IBV_QPT_UC: (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM
+                   | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM),
+    e.IBV_QPT_UD: e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM,
+}
 DEVICE_SEND_FLAGS = e.IBV_SEND_FENCE | e.IBV_SEND_SIGNALED | e.IBV_SEND_SOLICITED
 QP_ACCESS = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC
 PSN_MASK = 0xFFFFFF
@@ -271,11 +283,14 @@ class QP(DeviceObject, PyverbsCM):
     def __init__(self, creator, init_attr, qp_attr=None):
         super().__init__()
         what = "Failed to create QP"
+        self._send_ops = 0
         if isinstance(creator, PD):
             pd, ctx = creator, creator.ctx
         else:
             ctx = creator
             pd = self._check_init_attr_ex(init_attr, what)
+            if init_attr.comp_mask & e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
+                self._send_ops = init_attr.send_ops_flags
         qp_type = init_attr.qp_type
         if qp_type not in DEVICE_QP_TYPES:
             known = qp_type in (e.IBV_QPT_RAW_PACKET, e.IBV_QPT_XRC_SEND, e.IBV_QPT_XRC_RECV,
@@ -285,7 +300,7 @@ class QP(DeviceObject, PyverbsCM):
         if init_attr.srq is not None:
             raise rdma_error(f"{what}: the device has no SRQs", errno.EINVAL)
         scq, rcq = init_attr.send_cq, init_attr.recv_cq
-        if not isinstance(scq, CQ) or not isinstance(rcq, CQ):
+        if not isinstance(scq, _CompletionQueue) or not isinstance(rcq, _CompletionQueue):
             raise rdma_error(f"{what}: a send and a receive CQ are needed", errno.EINVAL)
         cap = init_attr.cap
         for name in ("max_send_wr", "max_recv_wr"):
@@ -326,11 +341,15 @@ class QP(DeviceObject, PyverbsCM):
             e.IBV_QP_INIT_ATTR_MAX_TSO_HEADER: "TSO",
             e.IBV_QP_INIT_ATTR_IND_TABLE: "receive work queue indirection",
             e.IBV_QP_INIT_ATTR_RX_HASH: "receive hashing",
-            e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: "the extended send API (ibv_wr_*)",
         }
         for bit, feature in unsupported.items():
             if mask & bit:
                 raise rdma_error(f"{what}: the device has no {feature}", errno.EOPNOTSUPP)
+        if mask & e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
+            ops = init_attr.send_ops_flags & ~SEND_OPS.get(init_attr.qp_type, 0)
+            if ops:
+                raise rdma_error(f"{what}: send_ops_flags {ops:#x} on QP type "
+                                 f"{init_attr.qp_type}", errno.EOPNOTSUPP)
         if mask & e.IBV_QP_INIT_ATTR_CREATE_FLAGS and init_attr.create_flags:
             raise rdma_error(f"{what}: create flags {init_attr.create_flags:#x}",
                              errno.EOPNOTSUPP)
@@ -508,14 +527,20 @@ class QP(DeviceObject, PyverbsCM):
 
     # --- work requests -----------------------------------------------------------------------
 
+    def _check_send_state(self):
+        if self.qp_state in (RESET, INIT, RTR):
+            raise rdma_error(f"Failed to post send: the QP is in state {self.qp_state}",
+                             errno.EINVAL)
+
     def post_send(self, wr, bad_wr=None):
         """Post `wr` and the WRs chained after it. A WR the device cannot take fails with
         EINVAL after the ones before it are posted (bad_wr gets its wr_id)."""
-        if self.qp_state in (RESET, INIT, RTR):
+        try:
+            self._check_send_state()
+        except PyverbsRDMAError:
             if bad_wr is not None:
                 bad_wr.wr_id = wr.wr_id
-            raise rdma_error(f"Failed to post send: the QP is in state {self.qp_state}",
-                             errno.EINVAL)
+            raise
         wrs, failed = [], None
         while wr is not None:
             try:
@@ -636,18 +661,123 @@ def _wire_imm(imm_data):
 
 
 class QPEx(QP):
-    """ibv_qp_ex. The device has no extended send API: creating one with
-    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS fails with EOPNOTSUPP (QP checks it); without, it is a
-    plain QP."""
+    """ibv_qp_ex: work requests built with the ibv_wr_* calls between wr_start and
+    wr_complete, which posts them all with one doorbell, or none if one was bad (ibv_wr_post(3)).
+    Each builder starts a WR with the current `wr_id` and `wr_flags`; wr_set_sge,
+    wr_set_sge_list and wr_set_ud_addr complete it. They become the same 64-byte WQEs as
+    post_send's, checked the same way. A builder outside the QP's send_ops_flags makes
+    wr_complete fail with EINVAL."""
 
     ind_table = None
 
-    def _unsupported(self, *args, **kwargs):
-        raise rdma_error("The extended send API is not supported by the device",
-                         errno.EOPNOTSUPP)
+    def __init__(self, creator, init_attr, qp_attr=None):
+        super().__init__(creator, init_attr, qp_attr)
+        self.wr_id = 0
+        self.wr_flags = 0
+        self._batch = None
+        self._batch_error = None
 
-    wr_start = wr_complete = wr_abort = wr_send = wr_send_imm = wr_send_inv = _unsupported
-    wr_rdma_write = wr_rdma_write_imm = wr_rdma_read = wr_atomic_cmp_swp = _unsupported
-    wr_atomic_fetch_add = wr_atomic_write = wr_bind_mw = wr_local_inv = _unsupported
-    wr_set_sge = wr_set_sge_list = wr_set_ud_addr = wr_set_xrc_srqn = _unsupported
-    wr_set_inline_data = wr_set_inline_data_list = wr_send_tso = wr_flush = _unsupported
+    # --- the batch ---------------------------------------------------------------------------
+
+    def wr_start(self):
+        self._batch, self._batch_error = [], None
+
+    def wr_complete(self):
+        wrs, error = self._batch, self._batch_error
+        self._batch = self._batch_error = None
+        if wrs is None:
+            raise rdma_error("ibv_wr_complete without ibv_wr_start", errno.EINVAL)
+        if error is not None:
+            raise error
+        self._check_send_state()
+        driver_wrs = [self._driver_send_wr(wr) for wr in wrs]
+        if driver_wrs:
+            self.sim.verb("Failed to post send", self._qp.post_send, driver_wrs)
+
+    def wr_abort(self):
+        self._batch = self._batch_error = None
+
+    def _refuse(self, what, code=errno.EINVAL):
+        if self._batch is not None and self._batch_error is None:
+            self._batch_error = rdma_error(f"ibv_wr_complete: {what}", code)
+
+    def _begin(self, op, opcode, imm=0, **fields):
+        """A new WR of `opcode` (builder `op` of send_ops_flags), its SGEs still to come.
+        `imm` is a number: pyverbs' builders store htobe32 of it, the byte swap _wire_imm
+        undoes."""
+        if self._batch is None:
+            raise rdma_error("an ibv_wr_* builder outside wr_start / wr_complete", errno.EINVAL)
+        if not self._send_ops & op:
+            self._refuse(f"{e.ibv_qp_create_send_ops_flags(op).name} is not in the QP's "
+                         f"send_ops_flags")
+        wr = SendWR(wr_id=self.wr_id, opcode=opcode, num_sge=1, sg=[SGE(0, 0, 0)],
+                    imm_data=_wire_imm(imm), send_flags=self.wr_flags)
+        wr.sges, wr.num_sge = [], 0
+        for name, value in fields.items():
+            setattr(wr, name, value)
+        self._batch.append(wr)
+
+    def _last(self, setter):
+        if not self._batch:
+            raise rdma_error(f"{setter} before a builder", errno.EINVAL)
+        return self._batch[-1]
+
+    # --- builders ----------------------------------------------------------------------------
+
+    def wr_send(self):
+        self._begin(e.IBV_QP_EX_WITH_SEND, e.IBV_WR_SEND)
+
+    def wr_send_imm(self, imm_data):
+        self._begin(e.IBV_QP_EX_WITH_SEND_WITH_IMM, e.IBV_WR_SEND_WITH_IMM, imm_data)
+
+    def wr_rdma_write(self, rkey, remote_addr):
+        self._begin(e.IBV_QP_EX_WITH_RDMA_WRITE, e.IBV_WR_RDMA_WRITE, _rkey=rkey,
+                    remote_addr=remote_addr)
+
+    def wr_rdma_write_imm(self, rkey, remote_addr, imm_data):
+        self._begin(e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, e.IBV_WR_RDMA_WRITE_WITH_IMM,
+                    imm_data, _rkey=rkey, remote_addr=remote_addr)
+
+    def wr_rdma_read(self, rkey, remote_addr):
+        self._begin(e.IBV_QP_EX_WITH_RDMA_READ, e.IBV_WR_RDMA_READ, _rkey=rkey,
+                    remote_addr=remote_addr)
+
+    def wr_atomic_cmp_swp(self, rkey, remote_addr, compare, swap):
+        self._begin(e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_CMP_AND_SWP,
+                    _rkey=rkey, remote_addr=remote_addr, compare_add=compare, swap=swap)
+
+    def wr_atomic_fetch_add(self, rkey, remote_addr, add):
+        self._begin(e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, e.IBV_WR_ATOMIC_FETCH_AND_ADD,
+                    _rkey=rkey, remote_addr=remote_addr, compare_add=add)
+
+    def _no_builder(self, *args, **kwargs):
+        """The builders of opcodes the device has not (memory windows, atomic write, TSO):
+        a QP cannot be created with them, so they are outside its send_ops_flags."""
+        self._refuse("the device has no such work request")
+
+    wr_send_inv = wr_local_inv = wr_bind_mw = wr_atomic_write = wr_send_tso = _no_builder
+
+    # --- setters -----------------------------------------------------------------------------
+
+    def wr_set_sge(self, sge):
+        wr = self._last("wr_set_sge")
+        wr.sges, wr.num_sge = [(sge.addr, sge.length, sge.lkey)], 1
+
+    def wr_set_sge_list(self, sg):
+        wr = self._last("wr_set_sge_list")
+        wr.sges = [(sge.addr, sge.length, sge.lkey) for sge in sg]
+        wr.num_sge = len(wr.sges)
+
+    def wr_set_ud_addr(self, ah, remote_qpn, remote_rkey):
+        self._last("wr_set_ud_addr").set_wr_ud(ah, remote_qpn, remote_rkey)
+
+    def wr_set_inline_data(self, addr, length):
+        self._last("wr_set_inline_data")
+        self._refuse("the device takes no inline data (max_inline_data 0)")
+
+    def wr_set_inline_data_list(self, num_buf, buf_list):
+        self.wr_set_inline_data(0, 0)
+
+    def wr_set_xrc_srqn(self, remote_srqn):
+        self._last("wr_set_xrc_srqn")
+        self._refuse("the device has no XRC")
