@@ -34,7 +34,7 @@ localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 
 localparam [7:0] CMD_CREATE_CQ = 8'h01, CMD_DESTROY_CQ = 8'h02, CMD_REG_MR = 8'h03,
                  CMD_DEREG_MR = 8'h04, CMD_CREATE_AH = 8'h05, CMD_DESTROY_AH = 8'h06,
                  CMD_CREATE_QP = 8'h07, CMD_MODIFY_QP = 8'h08, CMD_QUERY_QP = 8'h09,
-                 CMD_DESTROY_QP = 8'h0A;
+                 CMD_DESTROY_QP = 8'h0A, CMD_RESIZE_CQ = 8'h0B;
 localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_PARAM = 8'd3,
                  CR_BUSY = 8'd4;
 

@@ -199,8 +199,8 @@ wire [31:0]  cq_overflows;
 // each context owner answers only its own commands, so their answers can be merged
 wire         qp_cmd_done, ah_cmd_done, mr_cmd_done, cq_cmd_done;
 wire [7:0]   qp_cmd_result, ah_cmd_result, mr_cmd_result, cq_cmd_result;
-wire         qp_cmd_rdata_valid;
-wire [511:0] qp_cmd_rdata;
+wire         qp_cmd_rdata_valid, cq_cmd_rdata_valid;
+wire [511:0] qp_cmd_rdata, cq_cmd_rdata;
 wire         cmd_done = qp_cmd_done | ah_cmd_done | mr_cmd_done | cq_cmd_done;
 wire [7:0]   cmd_result = qp_cmd_done ? qp_cmd_result : ah_cmd_done ? ah_cmd_result :
                           mr_cmd_done ? mr_cmd_result : cq_cmd_result;
@@ -223,7 +223,8 @@ rdma_regs #(
     .port_pkey(port_pkey), .bypass_en(bypass_en),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cmd_done), .cmd_result(cmd_result),
-    .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
+    .cmd_rdata_valid(qp_cmd_rdata_valid | cq_cmd_rdata_valid),
+    .cmd_rdata(qp_cmd_rdata_valid ? qp_cmd_rdata : cq_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
     .db_refused(db_refused), .cq_event(cq_event), .cq_event_clear(cq_event_clear),
     .pc_rd_index(pc_rd_index), .pc_rd_data(pc_rd_data), .pc_wr_en(pc_wr_en), .pc_clear(pc_clear),
@@ -482,6 +483,7 @@ cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH)) cqs (
     .clk(clk), .rst(rst),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cq_cmd_done), .cmd_result(cq_cmd_result),
+    .cmd_rdata_valid(cq_cmd_rdata_valid), .cmd_rdata(cq_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
     .s_req_valid(cqe_valid), .s_req_ready(cqe_ready), .s_req_data(cqe_data),
     .m_rsp_valid(cqe_rsp_valid),

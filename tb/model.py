@@ -371,6 +371,11 @@ class Model(Observer):
     def on_destroy_cq(self, cq):
         del self.cqs[cq.cqn]
 
+    def on_resize_cq(self, cq, moved):
+        """Its unconsumed completions go along (the device refuses a ring they do not fit):
+        only the room for more changes."""
+        self.cqs[cq.cqn].size = cq.depth
+
     def on_create_qp(self, qp):
         self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
                                       qp.recv_cq.cqn, qp.sq.size, qp.rq.size,

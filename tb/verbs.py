@@ -244,6 +244,7 @@ class Cmd(IntEnum):
     MODIFY_QP = 0x08
     QUERY_QP = 0x09
     DESTROY_QP = 0x0A
+    RESIZE_CQ = 0x0B
 
 
 class CmdResult(IntEnum):
@@ -501,6 +502,8 @@ _RECV_WQE = struct.Struct("<2xBxxxxxQQII32x")
 _SGE = struct.Struct("<QII")                       # SGEs 1-3 at 0x40, 0x50, 0x60 (128-byte WQEs)
 _CQE = struct.Struct("<QI4sIIBBBBHBB")
 _CQ_BLOCK = struct.Struct("<QB")
+_CQ_RESIZE_BLOCK = struct.Struct("<QBxH")          # ring, log2, the consumer index
+_CQ_RESIZE_ANSWER = struct.Struct("<HH")           # CQEs moved, the old producer index
 _MR_BLOCK = struct.Struct("<QIBBHQ")
 _AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
 _QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBB4xQQ")
@@ -601,6 +604,7 @@ class Observer:
     def on_destroy_ah(self, ah): pass
     def on_create_cq(self, cq): pass
     def on_destroy_cq(self, cq): pass
+    def on_resize_cq(self, cq, moved): pass  # moved: the unconsumed CQEs it kept
     def on_create_qp(self, qp): pass
     def on_modify_qp(self, qp, state, attr): pass
     def on_destroy_qp(self, qp): pass
@@ -808,6 +812,10 @@ class Device:
         self._cursor = end + self.guard_bytes
         return addr
 
+    def free(self, addr):
+        """Give back memory `alloc` gave. This allocator never reuses memory, so its guard
+        bytes stay checkable; a program with its own allocator replaces alloc and free."""
+
     def _guard(self, addr, length, label):
         data = self._rng.randbytes(length)
         self.write(addr, data)
@@ -994,6 +1002,31 @@ class CQ:
                 await self.dev.write_reg(cq_ci_db(self.cqn), self.ci & 0xFFFF)
                 self.dev._notify("on_poll_cq", self, wcs)
         return wcs
+
+    async def resize(self, depth):
+        """Move the CQ to a new ring of at least `depth` entries (RESIZE_CQ), its unconsumed
+        CQEs kept in order: the device makes them entries 0..n-1 of the new ring and writes
+        the next CQE at n; the driver copies them there (owner bit of the first pass) before
+        anyone polls again. Refused (BAD_PARAM) when they do not fit."""
+        log2 = _log2_entries(depth, f"CQ {self.cqn}")
+        ring = self.dev.alloc(CQE_BYTES << log2, label=f"CQ {self.cqn} ring")
+        async with self._consumer:
+            try:
+                answer = await self.dev.command(
+                    Cmd.RESIZE_CQ, self.cqn, _CQ_RESIZE_BLOCK.pack(ring, log2, self.ci & 0xFFFF),
+                    reply=_CQ_RESIZE_ANSWER.size)
+            except VerbsError:
+                self.dev.free(ring)
+                raise
+            moved, _ = _CQ_RESIZE_ANSWER.unpack(answer)
+            for k in range(moved):
+                old = self.ring + CQE_BYTES * ((self.ci + k) % self.depth)
+                cqe = bytearray(self.dev.read(old, CQE_BYTES))
+                cqe[-1] |= 1
+                self.dev.write(ring + CQE_BYTES * k, cqe)
+            self.dev.free(self.ring)
+            self.ring, self.log2, self.ci = ring, log2, 0
+        self.dev._notify("on_resize_cq", self, moved)
 
     async def req_notify(self, solicited_only=False):
         await self.dev.write_reg(cq_arm_db(self.cqn), 2 if solicited_only else 1)

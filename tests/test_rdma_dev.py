@@ -1338,6 +1338,66 @@ async def test_cq_overflow(dut):
     await rdma.finish()
 
 
+@cocotb.test()
+@cocotb.parametrize(path=["bypass", "packets"])
+async def test_cq_resize(dut, path):
+    """RESIZE_CQ moves a CQ to a new ring with its unconsumed completions in order, on the
+    bypass and through the packetizer: grown while two CQEs wait, grown again while eight
+    messages are still running (each CQE lands in the old ring or the new, none lost or
+    reordered), refused (BAD_PARAM) for a ring smaller than what is unconsumed, the CQ
+    untouched; shrunk to exactly what is unconsumed, it is full, and the next CQE overflows.
+    A CQ that does not exist is refused with BUSY, an index past NUM_CQ with BAD_INDEX."""
+    rdma = await Rdma.open(dut)
+    await rdma.dev.set_bypass(path == "bypass")
+    cq = await rdma.dev.create_cq(4)
+    a = await rdma.qp(QPType.RC, cq, cq)
+    b = await rdma.qp(QPType.RC)
+    await rdma.connect(a, b.qp_num)
+    await rdma.connect(b, a.qp_num)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096)
+    posted = 0
+
+    async def write(n):
+        nonlocal posted
+        await a.post_send([work_request(WROpcode.RDMA_WRITE, local.sge(64 * (k % 64), 64),
+                                        remote.remote(64 * (k % 64)), wr_id=k)
+                           for k in range(posted, posted + n)])
+        posted += n
+
+    await write(3)
+    await rdma.wait_sent(a, 3)
+    assert [wc.wr_id for wc in await cq.poll(1)] == [0]
+    await cq.resize(16)
+    assert cq.depth == 16
+    await write(8)
+    await cq.resize(32)                     # while the eight run
+    await rdma.wait_sent(a, posted)
+    wcs = await cq.poll()
+    assert [wc.wr_id for wc in wcs] == list(range(1, 11)), "completions lost or reordered"
+    assert all(wc.status == WCStatus.SUCCESS for wc in wcs)
+
+    await write(3)
+    await rdma.wait_sent(a, posted)
+    await assert_refused(CmdResult.BAD_PARAM, cq.resize(2), "a ring smaller than 3 CQEs")
+    assert cq.depth == 32
+    await cq.resize(4)
+    await write(2)                          # 3 unconsumed + 1 fills the 4; the next overflows
+    await rdma.wait_sent(a, posted)
+    assert (await rdma.counter_moves()).cq_overflows == 1
+    assert [wc.wr_id for wc in await cq.poll()] == [11, 12, 13, 14]
+    assert remote.read(0, 64 * posted) == local.read(0, 64 * posted)
+
+    nobody = free_index(rdma.dev.cqs, rdma.dev.num_cq)
+    block = struct.pack("<QBxH", local.mr.addr, 2, 0)
+    await assert_refused(CmdResult.BUSY, rdma.dev.command(Cmd.RESIZE_CQ, nobody, block),
+                         "RESIZE_CQ of a CQ that does not exist")
+    await assert_refused(CmdResult.BAD_INDEX,
+                         rdma.dev.command(Cmd.RESIZE_CQ, rdma.dev.num_cq, block),
+                         "RESIZE_CQ past NUM_CQ")
+    await rdma.finish()
+
+
 # Writes to addresses the register map does not list (holes between registers, a hole in a
 # port block, past CMD_STATUS, past the CQ doorbells).
 UNLISTED = [0x001C, 0x0030, 0x00FC, 0x0120, 0x0448, 0x0818, 0x3000, 0xFFFC]

@@ -26,6 +26,8 @@ from .pyverbs_error import PyverbsRDMAError
 DEVICE_NAME = "rdma_dev0"
 IDLE_POLL_CYCLES = 32        # a CQ poll that finds nothing lets this many cycles pass
 EVENT_WAIT_CYCLES = 250_000  # get_cq_event gives up (ETIMEDOUT) after this long (1 ms at 250 MHz)
+KERNEL_COMMAND_CYCLES = 2_500  # a verb that is a firmware command through the kernel
+                               # (ibv_resize_cq) takes ~10 us on a host; the device works on
 HEAP_ALIGN = 64
 
 log = logging.getLogger("cocotb.pyverbs")
@@ -98,6 +100,7 @@ class Simulation:
         self.clk = tb.dut.clk
         self.heap = HostHeap(dev, dev.mem_base, dev.mem_size)
         dev.alloc = self.heap.alloc     # the driver's rings come from the heap too
+        dev.free = self.heap.free
         self.channels = {}              # cqn -> the CompChannel its events go to
         self.events = {}                # cqn -> completion events seen and not yet taken
         self._deferred = []             # coroutine functions to run before the next call

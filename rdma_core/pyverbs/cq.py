@@ -13,7 +13,7 @@ import functools
 from tb.verbs import Reg
 
 from . import enums as e
-from ._sim import EVENT_WAIT_CYCLES, DeviceObject, log, rdma_error
+from ._sim import EVENT_WAIT_CYCLES, KERNEL_COMMAND_CYCLES, DeviceObject, log, rdma_error
 from .base import PyverbsCM, PyverbsObject
 from .device import MAX_WQ_LOG2, NUM_COMP_VECTORS
 
@@ -129,7 +129,16 @@ class CQ(_CompletionQueue):
         self.num_events -= num_events
 
     def resize(self, cqe):
-        raise rdma_error("Failed to resize CQ (the device cannot resize a CQ)", errno.EOPNOTSUPP)
+        """ibv_resize_cq: at least `cqe` entries, the completions not yet polled kept in order
+        (RESIZE_CQ); EINVAL when more are waiting than the new size holds."""
+        what = f"Failed to resize CQ to {cqe} entries"
+        if cqe != int(cqe) or not 1 <= cqe <= 1 << MAX_WQ_LOG2:
+            raise rdma_error(what, errno.EINVAL)
+        self.sim.verb(what, self._resize, int(cqe))
+
+    async def _resize(self, cqe):
+        await self.sim.idle(KERNEL_COMMAND_CYCLES)
+        await self._cq.resize(cqe)
 
 
 async def destroy_cq(sim, cq):

@@ -1,7 +1,10 @@
-// Completion queues: their contexts (CREATE/DESTROY_CQ, consumer-index and arm doorbells), the
-// one CQE writer both paths use, and completion events. A CQE is written through the DMA mover
-// with its owner bit set from the pass over the ring; a full or destroyed CQ drops the CQE
-// and counts an overflow rather than overwrite an entry software has not consumed.
+// Completion queues: their contexts (CREATE/DESTROY/RESIZE_CQ, consumer-index and arm
+// doorbells), the one CQE writer both paths use, and completion events. A CQE is written
+// through the DMA mover with its owner bit set from the pass over the ring; a full or destroyed
+// CQ drops the CQE and counts an overflow rather than overwrite an entry software has not
+// consumed. RESIZE_CQ waits for the CQE being written, then moves the CQ to its new ring: the
+// n CQEs software has not consumed become entries 0..n-1 of the new ring (software copies
+// them: the answer says which), and the next CQE is entry n.
 `ifndef RDMA_CQ_ENGINE_V
 `define RDMA_CQ_ENGINE_V
 `default_nettype none
@@ -19,6 +22,8 @@ module cq_engine #(
     input  wire [511:0]             cmd_data,
     output wire                     cmd_done,
     output wire [7:0]               cmd_result,
+    output reg                      cmd_rdata_valid,
+    output wire [511:0]             cmd_rdata,
 
     input  wire                     db_valid,
     input  wire [1:0]               db_type,
@@ -67,7 +72,21 @@ wire        full  = {1'b0, used} >= depth;
 wire [ADDR_WIDTH-1:0] slot = {{(ADDR_WIDTH-16){1'b0}}, c_pi[q] & (depth[15:0] - 16'd1)};
 wire        owner = ~|(c_pi[q] & depth[15:0]);
 
-assign s_req_ready = state == S_IDLE;
+// RESIZE_CQ, held until no CQE is being written: {ring[63:0], log2, consumer index[15:0]}
+reg                 rs_pending;
+reg [15:0]          rs_index;
+reg [63:0]          rs_ring;
+reg [7:0]           rs_log;
+reg [15:0]          rs_ci;
+reg                 rs_done;
+reg [7:0]           rs_result;
+reg [31:0]          rs_answer;        // {old producer index, CQEs moved}
+wire [CQN_BITS-1:0] rq       = rs_index[CQN_BITS-1:0];
+wire [15:0]         rs_moved = c_pi[rq] - rs_ci;
+wire                rs_go    = rs_pending && state == S_IDLE;
+
+assign s_req_ready = state == S_IDLE && !rs_pending;
+assign cmd_rdata   = {480'd0, rs_answer};
 assign m_dma_data  = {{256'd0, r_cqe[255:249], owner, r_cqe[247:0]}, 32'd32, c_base[q] + (slot << 5),
                       {ADDR_WIDTH{1'b0}}, DMA_STORE};
 
@@ -76,26 +95,62 @@ wire [CQN_BITS-1:0] di = db_index[CQN_BITS-1:0];
 wire [63:0] c_ring = cmd_data[0*8 +: 64];
 wire [7:0]  c_lg   = cmd_data[8*8 +: 8];
 
-wire unused = ^{cmd_data[511:72], db_index[15:CQN_BITS], r_cqe[248]};
+wire unused = ^{cmd_data[511:96], cmd_data[79:72], db_index[15:CQN_BITS], r_cqe[248]};
 
 function [31:0] sat_inc32(input [31:0] v);
     sat_inc32 = (&v) ? v : v + 32'd1;
 endfunction
 
-wire do_create, do_destroy;
+// a ring the CQ may take: 2..2^15 entries, 32-byte aligned, within the host address width
+wire c_ring_ok  = c_lg >= 8'd1 && c_lg <= 8'd15 && c_ring[4:0] == 5'd0 &&
+                  c_ring[63:ADDR_WIDTH] == 0;
+wire rs_ring_ok = rs_log >= 8'd1 && rs_log <= 8'd15 && rs_ring[4:0] == 5'd0 &&
+                  rs_ring[63:ADDR_WIDTH] == 0;
+wire rs_fits    = rs_moved <= c_pi[rq] - c_ci[rq] && {1'b0, rs_moved} <= (17'd1 << rs_log[3:0]);
+
+wire       do_create, do_destroy, ctx_done;
+wire [7:0] ctx_result;
 ctx_cmd #(.CREATE_OP(CMD_CREATE_CQ), .DESTROY_OP(CMD_DESTROY_CQ), .COUNT(NUM_CQ)) cmd (
     .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index),
-    .exists(c_valid[ci]),
-    .params_ok(c_lg >= 8'd1 && c_lg <= 8'd15 && c_ring[4:0] == 5'd0 && c_ring[63:ADDR_WIDTH] == 0),
-    .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
+    .exists(c_valid[ci]), .params_ok(c_ring_ok),
+    .do_create(do_create), .do_destroy(do_destroy), .cmd_done(ctx_done), .cmd_result(ctx_result)
 );
+assign cmd_done   = ctx_done | rs_done;
+assign cmd_result = rs_done ? rs_result : ctx_result;
 
 always @(posedge clk) begin
-    m_rsp_valid <= 1'b0;
-    cq_event    <= cq_event & ~cq_event_clear;
+    m_rsp_valid     <= 1'b0;
+    cq_event        <= cq_event & ~cq_event_clear;
+    rs_done         <= 1'b0;
+    cmd_rdata_valid <= 1'b0;
+
+    if (cmd_valid && cmd_op == CMD_RESIZE_CQ) begin
+        rs_pending <= 1'b1;
+        rs_index   <= cmd_index;
+        rs_ring    <= c_ring;
+        rs_log     <= c_lg;
+        rs_ci      <= cmd_data[10*8 +: 16];
+    end
+    // the consumer index given must lie between the device's and the producer's, and what
+    // is left unconsumed must fit the new ring
+    if (rs_go) begin
+        rs_pending <= 1'b0;
+        rs_done    <= 1'b1;
+        rs_result  <= rs_index >= NUM_CQ        ? CR_BAD_INDEX :
+                      !c_valid[rq]              ? CR_BUSY :
+                      !rs_ring_ok || !rs_fits   ? CR_BAD_PARAM : CR_OK;
+    end
+    if (rs_go && rs_index < NUM_CQ && c_valid[rq] && rs_ring_ok && rs_fits) begin
+        c_base[rq]      <= rs_ring[ADDR_WIDTH-1:0];
+        c_log[rq]       <= rs_log[3:0];
+        c_pi[rq]        <= rs_moved;
+        c_ci[rq]        <= 16'd0;
+        rs_answer       <= {c_pi[rq], rs_moved};
+        cmd_rdata_valid <= 1'b1;
+    end
 
     case (state)
-        S_IDLE: if (s_req_valid) begin
+        S_IDLE: if (s_req_valid && !rs_pending) begin
             {r_sol, r_cqn, r_cqe} <= s_req_data;
             state <= S_CHECK;
         end
@@ -150,6 +205,11 @@ always @(posedge clk) begin
         r_cqn       <= 16'd0;
         r_sol       <= 1'b0;
         r_cqe       <= 256'd0;
+        rs_pending  <= 1'b0;
+        rs_done     <= 1'b0;
+        rs_result   <= CR_OK;
+        rs_answer   <= 32'd0;
+        cmd_rdata_valid <= 1'b0;
         c_valid     <= {NUM_CQ{1'b0}};   // the rest of a CQ is set when it is created
     end
 end
