@@ -38,7 +38,8 @@ localparam integer TXD_INTERNAL = 944;      // 1: a loopback message with the by
 localparam integer TXD_START = 945;         // 32: byte offset of the first packet to send (a resend)
 localparam integer TXD_ATOMIC_A = 977;      // 64: AtomicETH swap/add data, AtomicAckETH original
 localparam integer TXD_ATOMIC_B = 1041;     // 64: AtomicETH compare data
-localparam integer TXD_WIDTH = 1105;
+localparam integer TXD_INV = 1105;          // 1: an RC SEND with invalidate (TXD_IMM: its IETH)
+localparam integer TXD_WIDTH = 1106;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8
@@ -67,5 +68,5 @@ localparam integer RXH_PLEN = 635;          // 13
 localparam integer RXH_INTERNAL = 648;      // 1
 localparam integer RXH_ATOMIC_A = 649;      // 64: AtomicETH swap/add data, AtomicAckETH original
 localparam integer RXH_ATOMIC_B = 713;      // 64: AtomicETH compare data
-localparam integer RXH_WIDTH = 777;
+localparam integer RXH_WIDTH = 777;         // (an IETH's R_Key arrives in RXH_RKEY)
 /* verilator lint_on UNUSEDPARAM */

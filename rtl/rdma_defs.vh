@@ -11,32 +11,45 @@ localparam [2:0] QPT_RC = 3'd2, QPT_UC = 3'd3, QPT_UD = 3'd4;
 // send WQE opcodes (enum ibv_wr_opcode)
 localparam [7:0] WR_RDMA_WRITE = 8'd0, WR_RDMA_WRITE_IMM = 8'd1, WR_SEND = 8'd2,
                  WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4, WR_ATOMIC_CMP_AND_SWP = 8'd5,
-                 WR_ATOMIC_FETCH_AND_ADD = 8'd6;
+                 WR_ATOMIC_FETCH_AND_ADD = 8'd6, WR_LOCAL_INV = 8'd7, WR_BIND_MW = 8'd8,
+                 WR_SEND_INV = 8'd9;
 
 // send flags (enum ibv_send_flags)
 localparam integer SF_FENCE = 0, SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
 
 // completion status (enum ibv_wc_status)
 localparam [7:0] WC_SUCCESS = 8'd0, WC_LOC_LEN_ERR = 8'd1, WC_LOC_QP_OP_ERR = 8'd2,
-                 WC_LOC_PROT_ERR = 8'd4, WC_WR_FLUSH_ERR = 8'd5, WC_REM_INV_REQ_ERR = 8'd9,
+                 WC_LOC_PROT_ERR = 8'd4, WC_MW_BIND_ERR = 8'd6, WC_WR_FLUSH_ERR = 8'd5, WC_REM_INV_REQ_ERR = 8'd9,
                  WC_REM_ACCESS_ERR = 8'd10, WC_REM_OP_ERR = 8'd11, WC_RETRY_EXC_ERR = 8'd12,
                  WC_RNR_RETRY_EXC_ERR = 8'd13, WC_GENERAL_ERR = 8'd21;
 
 // completion opcodes (enum ibv_wc_opcode)
 localparam [7:0] WCO_SEND = 8'd0, WCO_RDMA_WRITE = 8'd1, WCO_RDMA_READ = 8'd2,
-                 WCO_COMP_SWAP = 8'd3, WCO_FETCH_ADD = 8'd4, WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
+                 WCO_COMP_SWAP = 8'd3, WCO_FETCH_ADD = 8'd4, WCO_BIND_MW = 8'd5,
+                 WCO_LOCAL_INV = 8'd6, WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
 
 // access flags (enum ibv_access_flags), bit positions
 localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 2,
-                   ACC_REMOTE_ATOMIC = 3;
+                   ACC_REMOTE_ATOMIC = 3, ACC_MW_BIND = 4;
 
 // command opcodes and results (docs/host-interface.md)
 localparam [7:0] CMD_CREATE_CQ = 8'h01, CMD_DESTROY_CQ = 8'h02, CMD_REG_MR = 8'h03,
                  CMD_DEREG_MR = 8'h04, CMD_CREATE_AH = 8'h05, CMD_DESTROY_AH = 8'h06,
                  CMD_CREATE_QP = 8'h07, CMD_MODIFY_QP = 8'h08, CMD_QUERY_QP = 8'h09,
-                 CMD_DESTROY_QP = 8'h0A, CMD_RESIZE_CQ = 8'h0B;
+                 CMD_DESTROY_QP = 8'h0A, CMD_RESIZE_CQ = 8'h0B, CMD_ALLOC_MW = 8'h0C,
+                 CMD_DEALLOC_MW = 8'h0D;
 localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_PARAM = 8'd3,
                  CR_BUSY = 8'd4;
+
+// protection checker requests (prot_check.v): what is asked of a key
+localparam [1:0] PROT_CHECK = 2'd0, PROT_BIND = 2'd1, PROT_INV_LOCAL = 2'd2, PROT_INV_REMOTE = 2'd3;
+localparam integer PROT_REQ_WIDTH = 238;
+function [PROT_REQ_WIDTH-1:0] prot_request(input [1:0] op, input [23:0] qpn,
+                                           input [31:0] mr_key, input [31:0] new_key,
+                                           input [3:0] need, input [15:0] pd, input [31:0] len,
+                                           input [63:0] va, input [31:0] key);
+    prot_request = {op, qpn, mr_key, new_key, need, pd, len, va, key};
+endfunction
 
 // DMA mover modes
 localparam [2:0] DMA_COPY = 3'd0, DMA_STORE = 3'd1, DMA_LOAD = 3'd2,

@@ -163,11 +163,11 @@ function [32*8-1:0] dma_modes(input unused);
 endfunction
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
-localparam PROT_REQ_WIDTH = 148;                           // {need, pd, len, va, key}
 localparam PROT_RSP_WIDTH = ADDR_WIDTH + 1;                // {host address, allowed}
 localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, cqn, cqe}
 
 `include "pkt_fields.vh"
+`include "rdma_defs.vh"
 
 // ---------------------------------------------------------------- registers
 wire [NUM_PORTS*16-1:0]  port_lid;

@@ -47,15 +47,15 @@ MTUS = [m.size for m in MTU]
 # Bins the device cannot produce, and why: per cover item, a rule from a bin (a tuple for a
 # cross) to the reason, or None, so that one rule covers a whole family of bins.
 
-VERBS_ONLY_STATUSES = ("LOC_EEC_OP_ERR", "MW_BIND_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR",
+VERBS_ONLY_STATUSES = ("LOC_EEC_OP_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR",
                "LOC_RDD_VIOL_ERR", "REM_ABORT_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
                "BAD_RESP_ERR", "REM_INV_RD_REQ_ERR", "LOC_ACCESS_ERR")
 
 
 def _why_status(status):
     if status in VERBS_ONLY_STATUSES:
-        return ("a verbs status of features the device does not have (RD/EEC, memory windows, "
-                "ODP, SRQ) or that no check of the device yields (docs/semantics.md)")
+        return ("a verbs status of features the device does not have (RD/EEC, ODP, SRQ) or "
+                "that no check of the device yields (docs/semantics.md)")
     return None
 
 

@@ -205,6 +205,15 @@ class ImmDt(_ByteFields):
     SIZE = 4
 
 
+@dataclass
+class IETH(_ByteFields):
+    """Invalidate Extended Transport Header (RC SEND with invalidate): the R_Key to invalidate."""
+    rkey: int
+
+    LAYOUT = (("rkey", 4),)
+    SIZE = 4
+
+
 def imm_le(data):
     """ImmDt `data` as a device register holds the four bytes: in wire (and host memory) order,
     the first byte in bits [7:0]."""
@@ -219,6 +228,7 @@ EXTENSION_HEADERS = {
     "aeth": AETH,
     "atomic_ack_eth": AtomicAckETH,
     "immdt": ImmDt,
+    "ieth": IETH,
 }
 
 
@@ -262,11 +272,13 @@ _OPERATIONS = {
     0x12: ("ATOMIC_ACKNOWLEDGE", "ATOMIC_ACKNOWLEDGE", ONLY, ("aeth", "atomic_ack_eth"), False),
     0x13: ("COMPARE_SWAP", "COMPARE_SWAP", ONLY, ("atomic_eth",), False),
     0x14: ("FETCH_ADD", "FETCH_ADD", ONLY, ("atomic_eth",), False),
+    0x16: ("SEND_LAST_WITH_INVALIDATE", "SEND", LAST, ("ieth",), True),
+    0x17: ("SEND_ONLY_WITH_INVALIDATE", "SEND", ONLY, ("ieth",), True),
 }
 
 # Transport -> (opcode base, the low five-bit codes it uses, headers every packet adds first)
 _TRANSPORTS = {
-    "RC": (0x00, range(0x00, 0x15), ()),
+    "RC": (0x00, (*range(0x00, 0x15), 0x16, 0x17), ()),
     "UC": (0x20, range(0x00, 0x0C), ()),         # SEND and RDMA WRITE only
     "UD": (0x60, (0x04, 0x05), ("deth",)),       # SEND only, always with a DETH
 }
@@ -301,6 +313,7 @@ class Packet:
     aeth: AETH | None = None
     atomic_ack_eth: AtomicAckETH | None = None
     immdt: ImmDt | None = None
+    ieth: IETH | None = None
     payload: bytes = b""
 
     @property
@@ -463,7 +476,7 @@ SEGMENTED_OPERATIONS = ("SEND", "RDMA_WRITE", "RDMA_READ_RESPONSE")
 
 # (transport, operation, position, with immediate) -> opcode
 _BY_ROLE = {(op.transport, op.operation, op.position, "immdt" in op.headers): op.code
-            for op in OPCODES.values()}
+            for op in OPCODES.values() if "ieth" not in op.headers}
 
 
 ACKREQ_EVERY = 16   # the device's RC requests ask for an ACK at least this often (PSN mod 16 = 15)

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .ib_packet import (
-    AETH, BTH, DETH, FIRST, GRH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH, AtomicETH, ImmDt,
-    Packet, packetize,
+    AETH, BTH, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH, AtomicETH,
+    ImmDt, Packet, packetize,
 )
 from .verbs import (
     ATOMIC_OPS, COUNTERS, GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
@@ -43,7 +43,7 @@ RNR_RETRY_FOREVER = 7
 
 _ALLOWED_OPCODES = {
     QPType.RC: set(WROpcode),
-    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ, *ATOMIC_OPS},
+    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ, *ATOMIC_OPS, WROpcode.SEND_WITH_INV},
     QPType.UD: {WROpcode.SEND, WROpcode.SEND_WITH_IMM},
 }
 _WC_OPCODE = {
@@ -54,7 +54,14 @@ _WC_OPCODE = {
     WROpcode.RDMA_READ: WCOpcode.RDMA_READ,
     WROpcode.ATOMIC_CMP_AND_SWP: WCOpcode.COMP_SWAP,
     WROpcode.ATOMIC_FETCH_AND_ADD: WCOpcode.FETCH_ADD,
+    WROpcode.BIND_MW: WCOpcode.BIND_MW,
+    WROpcode.LOCAL_INV: WCOpcode.LOCAL_INV,
+    WROpcode.SEND_WITH_INV: WCOpcode.SEND,
 }
+# work requests the requester finishes itself: a memory window bound or invalidated
+_MW_OPS = {WROpcode.BIND_MW, WROpcode.LOCAL_INV}
+_SENDS = {WROpcode.SEND, WROpcode.SEND_WITH_IMM, WROpcode.SEND_WITH_INV}
+_REMOTE_RIGHTS = Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC
 # what a WR reads back into its local SGE (which must allow LOCAL_WRITE)
 _READS_BACK = {WROpcode.RDMA_READ, *ATOMIC_OPS}
 ATOMIC_BYTES = 8
@@ -159,6 +166,16 @@ class _MR:
 
     def host_addr(self, iova):
         return self.host + iova - self.iova
+
+
+@dataclass
+class _MW(_MR):
+    """A memory window: while bound, a range of region `parent` (iova, length, host as for a
+    region) that remote accesses may use with `access`; a type 2 window only from QP `qpn`."""
+    type2: bool = True
+    bound: bool = False
+    qpn: int = 0
+    parent: int | None = None
 
 
 @dataclass
@@ -359,6 +376,12 @@ class Model(Observer):
     def on_dereg_mr(self, mr):
         del self.mrs[mr.index]
 
+    def on_alloc_mw(self, mw):
+        self.mrs[mw.index] = _MW(mw.rkey, 0, 0, Access(0), mw.pd.pdn, 0, type2=mw.type == 2)
+
+    def on_dealloc_mw(self, mw):
+        del self.mrs[mw.index]
+
     def on_create_ah(self, ah):
         self.ahs[ah.ahn] = _AH(ah.pd.pdn, ah.port, ah.attr)
 
@@ -504,7 +527,11 @@ class Model(Observer):
                 self._complete_send(q, w, WCStatus.GENERAL_ERR, "its WQE could not be read")
                 return True
             status, why = self._requester_check(q, w.wr)
-            if status != WCStatus.SUCCESS:
+            if status == WCStatus.SUCCESS and w.wr.opcode in _MW_OPS:
+                why = self._bind(q, w.wr) if w.wr.opcode == WROpcode.BIND_MW else \
+                    self._invalidate(w.wr.rkey, q.pd)
+                status = WCStatus.MW_BIND_ERR if why else WCStatus.SUCCESS
+            if status != WCStatus.SUCCESS or w.wr.opcode in _MW_OPS:
                 self._complete_send(q, w, status, why)
                 return True
             loopback = self._loopback(q, self._av(q, w.wr))
@@ -520,12 +547,19 @@ class Model(Observer):
         self._complete_send(q, w, status, why)
         return True
 
-    def _lookup_mr(self, key, pd, addr, length, need):
-        """The MR `key` names if it may serve [addr, addr + length) with `need`, else None and
-        the reason."""
+    def _lookup_mr(self, key, pd, addr, length, need, qpn=None):
+        """The MR (or, for a remote access by QP `qpn`, the memory window) `key` names if it
+        may serve [addr, addr + length) with `need`, else None and the reason."""
         mr = self.mrs.get(key >> 8)
         if mr is None or mr.key != key:
             return None, f"key {key:#x} names no registered MR"
+        if isinstance(mr, _MW):
+            if qpn is None:
+                return None, f"key {key:#x} names a memory window: no lkey"
+            if not mr.bound:
+                return None, f"key {key:#x} names a memory window that is not bound"
+            if mr.type2 and mr.qpn != qpn:
+                return None, f"key {key:#x} names a type 2 window bound to QP {mr.qpn}"
         if mr.pd != pd:
             return None, f"key {key:#x} is in PD {mr.pd}, not {pd}"
         if not mr.covers(addr, length):
@@ -536,9 +570,58 @@ class Model(Observer):
             return None, f"key {key:#x} lacks {missing.name}"
         return mr, ""
 
+    def _bind(self, q, wr):
+        """BIND_MW: why the window cannot be bound as `wr` asks, or "" once it is (a bind of
+        no bytes leaves it unbound)."""
+        mw = self.mrs.get(wr.rkey >> 8)     # the window by its index: any key of it
+        if not isinstance(mw, _MW):
+            return f"key {wr.rkey:#x} names no memory window"
+        if mw.pd != q.pd:
+            return f"window {wr.rkey:#x} is in PD {mw.pd}, not {q.pd}"
+        if wr.bind_rkey >> 8 != wr.rkey >> 8:
+            return f"new key {wr.bind_rkey:#x} names another index than {wr.rkey:#x}"
+        if mw.type2 and mw.bound:
+            return f"type 2 window {wr.rkey:#x} is bound already"
+        sge = wr.sg_list[0]
+        mr = None
+        if sge.length:
+            mr = self.mrs.get(sge.lkey >> 8)
+            if mr is None or isinstance(mr, _MW) or mr.key != sge.lkey:
+                return f"lkey {sge.lkey:#x} names no registered MR"
+            if mr.pd != q.pd:
+                return f"MR {sge.lkey:#x} is in PD {mr.pd}, not {q.pd}"
+            if not mr.access & Access.MW_BIND:
+                return f"MR {sge.lkey:#x} lacks MW_BIND"
+            if not mr.covers(sge.addr, sge.length):
+                return f"MR {sge.lkey:#x} does not cover [{sge.addr:#x}, +{sge.length:#x})"
+            if wr.bind_access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC) and \
+                    not mr.access & Access.LOCAL_WRITE:
+                return f"MR {sge.lkey:#x} lacks LOCAL_WRITE for a writable window"
+        mw.key, mw.bound, mw.qpn = wr.bind_rkey, mr is not None, q.qpn
+        mw.iova, mw.length = sge.addr, sge.length
+        mw.access = Access(wr.bind_access) & _REMOTE_RIGHTS
+        mw.host = mr.host_addr(sge.addr) if mr else 0
+        mw.parent = sge.lkey >> 8 if mr else None
+        return ""
+
+    def _invalidate(self, rkey, pd, qpn=None):
+        """LOCAL_INV (any QP of the PD) or a SEND with invalidate arriving at QP `qpn`: why
+        `rkey` cannot be invalidated, or "" once its type 2 window is unbound."""
+        mw = self.mrs.get(rkey >> 8)
+        if not isinstance(mw, _MW) or mw.key != rkey or not mw.type2 or not mw.bound:
+            return f"key {rkey:#x} names no bound type 2 window"
+        if mw.pd != pd:
+            return f"window {rkey:#x} is in PD {mw.pd}, not {pd}"
+        if qpn is not None and mw.qpn != qpn:
+            return f"window {rkey:#x} is bound to QP {mw.qpn}, not {qpn}"
+        mw.bound = False
+        return ""
+
     def _requester_check(self, q, wr):
         if wr.opcode not in _ALLOWED_OPCODES[q.type]:
             return WCStatus.LOC_QP_OP_ERR, f"opcode not allowed on {q.type.name}"
+        if wr.opcode in _MW_OPS:
+            return WCStatus.SUCCESS, ""
         length, sges = wr.length, wr.sg_list
         if q.type == QPType.UD:
             ah = self.ahs.get(wr.ahn)
@@ -608,7 +691,7 @@ class Model(Observer):
             if q.type == QPType.RC:
                 return WCStatus.RETRY_EXC_ERR, why
             return WCStatus.SUCCESS, f"dropped: {why}"
-        if w.wr.opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM):
+        if w.wr.opcode in _SENDS:
             return self._deliver_send(q, w, dest)
         if w.wr.opcode in ATOMIC_OPS:
             return self._deliver_atomic(q, w, dest)
@@ -704,6 +787,11 @@ class Model(Observer):
                 return (WCStatus.REM_OP_ERR if rc else WCStatus.SUCCESS), why
             grh = self._grh_area(q, wr) if ud else b""
             self._scatter(parts, grh + self._local_bytes(wr))
+        if wr.opcode == WROpcode.SEND_WITH_INV:
+            why = self._invalidate(wr.rkey, dest.pd, dest.qpn)
+            if why:
+                self._recv_error(dest, recv, WCStatus.REM_INV_REQ_ERR, w, why)
+                return WCStatus.SUCCESS, f"delivered; the receiver refused the invalidation: {why}"
         self._expect_recv(q, w, dest, recv, WCOpcode.RECV, total)
         return WCStatus.SUCCESS, ""
 
@@ -717,7 +805,7 @@ class Model(Observer):
         rmr = None
         if length:
             need = Access.REMOTE_READ if read else Access.REMOTE_WRITE
-            rmr, why = self._lookup_mr(wr.rkey, dest.pd, wr.remote_addr, length, need)
+            rmr, why = self._lookup_mr(wr.rkey, dest.pd, wr.remote_addr, length, need, dest.qpn)
             if rmr is not None and not dest.attr.qp_access_flags & need:
                 rmr, why = None, f"QP {dest.qpn} access flags lack {need.name}"
             if rmr is None:
@@ -755,7 +843,8 @@ class Model(Observer):
         """The responder's side of an atomic: (sender's status, why, original value). The
         rkey check comes first, then the alignment (as rxe's responder has them); both fail the
         QP."""
-        rmr, why = self._lookup_mr(rkey, dest.pd, va, ATOMIC_BYTES, Access.REMOTE_ATOMIC)
+        rmr, why = self._lookup_mr(rkey, dest.pd, va, ATOMIC_BYTES, Access.REMOTE_ATOMIC,
+                                  dest.qpn)
         if rmr is not None and not dest.attr.qp_access_flags & Access.REMOTE_ATOMIC:
             rmr, why = None, f"QP {dest.qpn} access flags lack REMOTE_ATOMIC"
         if rmr is None:
@@ -792,18 +881,22 @@ class Model(Observer):
         self._expect_recv_fields(dest, recv, w, opcode, byte_len, src_qp=q.qpn,
                                  slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
                                  sl=av.sl, dlid=av.dlid, grh=av.grh is not None,
-                                 imm=wr.imm if wr.opcode in _WITH_IMM else None)
+                                 imm=wr.imm if wr.opcode in _WITH_IMM else None,
+                                 inv=wr.rkey if wr.opcode == WROpcode.SEND_WITH_INV else None)
 
     def _expect_recv_fields(self, dest, recv, w, opcode, byte_len, *, src_qp, slid, sl, dlid,
-                            grh, imm):
+                            grh, imm, inv=None):
         path_mask = (1 << self.ports[dest.port].lmc) - 1
         flags = ((WCFlags.GRH if grh else WCFlags(0))
-                 | (WCFlags.WITH_IMM if imm is not None else WCFlags(0)))
+                 | (WCFlags.WITH_IMM if imm is not None else WCFlags(0))
+                 | (WCFlags.WITH_INV if inv is not None else WCFlags(0)))
         fields = dict(wr_id=recv.wr.wr_id, status=WCStatus.SUCCESS, opcode=opcode,
                       byte_len=byte_len, qp_num=dest.qpn, src_qp=src_qp, wc_flags=flags,
                       sl=sl, slid=slid, dlid_path_bits=dlid & path_mask)
         if imm is not None:
             fields["imm_data"] = imm
+        if inv is not None:
+            fields["imm_data"] = inv
         self._expect(dest.recv_cq, dest.qpn, True, fields, f"{recv.what}, for {w.what}")
 
     def _recv_error(self, dest, recv, status, w, why):
@@ -848,12 +941,18 @@ class Model(Observer):
             return [Packet(lrh=lrh, grh=grh, reth=reth,
                            bth=BTH(opcode=0x0C, dest_qp=dest_qp, psn=psn, pkey=pkey))]
         write = wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
+        inv = wr.opcode == WROpcode.SEND_WITH_INV
         deth = DETH(qkey=self._qkey(q, wr), src_qp=q.qpn) if q.type == QPType.UD else None
-        return packetize(_TRANSPORT[q.type], "RDMA_WRITE" if write else "SEND",
-                         self._local_bytes(wr), self._path_mtu(q), lrh=lrh, dest_qp=dest_qp,
-                         psn=psn, pkey=pkey, grh=grh, deth=deth, reth=reth if write else None,
-                         immdt=ImmDt(wr.imm) if wr.opcode in _WITH_IMM else None,
-                         se=bool(wr.flags & SendFlags.SOLICITED))
+        packets = packetize(_TRANSPORT[q.type], "RDMA_WRITE" if write else "SEND",
+                            self._local_bytes(wr), self._path_mtu(q), lrh=lrh, dest_qp=dest_qp,
+                            psn=psn, pkey=pkey, grh=grh, deth=deth, reth=reth if write else None,
+                            immdt=ImmDt(wr.imm) if wr.opcode in _WITH_IMM or inv else None,
+                            se=bool(wr.flags & SendFlags.SOLICITED))
+        if inv:     # the last packet: SEND LAST / ONLY with invalidate, the IETH for the ImmDt
+            last = packets[-1]
+            last.bth = replace(last.bth, opcode={0x03: 0x16, 0x05: 0x17}[last.bth.opcode])
+            last.immdt, last.ieth = None, IETH(wr.rkey)
+        return packets
 
     def _answer_packets(self, port, dest, req, syndrome, data=None, mtu=None, orig=None):
         """An RC responder's answer to request packet `req`: an ACK / NAK, (with `data`)
@@ -1182,7 +1281,7 @@ class Model(Observer):
     def _rkey_check(self, dest, reth, need):
         if not reth.dma_len:
             return True, ""
-        rmr, why = self._lookup_mr(reth.rkey, dest.pd, reth.va, reth.dma_len, need)
+        rmr, why = self._lookup_mr(reth.rkey, dest.pd, reth.va, reth.dma_len, need, dest.qpn)
         if rmr is not None and not dest.attr.qp_access_flags & need:
             rmr, why = None, f"QP {dest.qpn} access flags lack {need.name}"
         return rmr, f"rkey: {why}"
@@ -1276,6 +1375,12 @@ class Model(Observer):
                 answer, why, nak = self._nak(port, dest, pkt, status, why)
                 return answer, why, self._acks_asked(port, dest, packets[:taken - 1]) + nak, taken
         self._take_recv(dest)
+        if last.ieth is not None:
+            why = self._invalidate(last.ieth.rkey, dest.pd, dest.qpn)
+            if why:     # the message is in place and acknowledged; its receive fails
+                self._recv_error(dest, recv, WCStatus.REM_INV_REQ_ERR, _Named(what), why)
+                answer, why, ack = self._ack(port, dest, last, 1)
+                return answer, why, self._acks_asked(port, dest, packets[:-1]) + ack, len(packets)
         self._expect_recv_fields(dest, recv, _Named(what), WCOpcode.RECV, offset,
                                  **self._recv_source(dest, last))
         if not rc:
@@ -1346,7 +1451,8 @@ class Model(Observer):
         return dict(src_qp=last.deth.src_qp if last.deth is not None else dest.attr.dest_qp_num,
                     slid=last.lrh.slid, sl=last.lrh.sl, dlid=last.lrh.dlid,
                     grh=last.grh is not None,
-                    imm=last.immdt.data if last.immdt is not None else None)
+                    imm=last.immdt.data if last.immdt is not None else None,
+                    inv=last.ieth.rkey if last.ieth is not None else None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from .link_faults import LinkFaults
 from .rdma_tb import open_device, open_fabric
 from .seed import SEED
 from .verbs import (
-    ATOMIC_OPS, Access, GlobalRoute, PortCounter, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
+    Access, GlobalRoute, PortCounter, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
     WCStatus, WROpcode,
 )
 
@@ -37,10 +37,13 @@ SEND_WC_OPCODE = {
     WROpcode.ATOMIC_FETCH_AND_ADD: WCOpcode.FETCH_ADD,
 }
 # the opcodes that move a buffer of any length, per transport (the atomics, RC only, work on
-# 8 bytes: verbs.ATOMIC_OPS)
+# 8 bytes: verbs.ATOMIC_OPS; SEND_WITH_INV needs a memory window to invalidate, and BIND_MW
+# and LOCAL_INV move nothing)
+_MOVING = [WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM, WROpcode.SEND,
+           WROpcode.SEND_WITH_IMM]
 DATA_OPCODES = {
-    QPType.RC: [op for op in WROpcode if op not in ATOMIC_OPS],
-    QPType.UC: [op for op in WROpcode if op not in ATOMIC_OPS and op != WROpcode.RDMA_READ],
+    QPType.RC: _MOVING + [WROpcode.RDMA_READ],
+    QPType.UC: _MOVING,
     QPType.UD: [WROpcode.SEND, WROpcode.SEND_WITH_IMM],
 }
 

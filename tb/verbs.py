@@ -160,6 +160,7 @@ class Access(IntFlag):
     REMOTE_WRITE = 2
     REMOTE_READ = 4
     REMOTE_ATOMIC = 8
+    MW_BIND = 16    # a region memory windows may be bound to
 
 
 class WROpcode(IntEnum):
@@ -170,6 +171,9 @@ class WROpcode(IntEnum):
     RDMA_READ = 4
     ATOMIC_CMP_AND_SWP = 5
     ATOMIC_FETCH_AND_ADD = 6
+    LOCAL_INV = 7       # rkey: the type 2 window to invalidate
+    BIND_MW = 8         # rkey: the window; SGE 0: the region's range; bind_rkey, bind_access
+    SEND_WITH_INV = 9   # rkey: the type 2 window the receiver invalidates (RC)
 
 
 ATOMIC_OPS = (WROpcode.ATOMIC_CMP_AND_SWP, WROpcode.ATOMIC_FETCH_AND_ADD)
@@ -212,6 +216,8 @@ class WCOpcode(IntEnum):
     RDMA_READ = 2
     COMP_SWAP = 3
     FETCH_ADD = 4
+    BIND_MW = 5
+    LOCAL_INV = 6
     RECV = 128  # bit 7 marks every receive opcode, as in rdma-core
     RECV_RDMA_WITH_IMM = 129
 
@@ -219,6 +225,7 @@ class WCOpcode(IntEnum):
 class WCFlags(IntFlag):
     GRH = 1
     WITH_IMM = 2
+    WITH_INV = 4    # imm_data holds the rkey a SEND with invalidate invalidated
 
 
 class MTU(IntEnum):
@@ -245,6 +252,8 @@ class Cmd(IntEnum):
     QUERY_QP = 0x09
     DESTROY_QP = 0x0A
     RESIZE_CQ = 0x0B
+    ALLOC_MW = 0x0C
+    DEALLOC_MW = 0x0D
 
 
 class CmdResult(IntEnum):
@@ -383,6 +392,8 @@ class SendWR(_ScatterGather):
     remote_qkey: int = 0
     compare_add: int = 0    # atomics: CompareSwap's compare value, FetchAdd's addend
     swap: int = 0           # CompareSwap's new value
+    bind_rkey: int = 0      # BIND_MW: the key the window takes (its index, a new variant)
+    bind_access: Access = Access(0)     # BIND_MW: the remote rights the window gives
 
     @property
     def ahn(self):
@@ -431,6 +442,16 @@ def ud_send(sge, ah, remote_qpn, remote_qkey, wr_id=0, imm=None, flags=SendFlags
     opcode = WROpcode.SEND if imm is None else WROpcode.SEND_WITH_IMM
     return SendWR(opcode, sge, wr_id, flags, imm or 0, ah=ah, remote_qpn=remote_qpn,
                   remote_qkey=remote_qkey)
+
+
+def local_inv(rkey, wr_id=0, flags=SendFlags.SIGNALED):
+    """LOCAL_INV of the type 2 window `rkey` names."""
+    return SendWR(WROpcode.LOCAL_INV, NO_SGE, wr_id, flags, rkey=rkey)
+
+
+def send_with_inv(sge, rkey, wr_id=0, flags=SendFlags.SIGNALED):
+    """SEND whose receiver invalidates the type 2 window `rkey` names (RC)."""
+    return SendWR(WROpcode.SEND_WITH_INV, sge, wr_id, flags, rkey=rkey)
 
 
 @dataclass(frozen=True)
@@ -504,6 +525,7 @@ _CQE = struct.Struct("<QI4sIIBBBBHBB")
 _CQ_BLOCK = struct.Struct("<QB")
 _CQ_RESIZE_BLOCK = struct.Struct("<QBxH")          # ring, log2, the consumer index
 _CQ_RESIZE_ANSWER = struct.Struct("<HH")           # CQEs moved, the old producer index
+_MW_BLOCK = struct.Struct("<BxHB")                 # type, PD, key variant
 _MR_BLOCK = struct.Struct("<QIBBHQ")
 _AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
 _QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBB4xQQ")
@@ -533,6 +555,10 @@ def encode_send_wqe(wr, size=WQE_BYTES):
         head = _ATOMIC_WQE.pack(wr.opcode, wr.flags, len(sges), wr.imm.to_bytes(4, "big"),
                                 wr.wr_id, first.addr, first.length, first.lkey, wr.remote_addr,
                                 wr.rkey, wr.ahn, wr.compare_add & (2**64 - 1), wr.swap & (2**64 - 1))
+    elif wr.opcode == WROpcode.BIND_MW:     # the new key and the rights over the UD fields
+        head = _SEND_WQE.pack(wr.opcode, wr.flags, len(sges), bytes(4), wr.wr_id, first.addr,
+                              first.length, first.lkey, 0, wr.rkey, wr.bind_rkey,
+                              int(wr.bind_access), 0)
     else:
         head = _SEND_WQE.pack(wr.opcode, wr.flags, len(sges), wr.imm.to_bytes(4, "big"),
                               wr.wr_id, first.addr, first.length, first.lkey, wr.remote_addr,
@@ -550,8 +576,11 @@ def decode_cqe(raw):
     """A CQE's fields as a WC, and its owner bit."""
     (wr_id, byte_len, imm, qp_num, src_qp, status, opcode, flags, sl, slid, path_bits,
      owner) = _CQE.unpack(raw)
-    wc = WC(wr_id, _enum(WCStatus, status), _enum(WCOpcode, opcode), byte_len,
-            int.from_bytes(imm, "big"), qp_num, src_qp, WCFlags(flags), sl, slid, path_bits)
+    # immediate data is opaque bytes (read as the big-endian number htonl put there); an
+    # invalidated rkey is a little-endian number
+    imm_data = int.from_bytes(imm, "little" if flags & WCFlags.WITH_INV else "big")
+    wc = WC(wr_id, _enum(WCStatus, status), _enum(WCOpcode, opcode), byte_len, imm_data,
+            qp_num, src_qp, WCFlags(flags), sl, slid, path_bits)
     return wc, owner & 1
 
 
@@ -600,6 +629,8 @@ class Observer:
     def on_set_port(self, port, attr): pass
     def on_reg_mr(self, mr): pass
     def on_dereg_mr(self, mr): pass
+    def on_alloc_mw(self, mw): pass
+    def on_dealloc_mw(self, mw): pass
     def on_create_ah(self, ah): pass
     def on_destroy_ah(self, ah): pass
     def on_create_cq(self, cq): pass
@@ -890,6 +921,17 @@ class PD:
         dev._notify("on_reg_mr", mr)
         return mr
 
+    async def alloc_mw(self, mw_type=2):
+        """A memory window of type 1 or 2, unbound; its index comes from the MRs' key space."""
+        dev = self.dev
+        index = dev._free_index(dev.mrs, 0, dev.num_mr, "MR or MW index")
+        variant = dev._next_key_variant(index)
+        mw = MW(self, index, index << 8 | variant, mw_type)
+        with dev._claim(dev.mrs, index, mw):
+            await dev.command(Cmd.ALLOC_MW, index, _MW_BLOCK.pack(mw_type, self.pdn, variant))
+        dev._notify("on_alloc_mw", mw)
+        return mw
+
     async def create_ah(self, port, dlid, sl=0, src_path_bits=0, static_rate=0, grh=None):
         dev = self.dev
         ahn = dev._free_index(dev.ahs, 0, dev.num_ah, "AH")
@@ -924,6 +966,40 @@ class PD:
                                                     max_recv_sge, sq.base, rq.base))
         dev._notify("on_create_qp", qp)
         return qp
+
+
+class MW:
+    """A memory window: `rkey` is its key now (a bind gives it a new variant: `next_rkey`)."""
+
+    def __init__(self, pd, index, rkey, mw_type):
+        self.pd = pd
+        self.index = index
+        self.rkey = rkey
+        self.type = mw_type
+
+    def next_rkey(self):
+        """The key a bind gives the window: the same index, the next variant (ibv_inc_rkey)."""
+        return (self.rkey & ~0xFF) | ((self.rkey + 1) & 0xFF)
+
+    def bind(self, mr_sge, access, wr_id=0, flags=SendFlags.SIGNALED):
+        """The BIND_MW work request over `mr_sge` (a range of a region that allows MW_BIND),
+        giving `access`; the window's rkey becomes next_rkey() when it completes (the caller
+        calls bound())."""
+        return SendWR(WROpcode.BIND_MW, mr_sge, wr_id, flags, rkey=self.rkey,
+                      bind_rkey=self.next_rkey(), bind_access=Access(access))
+
+    def bound(self, wr):
+        """The bind `wr` completed: the window answers to its new key."""
+        self.rkey = wr.bind_rkey
+
+    def remote(self, addr):
+        return RemoteAddr(addr, self.rkey)
+
+    async def dealloc(self):
+        dev = self.pd.dev
+        await dev.command(Cmd.DEALLOC_MW, self.index)
+        del dev.mrs[self.index]
+        dev._notify("on_dealloc_mw", self)
 
 
 class MR:

@@ -674,7 +674,7 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
     payload = rng.randbytes(length)
     fields = {
         "kind": KIND[operation], "transport": TRANSPORT[transport], "imm_valid": int(imm),
-        "imm": rng.randrange(1 << 32), "solicited": int(se), "len": length,
+        "inv": 0, "imm": rng.randrange(1 << 32), "solicited": int(se), "len": length,
         "mtu": MTU_ENUM[mtu], "dlid": port.lid | rng.randrange(1 << port.lmc),
         "slid": rng.randrange(1 << 16), "sl": rng.randrange(16), "is_global": int(grh),
         "tclass": rng.randrange(256), "flow_label": rng.randrange(1 << 20),

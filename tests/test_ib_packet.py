@@ -14,21 +14,21 @@ from fractions import Fraction
 import pytest
 
 from tb.ib_crc import vcrc_bytes
-from tb.ib_packet import (AETH, BTH, DETH, GRH, LRH, OPCODES, OPCODES_BY_NAME, RETH,
+from tb.ib_packet import (AETH, BTH, DETH, GRH, IETH, LRH, OPCODES, OPCODES_BY_NAME, RETH,
                           VALID_MTUS, AtomicAckETH, AtomicETH, ImmDt, Packet, PacketError, build,
                           packetize, parse, seal, segment)
 from tb.pcap import PcapWriter, erf_timestamp
 
 # Extension header sizes in bytes, from the spec.
 HEADER_BYTES = {"deth": 8, "reth": 16, "atomic_eth": 28, "aeth": 4, "atomic_ack_eth": 8,
-                "immdt": 4}
+                "immdt": 4, "ieth": 4}
 
 # Extension headers per low five opcode bits, from the spec's opcode table.
 SPEC_HEADERS = {
     0x03: ("immdt",), 0x05: ("immdt",), 0x06: ("reth",), 0x09: ("immdt",), 0x0A: ("reth",),
     0x0B: ("reth", "immdt"), 0x0C: ("reth",), 0x0D: ("aeth",), 0x0F: ("aeth",),
     0x10: ("aeth",), 0x11: ("aeth",), 0x12: ("aeth", "atomic_ack_eth"),
-    0x13: ("atomic_eth",), 0x14: ("atomic_eth",),
+    0x13: ("atomic_eth",), 0x14: ("atomic_eth",), 0x16: ("ieth",), 0x17: ("ieth",),
 }
 NO_PAYLOAD = {0x0C, 0x11, 0x12, 0x13, 0x14}   # READ request, ACK, atomics
 
@@ -40,6 +40,7 @@ SAMPLE_HEADERS = {
     "aeth": AETH(syndrome=0x1F, msn=0x123456),
     "atomic_ack_eth": AtomicAckETH(orig_data=0xFEDCBA9876543210),
     "immdt": ImmDt(0xDEADBEEF),
+    "ieth": IETH(0x12345678),
 }
 SAMPLE_GRH = GRH(sgid=bytes.fromhex("fe800000000000000000000000000001"),
                  dgid=bytes.fromhex("fe800000000000000000000000000002"),
@@ -88,8 +89,8 @@ def resealed(wire, change):
 # Opcode table and round trips
 
 def test_opcode_table_matches_spec():
-    expected = ({code for code in range(0x00, 0x15)} | {0x20 | low for low in range(0x0C)}
-                | {0x64, 0x65})
+    expected = ({code for code in range(0x00, 0x15)} | {0x16, 0x17}
+                | {0x20 | low for low in range(0x0C)} | {0x64, 0x65})
     assert set(OPCODES) == expected
     for code, op in OPCODES.items():
         low = code & 0x1F
@@ -99,7 +100,8 @@ def test_opcode_table_matches_spec():
         assert op.transport == {0x00: "RC", 0x20: "UC", 0x60: "UD"}[code & 0xE0]
     # names as Linux's ib_pack.h spells them
     for name, code in (("RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0x0B), ("UC_SEND_LAST", 0x22),
-                       ("RC_ATOMIC_ACKNOWLEDGE", 0x12), ("UD_SEND_ONLY_WITH_IMMEDIATE", 0x65)):
+                       ("RC_ATOMIC_ACKNOWLEDGE", 0x12), ("UD_SEND_ONLY_WITH_IMMEDIATE", 0x65),
+                       ("RC_SEND_ONLY_WITH_INVALIDATE", 0x17)):
         assert OPCODES_BY_NAME[name].code == code
 
 

@@ -108,6 +108,7 @@ class Message:
         fields = {
             "kind": KIND[self.operation], "transport": TRANSPORT[self.desc_transport],
             "imm_valid": int(self.immdt is not None),
+            "inv": 0,
             "imm": imm_le(self.immdt.data) if self.immdt else 0,
             "solicited": int(self.solicited),
             "len": len(self.payload), "mtu": MTU_ENUM[self.mtu],

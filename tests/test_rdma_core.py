@@ -5,8 +5,10 @@ bypass switch on. `make rdma-core-tests` runs the chosen modules whole, bypass o
 The subset covers what every other suite test stands on: opening the device and querying it
 and its ports, PDs, CQ creation refused as a provider refuses it, QPs created with the
 capabilities the suite draws from the device's (scatter/gather lists), RC atomics through the
-bridge (post, poll, the device's completion status), traffic posted with the extended QP's
-ibv_wr_* calls and polled from an extended CQ, a skip for a missing feature, and one
+bridge (post, poll, the device's completion status), memory windows (a type 1 window bound
+with ibv_bind_mw, a type 2 one bound by a work request and invalidated by a SEND with
+invalidate), traffic posted with the extended QP's ibv_wr_* calls and polled from an extended
+CQ, a skip for a missing feature, and one
 test of each module that only imports against a layer exporting every name real pyverbs
 exports (fork, flow steering, RSS work queues, tag matching, ODP, parent domains, RDMA-CM),
 each passing or skipped with the suite's own reason.
@@ -32,7 +34,8 @@ SUBSET = {
     "test_qp.QPTest.test_query_rc_qp": ("passed", ""),
     "test_atomic.AtomicTest.test_atomic_fetch_and_add": ("passed", ""),
     "test_atomic.AtomicTest.test_atomic_invalid_rkey": ("passed", ""),
-    "test_mr.MWTest.test_mw_type1": ("skipped", "Create MW is not supported"),
+    "test_mr.MWTest.test_mw_type1": ("passed", ""),
+    "test_mr.MWTest.test_mw_type2_invalidate_remote": ("passed", ""),
     "test_fork.ForkAPITest.test_is_fork_initialized": ("passed", ""),
     "test_cqex.CQEXAPITest.test_create_cq_ex": ("passed", ""),
     "test_cqex.CqExTestCase.test_rc_traffic_cq_ex": ("passed", ""),

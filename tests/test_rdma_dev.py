@@ -32,7 +32,8 @@ from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
     PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
     WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add, connect, cq_arm_db, cq_ci_db,
-    encode_modify, encode_send_wqe, port_counter_reg, port_reg, rdma_read, rq_db, sq_db, ud_send,
+    encode_modify, encode_send_wqe, local_inv, port_counter_reg, port_reg, rdma_read, rq_db,
+    send_with_inv, sq_db, ud_send,
 )
 from tools.synth import CONFIGS
 
@@ -1122,7 +1123,7 @@ async def test_rc_rnr_retry_forever(dut, opcode):
     completion."""
     rdma = await Rdma.open(dut)
     a, b = await rdma.connected_pair(QPType.RC, rnr_retry=7)
-    c, d = await rdma.connected_pair(QPType.RC)
+    c, _ = await rdma.connected_pair(QPType.RC, cqs=cqs)
     local = await rdma.region(4096)
     remote = await rdma.region(4096)
     await a.post_send(work_request(opcode, local.sge(0, 100), remote.remote(0), wr_id=0xA1,
@@ -1395,6 +1396,143 @@ async def test_cq_resize(dut, path):
     await assert_refused(CmdResult.BAD_INDEX,
                          rdma.dev.command(Cmd.RESIZE_CQ, rdma.dev.num_cq, block),
                          "RESIZE_CQ past NUM_CQ")
+    await rdma.finish()
+
+
+MW_REGION = ALL_ACCESS | Access.MW_BIND
+
+
+async def mw_pair(rdma, cqs):
+    """An RC pair on CQs `cqs`: a writes, b owns a region windows may be bound to (in the
+    pair's PD)."""
+    a, b = await rdma.connected_pair(QPType.RC, cqs=cqs)
+    region = await rdma.region(4096, MW_REGION)
+    return a, b, region
+
+
+async def bind(rdma, qp, mw, sge, access, wr_id=0xB1D):
+    """Post a BIND_MW on `qp` and take its completion."""
+    wr = mw.bind(sge, access, wr_id=wr_id)
+    await qp.post_send(wr)
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    if wc.status == WCStatus.SUCCESS:
+        mw.bound(wr)
+    return wc
+
+
+async def write_via(rdma, a, local, remote, length=64, wr_id=0xA1):
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, length), remote,
+                                   wr_id=wr_id))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    return wc
+
+
+@cocotb.test()
+@cocotb.parametrize(path=["bypass", "packets"])
+async def test_memory_windows(dut, path):
+    """Memory windows on the bypass and through the packetizer (docs/host-interface.md,
+    "Memory windows"): a type 2 window bound by a BIND_MW work request (completion BIND_MW)
+    takes RDMA WRITEs and READs through its new key inside its range with its rights, and
+    refuses (REM_ACCESS_ERR) a write past its range, a write it does not allow, its old key,
+    and another QP than the one it is bound to; LOCAL_INV (completion LOCAL_INV) and a SEND with
+    invalidate (the receive completes WITH_INV, the rkey in imm_data) unbind it, after which
+    its key is refused. A type 1 window answers any QP of its PD and is unbound by a bind of no
+    bytes. A bind over a region without MW_BIND, or of a type 2 window bound already,
+    completes MW_BIND_ERR; DEREG_MR of a region with a window bound is refused (BUSY) until the
+    window is deallocated."""
+    rdma = await Rdma.open(dut)
+    await rdma.dev.set_bypass(path == "bypass")
+    local = await rdma.region(4096)
+    # one CQ for the writers, one for the windows' side: the test makes many pairs
+    cqs = (await rdma.dev.create_cq(64), await rdma.dev.create_cq(64))
+    a, b, region = await mw_pair(rdma, cqs)
+    mw = await rdma.pd.alloc_mw(2)
+    window = region.sge(256, 1024)
+    old_key = mw.rkey
+    wc = await bind(rdma, b, mw, window, Access.REMOTE_WRITE | Access.REMOTE_READ)
+    assert_wc(wc, wr_id=0xB1D, status=WCStatus.SUCCESS, opcode=WCOpcode.BIND_MW)
+    assert mw.rkey != old_key and mw.rkey >> 8 == old_key >> 8
+
+    wc = await write_via(rdma, a, local, mw.remote(region.mr.addr + 300), 100)
+    assert_wc(wc, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_WRITE)
+    assert region.read(300, 100) == local.read(0, 100), "the write through the window missed"
+    await a.post_send(rdma_read(local.sge(512, 64), mw.remote(region.mr.addr + 1216), wr_id=0xA2))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, status=WCStatus.SUCCESS, opcode=WCOpcode.RDMA_READ)
+    assert local.read(512, 64) == region.read(1216, 64)
+
+    # a LOCAL_INV from the window's QP: its key is refused afterwards
+    await b.post_send(local_inv(mw.rkey, wr_id=0x1A))
+    [wc] = await rdma.poll_until(b.send_cq, 1)
+    assert_wc(wc, wr_id=0x1A, status=WCStatus.SUCCESS, opcode=WCOpcode.LOCAL_INV)
+    wc = await write_via(rdma, a, local, mw.remote(region.mr.addr + 300))
+    assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
+
+    # bound again on a fresh pair; a SEND with invalidate unbinds it at the receiver
+    a, b, region = await mw_pair(rdma, cqs)
+    mw2 = await rdma.pd.alloc_mw(2)
+    assert_wc(await bind(rdma, b, mw2, region.sge(0, 512), Access.REMOTE_WRITE),
+              status=WCStatus.SUCCESS)
+    await b.post_recv(RecvWR(region.sge(2048, 256), wr_id=0xB0B))
+    await a.post_send(send_with_inv(local.sge(0, 40), mw2.rkey, wr_id=0xA3))
+    [wc] = await rdma.poll_until(b.recv_cq, 1)
+    assert_wc(wc, wr_id=0xB0B, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV, byte_len=40,
+              imm_data=mw2.rkey)
+    assert wc.wc_flags & WCFlags.WITH_INV
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA3, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    assert region.read(2048, 40) == local.read(0, 40)
+    wc = await write_via(rdma, a, local, mw2.remote(region.mr.addr))
+    assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
+
+    # what a bound type 2 window refuses (each on a pair of its own: the first refusal takes
+    # both QPs to ERR): past its range, a right it does not give, its old key, another QP
+    for what in ("past its range", "no READ right", "its old key", "another QP"):
+        a, b, region = await mw_pair(rdma, cqs)
+        mw3 = await rdma.pd.alloc_mw(2)
+        stale = mw3.rkey
+        assert_wc(await bind(rdma, b, mw3, region.sge(1024, 256), Access.REMOTE_WRITE),
+                  status=WCStatus.SUCCESS)
+        base = region.mr.addr + 1024
+        if what == "another QP":
+            a, _ = await rdma.connected_pair(QPType.RC, cqs=cqs)
+        if what == "no READ right":
+            await a.post_send(rdma_read(local.sge(0, 8), mw3.remote(base), wr_id=0xA1))
+            [wc] = await rdma.poll_until(a.send_cq, 1)
+        else:
+            remote = {"past its range": mw3.remote(base + 200),
+                      "its old key": RemoteAddr(base, stale)}.get(what, mw3.remote(base))
+            wc = await write_via(rdma, a, local, remote)
+        assert wc.status == WCStatus.REM_ACCESS_ERR, f"{what}: {wc}"
+
+    # type 1: any QP of the PD; a bind of no bytes unbinds it
+    a, b, region = await mw_pair(rdma, cqs)
+    mw1 = await rdma.pd.alloc_mw(1)
+    assert_wc(await bind(rdma, b, mw1, region.sge(0, 2048), Access.REMOTE_WRITE),
+              status=WCStatus.SUCCESS)
+    c, d = await rdma.connected_pair(QPType.RC)
+    wc = await write_via(rdma, c, local, mw1.remote(region.mr.addr + 64))
+    assert_wc(wc, status=WCStatus.SUCCESS)
+    assert_wc(await bind(rdma, b, mw1, NO_SGE, Access(0)), status=WCStatus.SUCCESS)
+    wc = await write_via(rdma, c, local, mw1.remote(region.mr.addr + 64))
+    assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
+
+    # binds that fail: a region without MW_BIND; a type 2 window bound already
+    a, b = await rdma.connected_pair(QPType.RC, cqs=cqs)
+    plain = await rdma.region(1024)
+    mw4 = await rdma.pd.alloc_mw(2)
+    wc = await bind(rdma, b, mw4, plain.sge(0, 64), Access.REMOTE_WRITE)
+    assert_wc(wc, status=WCStatus.MW_BIND_ERR, opcode=WCOpcode.BIND_MW)
+    a, b, region = await mw_pair(rdma, cqs)
+    assert_wc(await bind(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE),
+              status=WCStatus.SUCCESS)
+    wc = await bind(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE)
+    assert_wc(wc, status=WCStatus.MW_BIND_ERR)
+
+    # a region with a window bound stays until the window goes
+    await assert_refused(CmdResult.BUSY, region.mr.dereg(), "DEREG_MR under a bound window")
+    await mw4.dealloc()
+    await region.mr.dereg()
     await rdma.finish()
 
 

@@ -27,7 +27,7 @@ from tb.rdma_program import (
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
     WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, rdma_read,
-    ud_send,
+    send_with_inv, ud_send,
 )
 
 PEER = {1: 2, 2: 1}
@@ -146,6 +146,55 @@ def remote_address(rdma, remote):
     if remote == Remote.LID_ABOVE_LMC_RANGE:
         return port1.lid + (1 << port1.lmc), None
     return rdma.own_lid(1), GlobalRoute(port1.gid[:15] + bytes([port1.gid[15] ^ 0x80]))
+
+
+@cocotb.test()
+async def test_memory_windows_across_the_cable(dut):
+    """A type 2 window on port 2's QP, bound by BIND_MW, takes an RDMA WRITE from port 1
+    through its key; a three-packet SEND with invalidate (SEND_FIRST, SEND_MIDDLE,
+    SEND_LAST_WITH_INVALIDATE with its IETH, as the sniffer decodes them) unbinds it: the
+    receive completes WITH_INV with the rkey, the next WRITE through the key is refused
+    (REM_ACCESS_ERR). A SEND with invalidate naming a region's key is delivered and
+    acknowledged, and its receive completes REM_INV_REQ_ERR (the receiver's QP goes to ERR)."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, b = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
+    local = await rdma.region(4096)
+    region = await rdma.region(4096, ALL_ACCESS | Access.MW_BIND)
+    mw = await rdma.pd.alloc_mw(2)
+    bind = mw.bind(region.sge(0, 1024), Access.REMOTE_WRITE, wr_id=0xB1)
+    await b.post_send(bind)
+    [wc] = await rdma.poll_until(b.send_cq, 1)
+    assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, opcode=WCOpcode.BIND_MW)
+    mw.bound(bind)
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 512),
+                                   mw.remote(region.mr.addr + 256), wr_id=0xA1))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS)
+    assert region.read(256, 512) == local.read(0, 512)
+
+    await b.post_recv(RecvWR(region.sge(1024, 3072), wr_id=0xB2))
+    await a.post_send(send_with_inv(local.sge(0, 3000), mw.rkey, wr_id=0xA2))
+    [wc] = await rdma.poll_until(b.recv_cq, 1)
+    assert_wc(wc, wr_id=0xB2, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV, byte_len=3000,
+              imm_data=mw.rkey, wc_flags=WCFlags.WITH_INV)
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA2, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    assert region.read(1024, 3000) == local.read(0, 3000)
+
+    c, d = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
+    await d.post_recv(RecvWR(region.sge(0, 64), wr_id=0xD1))
+    await c.post_send(send_with_inv(local.sge(0, 64), region.mr.rkey, wr_id=0xC1))
+    [wc] = await rdma.poll_until(d.recv_cq, 1)
+    assert_wc(wc, wr_id=0xD1, status=WCStatus.REM_INV_REQ_ERR)
+    [wc] = await rdma.poll_until(c.send_cq, 1)
+    assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    assert (await d.query()).state == QPState.ERR
+
+    await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64),
+                                   mw.remote(region.mr.addr), wr_id=0xA3))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA3, status=WCStatus.REM_ACCESS_ERR)
+    await rdma.finish(links_idle=False)
 
 
 @cocotb.test()

@@ -10,7 +10,7 @@ its CQs (`_clean`): the CQ's entries are drained into a backlog that `poll` serv
 import errno
 import functools
 
-from tb.verbs import Reg
+from tb.verbs import Reg, WCFlags
 
 from . import enums as e
 from ._sim import EVENT_WAIT_CYCLES, KERNEL_COMMAND_CYCLES, DeviceObject, log, rdma_error
@@ -175,8 +175,10 @@ class WC(PyverbsObject):
     @classmethod
     def of(cls, wc):
         """The WC of a tb.verbs completion. The driver gives the immediate bytes as a
-        big-endian number; the C field holds them as they are, read on a little-endian host."""
-        imm = int.from_bytes(wc.imm_data.to_bytes(4, "big"), "little")
+        big-endian number; the C field holds them as they are, read on a little-endian host.
+        With WITH_INV the field is invalidated_rkey, a number."""
+        imm = wc.imm_data if wc.wc_flags & WCFlags.WITH_INV else \
+            int.from_bytes(wc.imm_data.to_bytes(4, "big"), "little")
         return cls(wc.wr_id, int(wc.status), int(wc.opcode), 0, wc.byte_len, wc.qp_num,
                    wc.src_qp, imm, int(wc.wc_flags), 0, wc.slid, wc.sl, wc.dlid_path_bits)
 

@@ -32,9 +32,10 @@ MAX_PD = 1 << 16                    # PDs are 16-bit numbers
 PAGE_SIZE_CAP = 0xFFFFF000          # regions are contiguous host memory: any page size
 NUM_COMP_VECTORS = 1                # the device has one interrupt
 # device_cap_flags the device honours: RNR NAKs, the AH's port checked against the QP's, a
-# system image GUID
+# system image GUID, memory windows of type 1 and type 2B (bound to a QP)
 DEVICE_CAPS = (e.IBV_DEVICE_RC_RNR_NAK_GEN | e.IBV_DEVICE_UD_AV_PORT_ENFORCE
-               | e.IBV_DEVICE_SYS_IMAGE_GUID)
+               | e.IBV_DEVICE_SYS_IMAGE_GUID | e.IBV_DEVICE_MEM_WINDOW
+               | e.IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 PORT_CAPS = 0
 # IB lane speeds (ibv active_speed codes, Gb/s per lane); the port reports 4X lanes at the
 # fastest speed its link (data width x clock) carries
@@ -235,7 +236,7 @@ class DeviceAttr(PyverbsObject):
         self.atomic_caps = e.IBV_ATOMIC_HCA
         self.max_ee = 0
         self.max_rdd = 0
-        self.max_mw = 0
+        self.max_mw = dev.num_mr      # windows share the regions' key space
         self.max_raw_ipv6_qps = 0
         self.max_raw_ethy_qp = 0
         self.max_mcast_grp = 0

@@ -5,18 +5,20 @@ loads and stores to it."""
 import errno
 
 from . import enums as e
+from tb.verbs import SGE as DriverSGE
+
 from ._sim import DeviceObject, rdma_error
 from .base import PyverbsCM, PyverbsObject
 from .pyverbs_error import PyverbsUserError
 
 PAGE_SIZE = 4096
 DEVICE_ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
-                 | e.IBV_ACCESS_REMOTE_ATOMIC)
-# what the kernel accepts in ibv_reg_mr and providers like mlx5 and rxe ignore: MW_BIND (the
-# device has no memory windows to bind), ZERO_BASED (a memory-window attribute) and HUGETLB
-# (how the buffer is allocated)
-ACCEPTED_ACCESS = (DEVICE_ACCESS | e.IBV_ACCESS_MW_BIND | e.IBV_ACCESS_ZERO_BASED
-                   | e.IBV_ACCESS_HUGETLB)
+                 | e.IBV_ACCESS_REMOTE_ATOMIC | e.IBV_ACCESS_MW_BIND)
+# what the kernel accepts in ibv_reg_mr and providers like mlx5 and rxe ignore: ZERO_BASED (a
+# memory-window attribute) and HUGETLB (how the buffer is allocated)
+ACCEPTED_ACCESS = DEVICE_ACCESS | e.IBV_ACCESS_ZERO_BASED | e.IBV_ACCESS_HUGETLB
+# the rights a window may give
+MW_ACCESS = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC
 OPTIONAL_ACCESS = 0x3FF00000    # IBV_ACCESS_OPTIONAL_RANGE (relaxed ordering, ...): dropped
 REREG_FLAGS = (e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_PD
                | e.IBV_REREG_MR_CHANGE_ACCESS)
@@ -175,7 +177,8 @@ class MR(DeviceObject, PyverbsCM):
 
 
 # ---------------------------------------------------------------------------------------------
-# What the device does not have: memory windows, device memory, dma-buf regions
+# Memory windows (types 1 and 2): keys from the regions' key space, bound by BIND_MW work
+# requests (ibv_bind_mw posts one for a type 1 window)
 
 class MWBindInfo(PyverbsCM):
     def __init__(self, mr, addr, length, mw_access_flags):
@@ -194,11 +197,51 @@ class MWBind(PyverbsCM):
         self.wr_id = wr_id
 
 
-class MW(PyverbsCM):
+class MW(DeviceObject, PyverbsCM):
+    """ibv_mw. `rkey` is the key ibv_alloc_mw gave; ibv_bind_mw moves a type 1 window's on
+    (ibv_inc_rkey), a type 2 window's new key is the bind work request's."""
+
+    _close_order = 2
+
     def __init__(self, pd, mw_type):
         super().__init__()
-        raise rdma_error("Failed to allocate MW (the device has no memory windows)",
-                         errno.EOPNOTSUPP)
+        what = f"Failed to allocate MW of type {mw_type}"
+        if mw_type not in (e.IBV_MW_TYPE_1, e.IBV_MW_TYPE_2):
+            raise rdma_error(what, errno.EINVAL)
+        self.pd = pd
+        self.sim = pd.ctx.sim
+        self._mw = self.sim.verb(what, pd._pd.alloc_mw, int(mw_type))
+        self.rkey = self._mw.rkey
+        self._register(pd)
+
+    @property
+    def handle(self):
+        return self._mw.index
+
+    @property
+    def type(self):
+        return self._mw.type
+
+    def _destroy(self):
+        self.sim.verb("Failed to dealloc MW", self._mw.dealloc)
+
+    def _release(self):
+        return self._mw.dealloc
+
+    def __str__(self):
+        return f"MW\n{'Rkey':<22}: {self.rkey}\n{'Type':<22}: {mwtype2str(self.type)}\n"
+
+
+def bind_fields(mw, new_rkey, bind_info):
+    """The driver's BIND_MW fields: the window (by its index), the key it takes, the region's
+    range and the rights it gives; EINVAL for rights a window cannot give."""
+    access = bind_info.mw_access_flags & ~e.IBV_ACCESS_LOCAL_WRITE
+    if access & ~MW_ACCESS:
+        raise rdma_error(f"Failed to bind MW: access flags {bind_info.mw_access_flags:#x}",
+                         errno.EINVAL)
+    return dict(sge=(DriverSGE(bind_info.addr & (2**64 - 1), bind_info.length & 0xFFFFFFFF,
+                               bind_info.mr.lkey),),
+                rkey=mw._mw.rkey, bind_rkey=new_rkey & 0xFFFFFFFF, bind_access=access)
 
 
 class DMMR(MR):

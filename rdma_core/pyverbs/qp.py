@@ -17,6 +17,7 @@ from tb.verbs import SendWR as DriverSendWR, RecvWR as DriverRecvWR
 from . import enums as e
 from ._sim import DeviceObject, rdma_error
 from .addr import AH, AHAttr, driver_av
+from .mr import bind_fields
 from .base import PyverbsCM, PyverbsObject
 from .cq import _CompletionQueue
 from .device import MAX_RD_ATOMIC, MAX_WQ_LOG2
@@ -27,16 +28,21 @@ from .wr import SGE, SendWR
 DEVICE_QP_TYPES = (e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD)
 DEVICE_WR_OPCODES = (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_SEND,
                      e.IBV_WR_SEND_WITH_IMM, e.IBV_WR_RDMA_READ, e.IBV_WR_ATOMIC_CMP_AND_SWP,
-                     e.IBV_WR_ATOMIC_FETCH_AND_ADD)
+                     e.IBV_WR_ATOMIC_FETCH_AND_ADD, e.IBV_WR_LOCAL_INV, e.IBV_WR_BIND_MW,
+                     e.IBV_WR_SEND_WITH_INV)
+# the WRs whose imm_data is the rkey to invalidate (a union in C)
+INVALIDATING = (e.IBV_WR_LOCAL_INV, e.IBV_WR_SEND_WITH_INV)
 ATOMIC_OPCODES = (e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_FETCH_AND_ADD)
 # the ibv_wr_* builders a QP of each type takes (ibv_create_qp_ex's send_ops_flags)
 SEND_OPS = {
     e.IBV_QPT_RC: (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM
                    | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
                    | e.IBV_QP_EX_WITH_RDMA_READ | e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
-                   | e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
+                   | e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | e.IBV_QP_EX_WITH_LOCAL_INV
+                   | e.IBV_QP_EX_WITH_BIND_MW | e.IBV_QP_EX_WITH_SEND_WITH_INV),
     e.IBV_QPT_UC: (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM
-                   | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM),
+                   | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+                   | e.IBV_QP_EX_WITH_LOCAL_INV | e.IBV_QP_EX_WITH_BIND_MW),
     e.IBV_QPT_UD: e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM,
 }
 DEVICE_SEND_FLAGS = e.IBV_SEND_FENCE | e.IBV_SEND_SIGNALED | e.IBV_SEND_SOLICITED
@@ -565,9 +571,16 @@ class QP(DeviceObject, PyverbsCM):
         if flags & ~DEVICE_SEND_FLAGS:
             raise rdma_error(f"{what}: send flags {flags:#x} (no inline data, no checksum "
                              f"offload)", errno.EINVAL)
-        sge = self._driver_sges(wr, self._qp.max_send_sge, what)
-        fields = dict(opcode=int(wr.opcode), sge=sge, wr_id=wr.wr_id & (2**64 - 1),
-                      flags=flags, imm=_wire_imm(wr.imm_data))
+        fields = dict(opcode=int(wr.opcode), wr_id=wr.wr_id & (2**64 - 1), flags=flags)
+        if wr.opcode == e.IBV_WR_BIND_MW:
+            if wr.bind is None:
+                raise rdma_error(f"{what}: a BIND_MW WR without set_bind_wr", errno.EINVAL)
+            return DriverSendWR(**fields, **bind_fields(*wr.bind))
+        fields["sge"] = self._driver_sges(wr, self._qp.max_send_sge, what)
+        if wr.opcode in INVALIDATING:
+            fields["rkey"] = wr.imm_data & 0xFFFFFFFF
+        else:
+            fields["imm"] = _wire_imm(wr.imm_data)
         if wr.opcode in ATOMIC_OPCODES or wr.opcode in (e.IBV_WR_RDMA_WRITE,
                                                         e.IBV_WR_RDMA_WRITE_WITH_IMM,
                                                         e.IBV_WR_RDMA_READ):
@@ -615,8 +628,16 @@ class QP(DeviceObject, PyverbsCM):
     # --- what the device does not have -------------------------------------------------------
 
     def bind_mw(self, mw, mw_bind):
-        raise rdma_error("Failed to Bind MW (the device has no memory windows)",
-                         errno.EOPNOTSUPP)
+        """ibv_bind_mw: a type 1 window, bound by a BIND_MW work request on this QP; the
+        window's key moves on (ibv_inc_rkey) as the request is posted."""
+        if mw.type != e.IBV_MW_TYPE_1:
+            raise rdma_error("Failed to Bind MW: ibv_bind_mw binds type 1 windows",
+                             errno.EINVAL)
+        wr = SendWR(wr_id=mw_bind.wr_id, opcode=e.IBV_WR_BIND_MW,
+                    send_flags=mw_bind.send_flags)
+        wr.set_bind_wr(mw, mw_bind.bind_info)
+        self.post_send(wr)
+        mw.rkey = wr.rkey
 
     def set_ece(self, ece):
         if ece.vendor_id:
@@ -750,12 +771,25 @@ class QPEx(QP):
         self._begin(e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, e.IBV_WR_ATOMIC_FETCH_AND_ADD,
                     _rkey=rkey, remote_addr=remote_addr, compare_add=add)
 
+    def wr_send_inv(self, invalidate_rkey):
+        self._begin(e.IBV_QP_EX_WITH_SEND_WITH_INV, e.IBV_WR_SEND_WITH_INV)
+        self._batch[-1].imm_data = invalidate_rkey
+
+    def wr_local_inv(self, invalidate_rkey):
+        self._begin(e.IBV_QP_EX_WITH_LOCAL_INV, e.IBV_WR_LOCAL_INV)
+        self._batch[-1].imm_data = invalidate_rkey
+
+    def wr_bind_mw(self, mw, rkey, bind_info):
+        """BIND_MW of `mw` to `bind_info`'s range, the window taking key `rkey`."""
+        self._begin(e.IBV_QP_EX_WITH_BIND_MW, e.IBV_WR_BIND_MW)
+        self._batch[-1].set_bind_wr(mw, bind_info, rkey)
+
     def _no_builder(self, *args, **kwargs):
-        """The builders of opcodes the device has not (memory windows, atomic write, TSO):
-        a QP cannot be created with them, so they are outside its send_ops_flags."""
+        """The builders of opcodes the device has not (atomic write, TSO): a QP cannot be
+        created with them, so they are outside its send_ops_flags."""
         self._refuse("the device has no such work request")
 
-    wr_send_inv = wr_local_inv = wr_bind_mw = wr_atomic_write = wr_send_tso = _no_builder
+    wr_atomic_write = wr_send_tso = _no_builder
 
     # --- setters -----------------------------------------------------------------------------
 

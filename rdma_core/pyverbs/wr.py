@@ -76,7 +76,7 @@ class SendWR(PyverbsCM):
         self.compare_add = 0
         self.swap = 0
         self.remote_srqn = 0
-        self.bind_rkey = 0
+        self.bind = None        # BIND_MW: (window, MWBindInfo, the key it takes)
 
     @property
     def sg_list(self):
@@ -104,8 +104,10 @@ class SendWR(PyverbsCM):
         self.compare_add = compare_add
         self.swap = swap
 
-    def set_bind_wr(self, mw, bind_info):
-        self.bind_rkey = inc_rkey(getattr(mw, "rkey", 0))
+    def set_bind_wr(self, mw, bind_info, rkey=None):
+        """BIND_MW of window `mw` to `bind_info`; the window takes `rkey`, by default its key
+        with the next variant (ibv_inc_rkey), as rxe's ibv_bind_mw does."""
+        self.bind = (mw, inc_rkey(mw.rkey) if rkey is None else rkey, bind_info)
 
     def set_qp_type_xrc(self, remote_srqn):
         self.remote_srqn = remote_srqn
@@ -113,7 +115,7 @@ class SendWR(PyverbsCM):
     @property
     def rkey(self):
         """The key a memory-window bind WR gives the window (pyverbs' meaning)."""
-        return self.bind_rkey
+        return self.bind[1] if self.bind else 0
 
     def __str__(self):
         return (f"{'WR ID':<22}: {self.wr_id}\n{'Num SGE':<22}: {self.num_sge}\n"

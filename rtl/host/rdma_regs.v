@@ -78,7 +78,7 @@ module rdma_regs #(
     input  wire [31:0]                 cq_overflows
 );
 
-localparam [7:0] CMD_LAST = 8'h0B;   // highest command opcode
+localparam [7:0] CMD_LAST = 8'h0D;   // highest command opcode
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 
 localparam integer P_PORTS  = NUM_PORTS;

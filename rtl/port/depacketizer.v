@@ -282,11 +282,12 @@ wire [23:0]  dest_qpn = be24(bth[40 +: 24]);
 wire         ackreq = bth[71];
 wire [23:0]  psn = be24(bth[72 +: 24]);
 
-// Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD),
-// UC 0x20-0x2B, UD 0x64 and 0x65.
+// Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD) and 0x16,
+// 0x17 (SEND LAST/ONLY with invalidate), UC 0x20-0x2B, UD 0x64 and 0x65.
 wire [2:0]   tr = opcode[7:5];
 wire [4:0]   low = opcode[4:0];
-wire op_known = (tr == 3'd0 && low <= 5'h14) || (tr == 3'd1 && low <= 5'h0B)
+wire has_ieth = tr == 3'd0 && (low == 5'h16 || low == 5'h17);
+wire op_known = (tr == 3'd0 && low <= 5'h14) || has_ieth || (tr == 3'd1 && low <= 5'h0B)
              || opcode == 8'h64 || opcode == 8'h65;
 wire has_deth = tr == 3'd3;
 wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C;
@@ -301,7 +302,9 @@ wire [31:0]  qkey = has_deth ? be32(ext[0 +: 32]) : 32'd0;
 wire [23:0]  src_qpn = has_deth ? be24(ext[40 +: 24]) : 24'd0;
 // RETH and AtomicETH start alike (VA, R_Key), right after the BTH (RC only: no DETH).
 wire [63:0]  raddr = has_reth || has_atomic_eth ? be64(ext[0 +: 64]) : 64'd0;
-wire [31:0]  rkey = has_reth || has_atomic_eth ? be32(ext[64 +: 32]) : 32'd0;
+// an IETH (the R_Key to invalidate) follows the BTH
+wire [31:0]  rkey = has_reth || has_atomic_eth ? be32(ext[64 +: 32]) :
+                    has_ieth ? be32(ext[0 +: 32]) : 32'd0;
 wire [31:0]  dma_len = has_reth ? be32(ext[96 +: 32]) : 32'd0;
 wire [7:0]   syndrome = has_aeth ? ext[7:0] : 8'd0;
 wire [23:0]  msn = has_aeth ? be24(ext[8 +: 24]) : 24'd0;
@@ -316,7 +319,7 @@ wire [31:0]  imm = has_imm ? imm_wire : 32'd0;
 wire [6:0]   hdr_len = (glob ? 7'd60 : 7'd20) + (has_deth ? 7'd8 : 7'd0)
                      + (has_reth ? 7'd16 : 7'd0) + (has_atomic_eth ? 7'd28 : 7'd0)
                      + (has_aeth ? 7'd4 : 7'd0) + (has_atomic_ack ? 7'd8 : 7'd0)
-                     + (has_imm ? 7'd4 : 7'd0);
+                     + (has_imm || has_ieth ? 7'd4 : 7'd0);
 
 // Lengths: body = LRH .. ICRC; the payload is what the headers, the pad and the ICRC leave.
 wire [15:0]  body = t_bytes - 16'd2;
@@ -331,7 +334,7 @@ wire grh_ok = !glob || (ipver == 4'd6 && nxthdr == 8'h1B && paylen == body - 16'
 wire dlid_ok = ((dlid ^ port_lid) & ~lmc_mask) == 16'd0;
 wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
 // READ requests, ACKs and atomics carry no payload: bytes past their headers make them malformed
-wire no_payload = tr == 3'd0 && (low == 5'h0C || low >= 5'h11);
+wire no_payload = tr == 3'd0 && (low == 5'h0C || (low >= 5'h11 && low <= 5'h14));
 wire fits = body >= hdr_icrc_pad && plen <= MAX_PLEN && !(no_payload && plen != 16'd0);
 wire pad_ok = !(first_middle && padcnt != 2'd0);
 

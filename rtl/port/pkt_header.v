@@ -5,7 +5,9 @@
 //
 // The opcode follows from the message kind, the transport and the packet's place in the
 // message; it decides the extension headers, and with the payload length they decide PktLen,
-// PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload.
+// PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload. An RC SEND
+// with `inv` ends with SEND_LAST/ONLY_WITH_INVALIDATE, its IETH (`imm`: the R_Key's bytes in
+// wire order) where ImmDt would be.
 `ifndef RDMA_PKT_HEADER_V
 `define RDMA_PKT_HEADER_V
 `default_nettype none
@@ -16,6 +18,7 @@ module pkt_header (
     input  wire [2:0]   kind,
     input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD (ignored for the atomic kinds: always RC)
     input  wire         imm_valid,
+    input  wire         inv,        // imm is an IETH (RC SEND with invalidate)
     input  wire [31:0]  imm,
     input  wire         solicited,
     input  wire [15:0]  dlid,
@@ -67,7 +70,8 @@ localparam [2:0] T_UD = 3'd4;
 wire ends = last;                           // last or only
 wire middle = ~first & ~last;
 wire only = first & last;
-wire with_imm = imm_valid & ends & (kind == K_SEND || kind == K_WRITE);
+wire with_ieth = inv & ends & kind == K_SEND;
+wire with_imm = (imm_valid | with_ieth) & ends & (kind == K_SEND || kind == K_WRITE);
 wire atomic_req = kind == K_CMP_SWAP || kind == K_FETCH_ADD;
 // atomics exist on RC only, so their opcode and headers never follow another transport
 wire rc = transport == T_RC || atomic_req || kind == K_ATOMIC_ACK;
@@ -84,8 +88,8 @@ wire [1:0] padcnt = 2'd0 - plen[1:0];
 reg [4:0] low;
 always @* begin
     case (kind)
-    K_SEND:      low = only ? (with_imm ? 5'h05 : 5'h04) : first ? 5'h00 :
-                       last ? (with_imm ? 5'h03 : 5'h02) : 5'h01;
+    K_SEND:      low = only ? (with_ieth ? 5'h17 : with_imm ? 5'h05 : 5'h04) : first ? 5'h00 :
+                       last ? (with_ieth ? 5'h16 : with_imm ? 5'h03 : 5'h02) : 5'h01;
     K_WRITE:     low = only ? (with_imm ? 5'h0B : 5'h0A) : first ? 5'h06 :
                        last ? (with_imm ? 5'h09 : 5'h08) : 5'h07;
     K_READ_REQ:  low = 5'h0C;
@@ -136,7 +140,8 @@ always @* begin
         tr[96 +: 32] = {be24(msn), syndrome};
     if (has_atomic_ack)         // AtomicAckETH
         tr[128 +: 64] = be64(atomic_a);
-    // ImmDt is 4 opaque bytes: the WQE's, in their memory order (imm[7:0] first)
+    // ImmDt is 4 opaque bytes: the WQE's, in their memory order (imm[7:0] first); an IETH
+    // takes its place
     if (with_imm)
         case (imm_at)
             6'd12:   tr[96 +: 32]  = imm;

@@ -22,7 +22,9 @@
 // outstanding, a FENCE while any is,
 // and a bypass message while the QP has packets outstanding (not while its earlier bypass
 // messages are moving: the DMA queue keeps them in order). A QP in ERR has every send WQE
-// flushed (WR_FLUSH_ERR) and the responder flushes its receive queue.
+// flushed (WR_FLUSH_ERR) and the responder flushes its receive queue. BIND_MW and LOCAL_INV
+// send nothing: the protection checker binds or invalidates the window when the WQE's turn
+// comes (later WQEs see it), and the WQE completes here (MW_BIND_ERR when refused).
 `ifndef RDMA_REQUESTER_V
 `define RDMA_REQUESTER_V
 `default_nettype none
@@ -174,7 +176,7 @@ module requester #(
     // protection checker client
     output reg                      m_prot_valid,
     input  wire                     m_prot_ready,
-    output wire [147:0]             m_prot_data,
+    output wire [237:0]             m_prot_data,      // PROT_REQ_WIDTH (prot_request)
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
@@ -217,7 +219,7 @@ localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
-                 S_LKEY_WAIT = 4'd4, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
+                 S_LKEY_WAIT = 4'd4, S_MW_WAIT = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
                  S_HANDOFF = 4'd12, S_LKEY = 4'd13, S_SERIAL = 4'd14;
 reg [3:0] state;
@@ -292,8 +294,11 @@ loopback_match lb_match (
 );
 
 // ---- WQE checks ----
-wire op_ok = qp_type == QPT_RC ? w_op <= WR_ATOMIC_FETCH_AND_ADD :
-             qp_type == QPT_UC ? w_op <= WR_SEND_IMM :
+// memory windows bind and invalidate on connected QPs; SEND with invalidate is RC's
+wire is_mw_op = w_op == WR_BIND_MW || w_op == WR_LOCAL_INV;
+wire is_inv   = w_op == WR_SEND_INV;
+wire op_ok = qp_type == QPT_RC ? w_op <= WR_SEND_INV :
+             qp_type == QPT_UC ? w_op <= WR_SEND_IMM || is_mw_op :
                                  (w_op == WR_SEND || w_op == WR_SEND_IMM);
 wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
 wire [13:0] mtu_bytes = my_mtu >= 3'd1 && my_mtu <= 3'd5 ? 14'd128 << my_mtu : 14'd4096;
@@ -306,8 +311,16 @@ wire sge_bad = nsge > {5'd0, sge_cap} || (rd_like && nsge > 8'd1);
 wire rnr_retry_ok = qp_rnr_retry == 3'd7 || qp_rnr_left != 3'd0;
 wire retrying = s_rsp_rnr && rnr_retry_ok;
 
-assign m_prot_data = {rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0, qp_pd, sge_len[si], sge_addr[si],
-                      sge_lkey[si]};
+// an SGE's lkey; or BIND_MW: the window's rkey (0x28), the key it takes (0x2C), the rights it
+// gives (0x30) over SGE 0's range of the region SGE 0's lkey names; or LOCAL_INV's rkey (0x28)
+wire [23:0] my_qpn = {{(24-QPN_BITS){1'b0}}, qp_qpn};
+assign m_prot_data =
+    w_op == WR_BIND_MW   ? prot_request(PROT_BIND, my_qpn, sge_lkey[0], w_ah, w_rqpn[3:0], qp_pd,
+                                        sge_len[0], sge_addr[0], w_rkey) :
+    w_op == WR_LOCAL_INV ? prot_request(PROT_INV_LOCAL, my_qpn, 32'd0, 32'd0, 4'd0, qp_pd, 32'd0,
+                                        64'd0, w_rkey) :
+    prot_request(PROT_CHECK, my_qpn, 32'd0, 32'd0, rd_like ? 4'd1 << ACC_LOCAL_WRITE : 4'd0,
+                 qp_pd, sge_len[si], sge_addr[si], sge_lkey[si]);
 
 // ---- the WQEs: read ahead from the next one to issue ----
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
@@ -412,7 +425,9 @@ wire [2:0]  tx_kind = is_read ? 3'd2 : is_cas ? 3'd5 : is_atomic ? 3'd6 :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
 // the message consumes a receive WQE: its END writes the receive CQE, before the send CQE
-wire        receives = w_op == WR_SEND || imm_op;
+wire        receives = w_op == WR_SEND || imm_op || is_inv;
+// an IETH carries the rkey to invalidate in the ImmDt's place, most significant byte first
+wire [31:0] ieth = {w_rkey[7:0], w_rkey[15:8], w_rkey[23:16], w_rkey[31:24]};
 wire        is_rc = qp_type == QPT_RC;
 reg         wire_internal;    // loopback with the bypass off
 reg  [23:0] first_psn;        // the message's first PSN
@@ -429,7 +444,7 @@ wire [23:0] tx_skip  = tx_psn - first_psn;
 wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
 // AtomicETH: swap/add data, compare data
-assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
+assign m_tx_desc = {is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     rd_like ? 32'd0 : tx_bytes, wire_internal, local_sgl,
                     av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,
@@ -437,7 +452,7 @@ assign m_tx_desc = {is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     m_msg_src_qpn, m_msg_qkey, tx_psn,
                     dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
                     av_global, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
-                    w_flags[SF_SOLICITED], w_imm, imm_op, qp_type, tx_kind};
+                    w_flags[SF_SOLICITED], is_inv ? ieth : w_imm, imm_op, qp_type, tx_kind};
 assign m_msg_offset   = 32'd0;
 // a message that consumes a receive WQE keeps the responder until its END (no other message
 // may take the same receive WQE)
@@ -456,9 +471,10 @@ assign rec_addr     = local_addr;
 assign rec_mtu      = pmtu;
 assign rec_wr_id    = w_wr_id;
 assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ : is_cas ? WCO_COMP_SWAP :
-                      is_atomic ? WCO_FETCH_ADD :
+                      is_atomic ? WCO_FETCH_ADD : w_op == WR_BIND_MW ? WCO_BIND_MW :
+                      w_op == WR_LOCAL_INV ? WCO_LOCAL_INV :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
-assign rec_len      = w_len;
+assign rec_len      = is_mw_op ? 32'd0 : w_len;
 assign rec_signaled = w_flags[SF_SIGNALED];
 assign iss_busy     = state != S_IDLE || rec_valid;
 // RDMA READs and atomics in flight: max_rd_atomic of them (0 counts as 1); a FENCE waits for all
@@ -641,7 +657,13 @@ always @(posedge clk) begin
                 state  <= S_RECORD;
             end else if (status != WC_SUCCESS) begin
                 state  <= S_RECORD;
-            end else if (!op_ok || (is_ud && !ah_ok) || sge_bad) begin
+            end else if (!op_ok) begin
+                status <= WC_LOC_QP_OP_ERR;
+                state  <= S_RECORD;
+            end else if (is_mw_op) begin
+                m_prot_valid <= 1'b1;
+                state <= S_MW_WAIT;
+            end else if ((is_ud && !ah_ok) || sge_bad) begin
                 status <= WC_LOC_QP_OP_ERR;
                 state  <= S_RECORD;
             end else if (len_sum > 34'h80000000 || (is_ud && w_len > {18'd0, mtu_bytes}) ||
@@ -686,6 +708,12 @@ always @(posedge clk) begin
                 si    <= si + 2'd1;
                 state <= S_LKEY;
             end
+        end
+
+        S_MW_WAIT: if (s_prot_valid) begin
+            if (!s_prot_data[0])
+                status <= WC_MW_BIND_ERR;
+            state <= S_RECORD;
         end
 
         S_START_WAIT: if (s_rsp_valid) begin

@@ -4,7 +4,9 @@
 // buffer, writes the UD GRH area, and answers with where the payload goes (a SEND's piece: the
 // list of host ranges it takes in the receive SGEs, each part's lkey checked; for RDMA READ,
 // where it comes from; for an atomic, the 8 bytes it works on, which must be 8-byte aligned).
-// END writes the receive completion once the payload is in place.
+// END writes the receive completion once the payload is in place; a SEND with invalidate first
+// invalidates the rkey it names (a type 2 window bound to this QP): refused, the receive
+// completes with REM_INV_REQ_ERR and the QP goes to ERR.
 // FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
 // arrives in packets: START with the first, CONT for each later packet that needs a check
 // (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
@@ -83,7 +85,7 @@ module responder #(
     // protection checker client
     output reg                      m_prot_valid,
     input  wire                     m_prot_ready,
-    output wire [147:0]             m_prot_data,
+    output wire [237:0]             m_prot_data,      // PROT_REQ_WIDTH (prot_request)
     input  wire                     s_prot_valid,
     input  wire [ADDR_WIDTH:0]      s_prot_data,
 
@@ -111,7 +113,7 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam [3:0] S_IDLE = 4'd0, S_CHECK = 4'd1, S_RKEY = 4'd2, S_RKEY_WAIT = 4'd3,
                  S_RQ = 4'd4, S_RQ_WAIT = 4'd5, S_LKEY = 4'd6, S_LKEY_WAIT = 4'd7,
                  S_GRH_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_RESPOND = 4'd11,
-                 S_RQ2_WAIT = 4'd12, S_WALK = 4'd13, S_GRH = 4'd14;
+                 S_RQ2_WAIT = 4'd12, S_WALK = 4'd13, S_GRH = 4'd14, S_INV_WAIT = 4'd15;
 reg [3:0] state;
 
 // the message being served
@@ -172,8 +174,9 @@ wire is_read    = r_op == WR_RDMA_READ;
 wire is_atomic  = r_op == WR_ATOMIC_CMP_AND_SWP || r_op == WR_ATOMIC_FETCH_AND_ADD;
 wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM;
 wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
-wire needs_rq   = r_op == WR_SEND || r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
-wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM;
+wire is_inv     = r_op == WR_SEND_INV;
+wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM || is_inv;
+wire needs_rq   = is_send || r_op == WR_RDMA_WRITE_IMM;
 wire is_cont    = r_kind == 2'd3;
 // bytes a SEND puts in the receive buffer: UD adds the 40-byte GRH area
 wire [32:0] recv_need = {1'b0, r_len} + (is_ud ? 33'd40 : 33'd0);
@@ -198,11 +201,18 @@ wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : is_atomic ? (4'd1 <
 wire qp_allows = |(qp_access & rkey_need);
 wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
 
-// protection requests: the rkey range for RDMA, the receive buffer for SEND
-reg  prot_is_rkey;
-assign m_prot_data = prot_is_rkey ? {rkey_need, qp_pd, r_len, r_raddr, r_rkey}
-                                  : {4'd1 << ACC_LOCAL_WRITE, qp_pd, ov_len[31:0],
-                                     rq_addr[wk] + {32'd0, ov_skip[31:0]}, rq_lkey[wk]};
+// protection requests: the rkey range for RDMA, the receive buffer for SEND, the rkey a SEND
+// with invalidate names
+reg  prot_is_rkey, prot_is_inv;
+reg  inv_done;
+wire [23:0] dest_qpn = {{(24-QPN_BITS){1'b0}}, qp_qpn};
+assign m_prot_data =
+    prot_is_inv  ? prot_request(PROT_INV_REMOTE, dest_qpn, 32'd0, 32'd0, 4'd0, qp_pd, 32'd0,
+                                64'd0, r_rkey) :
+    prot_is_rkey ? prot_request(PROT_CHECK, dest_qpn, 32'd0, 32'd0, rkey_need, qp_pd, r_len,
+                                r_raddr, r_rkey) :
+                   prot_request(PROT_CHECK, dest_qpn, 32'd0, 32'd0, 4'd1 << ACC_LOCAL_WRITE, qp_pd,
+                                ov_len[31:0], rq_addr[wk] + {32'd0, ov_skip[31:0]}, rq_lkey[wk]);
 
 // DMA: load the receive WQE (both halves of a 128-byte one), or store the UD GRH area: the
 // first 40 bytes of the piece's list, one store per list entry they touch
@@ -238,11 +248,11 @@ wire [2:0]  lmc       = port_lmc[r_port*3 +: 3];
 wire [15:0] lmc_mask  = (16'd1 << lmc) - 16'd1;
 wire        ok_cqe    = cqe_status == WC_SUCCESS;
 wire [7:0]  cqe_op    = r_op == WR_RDMA_WRITE_IMM && r_kind != 2'd2 ? WCO_RECV_RDMA_IMM : WCO_RECV;
-wire [7:0]  cqe_flags = ok_cqe ? {6'd0, has_imm, r_global} : 8'd0;
+wire [7:0]  cqe_flags = ok_cqe ? {5'd0, is_inv, has_imm, r_global} : 8'd0;
 wire [31:0] byte_len  = is_send ? recv_need[31:0] : r_len;
 wire [255:0] cqe = ok_cqe ?
     {8'd0, 1'b0, r_dlid[6:0] & lmc_mask[6:0], r_slid, 4'd0, r_sl, cqe_flags, cqe_op, cqe_status,
-     8'd0, r_src, r_dest, has_imm ? r_imm : 32'd0, byte_len, rq_wr_id} :
+     8'd0, r_src, r_dest, has_imm ? r_imm : is_inv ? r_rkey : 32'd0, byte_len, rq_wr_id} :
     {48'd0, cqe_op, cqe_status, 32'd0, r_dest, 64'd0, rq_wr_id};
 assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
 
@@ -285,6 +295,7 @@ always @(posedge clk) begin
             m_rsp_place  <= 1'b0;
             m_rsp_rnr    <= 1'b0;
             r_set_err    <= 1'b0;
+            inv_done     <= 1'b0;
             cqe_status   <= WC_SUCCESS;
             state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ : S_CHECK;
             if (s_msg_kind == 2'd2) begin
@@ -301,6 +312,7 @@ always @(posedge clk) begin
                 state <= S_RESPOND;
             end else if ((is_write || is_read || is_atomic) && r_len != 32'd0 && !is_cont) begin
                 prot_is_rkey <= 1'b1;
+                prot_is_inv  <= 1'b0;
                 m_prot_valid <= 1'b1;
                 state <= S_RKEY_WAIT;
             end else begin
@@ -398,6 +410,7 @@ always @(posedge clk) begin
                 state <= S_CQE;
             end else if (is_send && recv_need != 33'd0) begin
                 prot_is_rkey <= 1'b0;
+                prot_is_inv  <= 1'b0;
                 wk       <= 2'd0;
                 wk_start <= 34'd0;
                 state <= S_WALK;
@@ -465,6 +478,10 @@ always @(posedge clk) begin
                 state <= S_RESPOND;     // END of a message that consumed no receive WQE
             end else if (r_kind == 2'd1 && rq_qpn != qp_qpn) begin
                 state <= S_RQ;          // its receive WQE again
+            end else if (r_kind == 2'd1 && is_inv && cqe_status == WC_SUCCESS && !inv_done) begin
+                prot_is_inv  <= 1'b1;
+                m_prot_valid <= 1'b1;
+                state <= S_INV_WAIT;
             end else begin
                 // the receive WQE is consumed and the QP state set before the CQE is written,
                 // so software that sees the CQE sees both
@@ -476,6 +493,15 @@ always @(posedge clk) begin
         end
 
         S_CQE_WAIT: if (s_cqe_done) state <= S_RESPOND;
+
+        S_INV_WAIT: if (s_prot_valid) begin
+            inv_done <= 1'b1;
+            if (!s_prot_data[0]) begin
+                cqe_status <= WC_REM_INV_REQ_ERR;
+                r_set_err  <= 1'b1;
+            end
+            state <= S_CQE;
+        end
 
         default: begin
             m_rsp_valid <= 1'b1;

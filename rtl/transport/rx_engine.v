@@ -170,16 +170,18 @@ wire rsp_mine      = s_rsp_valid && !end_owed;
 wire fam_read      = code == 5'h0C;
 wire fam_atomic    = code == 5'h13 || code == 5'h14;    // RC only (the depacketizer's rule)
 wire is_cas        = code == 5'h13;
+wire has_inv       = code == 5'h16 || code == 5'h17;    // SEND LAST/ONLY with invalidate (RC)
+wire fam_send      = code <= 5'h05 || has_inv;
 wire is_first      = code == 5'h00 || code == 5'h04 || code == 5'h05 || code == 5'h06 ||
-                     code == 5'h0A || code == 5'h0B || code == 5'h0C || fam_atomic;
+                     code == 5'h0A || code == 5'h0B || code == 5'h0C || code == 5'h17 || fam_atomic;
 wire is_last       = code == 5'h02 || code == 5'h03 || code == 5'h04 || code == 5'h05 ||
                      code == 5'h08 || code == 5'h09 || code == 5'h0A || code == 5'h0B || code == 5'h0C ||
-                     fam_atomic;
+                     has_inv || fam_atomic;
 wire has_imm       = code == 5'h03 || code == 5'h05 || code == 5'h09 || code == 5'h0B;
 wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
                      fam_atomic ? (is_cas ? WR_ATOMIC_CMP_AND_SWP : WR_ATOMIC_FETCH_AND_ADD) :
                      fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
-                                 (has_imm ? WR_SEND_IMM : WR_SEND);
+                     has_inv ? WR_SEND_INV : (has_imm ? WR_SEND_IMM : WR_SEND);
 
 // ---- each QP's message in progress ----
 reg  [NUM_QP-1:0]     in_msg;
@@ -240,7 +242,7 @@ wire [23:0] read_pkts = pkts[23:0];
 // depacketizer checks the largest MTU, the responder the receive buffer; a loopback message's
 // packets ignore path attributes)
 wire [12:0] pmtu_bytes = 13'd128 << pmtu;
-wire        size_bad   = (fam_write || code <= 5'h05) && h_type != QPT_UD && !h_internal &&
+wire        size_bad   = (fam_write || fam_send) && h_type != QPT_UD && !h_internal &&
                          (is_last ? h_plen > pmtu_bytes : h_plen != pmtu_bytes);
 
 // ---- responses to the requester's messages ----
@@ -302,7 +304,7 @@ reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
+wire [TXD_WIDTH-1:0] ans = {1'b0, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
                             24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
