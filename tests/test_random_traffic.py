@@ -13,7 +13,11 @@ The program is what a busy RDMA application does: 38 QPs on both ports (RC, UC a
 several thousand work requests posted in batches with one doorbell each, refilled as
 completions come back, with random lengths (mostly small, some tens of KiB) at random byte
 offsets on both sides. A few dedicated QPs make protection errors and then have their later
-work requests flushed. The scoreboard checks every completion as it is polled and, at the end,
+work requests flushed. Half of the connected error-free flows give their receiver a memory
+window over its arena (bound by a BIND_MW on the receiver's QP before the traffic starts):
+the sender's RDMA WRITEs, and READs where no cable loses packets, use the window's key half
+of the time, and an RC flow with a type 2 window ends with a SEND with invalidate, which
+unbinds it. The scoreboard checks every completion as it is polled and, at the end,
 every memory image, guard, QP state and counter.
 
 Order independence. The reference model runs a send WR when it is posted, against the
@@ -56,7 +60,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, replace
 
 import cocotb
-from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 import pytest
 
 from tb import simrun
@@ -68,8 +72,8 @@ from tb.rdma_tb import (
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
     ATOMIC_OPS, GRH_BYTES, MAX_SGE, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
-    QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCStatus,
-    WROpcode, rdma_read, rdma_write, send, ud_send,
+    QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCOpcode,
+    WCStatus, WROpcode, rdma_read, rdma_write, send, send_with_inv, ud_send,
 )
 
 # --- program shape -----------------------------------------------------------------------------
@@ -90,6 +94,8 @@ SIGNAL_RATE = 0.3        # the last WR of a batch is always signaled, others at 
 SPLIT_RATE = 0.3         # WRs of a QP whose WQEs hold several SGEs: split into a list this often
 SILENT_ERROR_RATE = 0.05  # UC/UD errors that complete SUCCESS (before the fatal error)
 RECVS_AFTER_ERROR = 4    # WRs after the fatal one that still post their receive
+WINDOW_RATE = 0.5        # connected error-free flows whose receiver binds a memory window
+WINDOW_KEY_RATE = 0.5    # ... and their WRITEs (and READs) that use its key
 
 # Local ACK timeout (2^t x 4.096 us = 2^t x 1024 cycles), 7 resends. Over lossy cables 3 (8192
 # cycles), so that losses are recovered quickly. On a lossless link nothing is lost, yet an ACK
@@ -108,6 +114,7 @@ MAX_LEN = 40 * 1024      # leaves room for random offsets inside an area
 SPECIAL_BYTES = 8192     # the regions that exist only to be named by bad WRs
 
 FULL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC
+ARENA_ACCESS = FULL_ACCESS | Access.MW_BIND
 PORT_MTU = {1: MTU.MTU4096, 2: MTU.MTU2048}  # the UD length limit differs between the ports
 # Messages are drawn the same whichever port a QP is on, so both placements run one program:
 # a UD message fits the smaller port MTU, and connected pairs share a path MTU within it.
@@ -207,6 +214,9 @@ class Flow:
         self.error = error
         self.lossy = False          # UC or UD over cables that lose packets (lossy_cables)
         self.fail_at = self.rng.randrange(quota - 3) if error else None
+        self.window = None          # the receiver's memory window over its arena (MW), if any
+        self.window_reads = False   # READs may use it too (no cable loses their responses)
+        self.window_uses = 0        # WRs that named the window's key
         self.opcodes = dict(OPCODE_WEIGHTS[self.transport])
         if not dst.attr.qp_access_flags & Access.REMOTE_READ:
             self.opcodes.pop(WROpcode.RDMA_READ, None)
@@ -314,6 +324,9 @@ class Flow:
     def _generate(self):
         seq = self.generated
         self.generated += 1
+        if self.window is not None and self.window.type == 2 and \
+                self.transport == QPType.RC and seq == self.quota - 1:
+            return self._send_with_inv(seq)
         if self.fail_at is not None:
             if seq == self.fail_at:
                 return self._fatal(seq)
@@ -380,7 +393,12 @@ class Flow:
             return self.dst_mr.remote(self._atom_offset(self.rng.randrange(ATOM_WORDS)))
         area = SINK if op in WRITES or self.rng.random() < 0.3 else SRC
         self.read_sink |= op == WROpcode.RDMA_READ and area == SINK
-        return self.dst_mr.remote(self._offset(area, length))
+        remote = self.dst_mr.remote(self._offset(area, length))
+        if self.window is not None and (op in WRITES or self.window_reads) and \
+                self.rng.random() < WINDOW_KEY_RATE:
+            self.window_uses += 1
+            return RemoteAddr(remote.addr, self.window.rkey)
+        return remote
 
     def _atom_offset(self, word):
         """The offset in the peer's region of ATOM word `word`, 8-byte aligned in its iova."""
@@ -472,6 +490,14 @@ class Flow:
         if recv is not None and self.rng.random() < SPLIT_RATE:
             recv = replace(recv, sge=self._split(recv.sge, self.dst.max_recv_sge))
         return Message(wr, recv, kind or f"{self.transport.name} {op.name}")
+
+    def _send_with_inv(self, seq):
+        """The flow's last message: a SEND whose receiver invalidates the window."""
+        length = self._length()
+        wr = send_with_inv(self._local(WROpcode.SEND, length), self.window.rkey,
+                           self._wr_id(seq), self._flags(WROpcode.SEND))
+        return Message(wr, self._recv_for(seq, WROpcode.SEND, length),
+                       f"{self.transport.name} SEND_WITH_INV")
 
     def _split(self, sge, most, shuffle=False):
         """`sge`'s bytes as a list of up to `most` SGEs (some may be empty), in order or not."""
@@ -801,7 +827,7 @@ class RandomTraffic(Observer):
             qp = await pd.create_qp(transport, cqs[side][scq], cqs[side][rcq], max_send_wr=sq,
                                     max_recv_wr=rq, max_send_sge=sges, max_recv_sge=sges)
             qps.append(qp)
-            arenas.append(await self.region(side, pd, ARENA, FULL_ACCESS, f"arena{i}"))
+            arenas.append(await self.region(side, pd, ARENA, ARENA_ACCESS, f"arena{i}"))
         self.arenas = arenas
         self.plan_index = {(side, qp.qp_num): i
                            for i, (qp, (_, side, _, _)) in enumerate(zip(qps, qp_plan))}
@@ -840,6 +866,41 @@ class RandomTraffic(Observer):
             self.sending[(ss, qps[s].qp_num)] = flow
             self.receiving[(rs, qps[r].qp_num)] = flow
         self.qps = qps
+        await self.bind_windows()
+
+    async def bind_windows(self):
+        """Memory windows for some connected error-free flows: the receiver allocates one
+        (type 2 mostly, bound to its QP; type 1 now and then) and binds it over its whole arena
+        with the rights its QP gives, before any traffic; the program waits for the binds."""
+        rng = self.rng
+        binds = []
+        for i, flow in enumerate(self.flows):
+            if flow.error or flow.transport == QPType.UD or rng.random() >= WINDOW_RATE:
+                continue
+            mw_type = 1 if rng.random() < 0.25 else 2
+            mw = await flow.dst_mr.pd.alloc_mw(mw_type)
+            rights = flow.dst.attr.qp_access_flags & (Access.REMOTE_WRITE | Access.REMOTE_READ)
+            wr = replace(mw.bind(flow.dst_mr.sge(0, ARENA), rights,
+                                 wr_id=flow.wr_tag | 1 << 30),
+                         flags=SendFlags.SIGNALED)
+            await flow.dst.post_send(wr)
+            binds.append((flow, mw, wr))
+        pending = {id(flow.dst) for flow, _, _ in binds}
+        for _ in range(1000):
+            if not pending:
+                break
+            for side, cq in self.cqs:
+                for wc in await cq.poll():
+                    assert wc.opcode == WCOpcode.BIND_MW and wc.status == WCStatus.SUCCESS, \
+                        f"a window's bind completed {wc}"
+                    pending.discard(next(id(f.dst) for f, _, w in binds
+                                         if w.wr_id == wc.wr_id))
+            await ClockCycles(self.tb.dut.clk, 100)
+        assert not pending, f"{len(pending)} window binds did not complete"
+        for flow, mw, wr in binds:
+            mw.bound(wr)
+            flow.window = mw
+            flow.window_reads = not self.lossy
 
     async def connect(self, qps, qp_plan, flow_plan):
         """Every QP to RTS. RC and UC aim at their partner with a random address vector for
@@ -977,10 +1038,11 @@ class RandomTraffic(Observer):
         side = self.side_of[id(cq.dev)]
         for wc in wcs:
             # the source QPN is left out too: QPNs are numbered per device
+            # and the key a SEND with invalidate invalidated: keys are numbered per device
+            imm = None if wc.wc_flags & WCFlags.WITH_INV else wc.imm_data
             self.completions.setdefault((self.plan_index[(side, wc.qp_num)], wc.is_recv),
                                         []).append(
-                (wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.imm_data, wc.wc_flags,
-                 wc.sl))
+                (wc.wr_id, wc.status, wc.opcode, wc.byte_len, imm, wc.wc_flags, wc.sl))
             flow = self.receiving.get((side, wc.qp_num))
             if not wc.is_recv or flow is None or wc.wr_id not in flow.recv_sges:
                 continue
@@ -1022,7 +1084,11 @@ class RandomTraffic(Observer):
                  "  lengths: " + ", ".join(f"{k} {lengths[k]}" for k in
                                            ("0", "1-64", "65-1K", "1K-8K", ">8K")),
                  "  completions polled while running: "
-                 + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items()))]
+                 + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items())),
+                 "  memory windows: " + ", ".join(
+                     f"type {t} {sum(f.window is not None and f.window.type == t for f in self.flows)}"
+                     for t in (1, 2))
+                 + f", WRs through a window's key {sum(f.window_uses for f in self.flows)}"]
         return wrs, "\n".join(lines)
 
 
