@@ -66,11 +66,17 @@ def _why_opcode_transport(opcode, transport):
         return "UC has no RDMA READ (the requester refuses it, LOC_QP_OP_ERR)"
     if transport == "UC" and opcode.startswith("ATOMIC"):
         return "atomics are RC only (the requester refuses them, LOC_QP_OP_ERR)"
+    if transport == "UC" and opcode == "SEND_WITH_INV":
+        return "SEND with invalidate is RC only (the requester refuses it, LOC_QP_OP_ERR)"
     return None
+
+
+MW_OPCODES = ("BIND_MW", "LOCAL_INV")
 
 
 def _why_wr_cross(opcode, transport, path):
     why = ("an invalid opcode is refused by the requester" if opcode == "invalid"
+           else "a memory-window WR is carried out by the requester" if opcode in MW_OPCODES
            else _why_opcode_transport(opcode, transport))
     if why and path != "none":
         return why + ": it never leaves the requester"
@@ -101,13 +107,15 @@ def _why_status_transport(status, transport):
               "RNR_RETRY_EXC_ERR")
     if transport != "RC" and status in remote:
         return "only RC has a responder's answer: UC and UD senders never learn the far end's error"
+    if transport == "UD" and status == "MW_BIND_ERR":
+        return "memory windows are bound on connected QPs: UD refuses BIND_MW (LOC_QP_OP_ERR)"
     return None
 
 
 def _why_command(command, result):
     if result == "BAD_STATE" and command != "MODIFY_QP":
         return "only MODIFY_QP has state transitions to refuse"
-    if result == "BAD_PARAM" and command.startswith(("DESTROY", "DEREG", "QUERY")):
+    if result == "BAD_PARAM" and command.startswith(("DESTROY", "DEREG", "DEALLOC", "QUERY")):
         return "the command has no parameters to refuse, only an index (docs/host-interface.md)"
     return None
 
@@ -160,7 +168,7 @@ def align_class(src, dst):
 @CoverCross("rdma.wr.transport_path_size",
             items=["rdma.wr.transport", "rdma.wr.path", "rdma.wr.size"])
 @CoverCross("rdma.wr.opcode_align", items=["rdma.wr.opcode", "rdma.wr.align"],
-            ign_bins=[("invalid", None)])
+            ign_bins=[("invalid", None)] + [(op, None) for op in MW_OPCODES])
 @CoverCross("rdma.wr.status_transport", items=["rdma.wr.status", "rdma.wr.transport"])
 @CoverPoint("rdma.wr.sges", xf=lambda r: r["sges"], bins=SGE_COUNTS)
 @CoverCross("rdma.wr.sges_path", items=["rdma.wr.sges", "rdma.wr.path"])

@@ -1029,9 +1029,11 @@ class Fuzzer:
         free = {cmd: next(i for i in range(2 if cmd == Cmd.CREATE_QP else 0, count)
                           if i not in tables[cmd] and i != self.none_qpn)
                 for cmd, count in spare.items()}
+        # the table each command names (windows share the regions' keys)
         kind = {Cmd.CREATE_CQ: Cmd.CREATE_CQ, Cmd.DESTROY_CQ: Cmd.CREATE_CQ,
-                Cmd.REG_MR: Cmd.REG_MR, Cmd.DEREG_MR: Cmd.REG_MR, Cmd.CREATE_AH: Cmd.CREATE_AH,
-                Cmd.DESTROY_AH: Cmd.CREATE_AH}
+                Cmd.RESIZE_CQ: Cmd.CREATE_CQ, Cmd.REG_MR: Cmd.REG_MR, Cmd.DEREG_MR: Cmd.REG_MR,
+                Cmd.ALLOC_MW: Cmd.REG_MR, Cmd.DEALLOC_MW: Cmd.REG_MR,
+                Cmd.CREATE_AH: Cmd.CREATE_AH, Cmd.DESTROY_AH: Cmd.CREATE_AH}
         for _ in range(rng.randint(4, 12)):
             opcode = rng.choice(list(Cmd)) if rng.random() < 0.9 else rng.getrandbits(8)
             table = kind.get(opcode, Cmd.CREATE_QP)
@@ -1042,7 +1044,8 @@ class Fuzzer:
             self.commands += 1
         # what the batch created goes again, QP first (it may use the CQ)
         for opcode, table in ((Cmd.DESTROY_QP, Cmd.CREATE_QP), (Cmd.DESTROY_CQ, Cmd.CREATE_CQ),
-                              (Cmd.DEREG_MR, Cmd.REG_MR), (Cmd.DESTROY_AH, Cmd.CREATE_AH)):
+                              (Cmd.DEREG_MR, Cmd.REG_MR), (Cmd.DEALLOC_MW, Cmd.REG_MR),
+                              (Cmd.DESTROY_AH, Cmd.CREATE_AH)):
             await self._command(opcode, free[table], b"")
 
     def _command_block(self, opcode):

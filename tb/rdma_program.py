@@ -35,6 +35,9 @@ SEND_WC_OPCODE = {
     WROpcode.RDMA_READ: WCOpcode.RDMA_READ,
     WROpcode.ATOMIC_CMP_AND_SWP: WCOpcode.COMP_SWAP,
     WROpcode.ATOMIC_FETCH_AND_ADD: WCOpcode.FETCH_ADD,
+    WROpcode.LOCAL_INV: WCOpcode.LOCAL_INV,
+    WROpcode.BIND_MW: WCOpcode.BIND_MW,
+    WROpcode.SEND_WITH_INV: WCOpcode.SEND,
 }
 # the opcodes that move a buffer of any length, per transport (the atomics, RC only, work on
 # 8 bytes: verbs.ATOMIC_OPS; SEND_WITH_INV needs a memory window to invalidate, and BIND_MW

@@ -1431,15 +1431,16 @@ async def write_via(rdma, a, local, remote, length=64, wr_id=0xA1):
 @cocotb.parametrize(path=["bypass", "packets"])
 async def test_memory_windows(dut, path):
     """Memory windows on the bypass and through the packetizer (docs/host-interface.md,
-    "Memory windows"): a type 2 window bound by a BIND_MW work request (completion BIND_MW)
-    takes RDMA WRITEs and READs through its new key inside its range with its rights, and
-    refuses (REM_ACCESS_ERR) a write past its range, a write it does not allow, its old key,
-    and another QP than the one it is bound to; LOCAL_INV (completion LOCAL_INV) and a SEND with
-    invalidate (the receive completes WITH_INV, the rkey in imm_data) unbind it, after which
-    its key is refused. A type 1 window answers any QP of its PD and is unbound by a bind of no
-    bytes. A bind over a region without MW_BIND, or of a type 2 window bound already,
-    completes MW_BIND_ERR; DEREG_MR of a region with a window bound is refused (BUSY) until the
-    window is deallocated."""
+    BIND_MW): a type 2 window bound by a BIND_MW work request (completion BIND_MW) takes RDMA
+    WRITEs and READs through its new key inside its range with its rights, and refuses
+    (REM_ACCESS_ERR) a write past its range, a READ it does not allow, its old key, and another
+    QP than the one it is bound to; LOCAL_INV (completion LOCAL_INV, on RC and UC) and a SEND
+    with invalidate (the receive completes WITH_INV, the rkey in imm_data) unbind it, after
+    which its key is refused; a SEND with invalidate naming a region's key is delivered (the
+    sender SUCCESS) and its receive completes REM_INV_REQ_ERR. A type 1 window answers any QP
+    of its PD and is unbound by a bind of no bytes. A bind over a region without MW_BIND, or
+    of a type 2 window bound already, completes MW_BIND_ERR; DEREG_MR of a region with a
+    window bound is refused (BUSY) until the window is deallocated."""
     rdma = await Rdma.open(dut)
     await rdma.dev.set_bypass(path == "bypass")
     local = await rdma.region(4096)
@@ -1485,6 +1486,17 @@ async def test_memory_windows(dut, path):
     wc = await write_via(rdma, a, local, mw2.remote(region.mr.addr))
     assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
 
+    # a SEND with invalidate naming a region's key: delivered and completed at the sender;
+    # the receive completes REM_INV_REQ_ERR and the receiver goes to ERR
+    a, b, region = await mw_pair(rdma, cqs)
+    await b.post_recv(RecvWR(region.sge(0, 256), wr_id=0xB0C))
+    await a.post_send(send_with_inv(local.sge(0, 64), region.mr.rkey, wr_id=0xA5))
+    [wc] = await rdma.poll_until(b.recv_cq, 1)
+    assert_wc(wc, wr_id=0xB0C, status=WCStatus.REM_INV_REQ_ERR)
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA5, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    assert (await b.query()).state == QPState.ERR
+
     # what a bound type 2 window refuses (each on a pair of its own: the first refusal takes
     # both QPs to ERR): past its range, a right it does not give, its old key, another QP
     for what in ("past its range", "no READ right", "its old key", "another QP"):
@@ -1504,6 +1516,19 @@ async def test_memory_windows(dut, path):
                       "its old key": RemoteAddr(base, stale)}.get(what, mw3.remote(base))
             wc = await write_via(rdma, a, local, remote)
         assert wc.status == WCStatus.REM_ACCESS_ERR, f"{what}: {wc}"
+
+    # UC: a window bound and invalidated on a UC QP, written through in between
+    a, b = await rdma.connected_pair(QPType.UC, cqs=cqs)
+    region = await rdma.region(1024, MW_REGION)
+    mw5 = await rdma.pd.alloc_mw(2)
+    assert_wc(await bind(rdma, b, mw5, region.sge(0, 512), Access.REMOTE_WRITE),
+              status=WCStatus.SUCCESS)
+    assert_wc(await write_via(rdma, a, local, mw5.remote(region.mr.addr + 8)),
+              status=WCStatus.SUCCESS)
+    assert region.read(8, 64) == local.read(0, 64)
+    await b.post_send(local_inv(mw5.rkey, wr_id=0x1B))
+    [wc] = await rdma.poll_until(b.send_cq, 1)
+    assert_wc(wc, wr_id=0x1B, status=WCStatus.SUCCESS, opcode=WCOpcode.LOCAL_INV)
 
     # type 1: any QP of the PD; a bind of no bytes unbinds it
     a, b, region = await mw_pair(rdma, cqs)
@@ -1838,9 +1863,11 @@ class BadRequest(Enum):
     UD_RDMA_WRITE = "RDMA WRITE on a UD QP"
     UD_RDMA_WRITE_WITH_IMM = "RDMA WRITE with immediate on a UD QP"
     UD_RDMA_READ = "RDMA READ on a UD QP"
-    UNKNOWN_OPCODE = "opcode 7, which no transport has"
-    UC_UNKNOWN_OPCODE = "opcode 7 on a UC QP"
-    UD_UNKNOWN_OPCODE = "opcode 7 on a UD QP"
+    UNKNOWN_OPCODE = "opcode 12, which no transport has"
+    UC_UNKNOWN_OPCODE = "opcode 12 on a UC QP"
+    UD_UNKNOWN_OPCODE = "opcode 12 on a UD QP"
+    UC_SEND_WITH_INV = "SEND with invalidate on a UC QP"
+    UD_BIND_MW = "BIND_MW on a UD QP"
     UD_AH_NEVER_CREATED = "an AH number that names no AH"
     UD_AH_OUT_OF_RANGE = "a live AH's number plus NUM_AH"
     UD_AH_OF_OTHER_PD = "an AH of another PD"
@@ -1862,10 +1889,11 @@ async def test_requester_refuses(dut, request):
     memory = remote.read()
     status, moved = WCStatus.LOC_QP_OP_ERR, (0, 0)
     if request in (BadRequest.UC_RDMA_READ, BadRequest.UNKNOWN_OPCODE,
-                   BadRequest.UC_UNKNOWN_OPCODE):
+                   BadRequest.UC_UNKNOWN_OPCODE, BadRequest.UC_SEND_WITH_INV):
         a, b = await rdma.connected_pair(QPType.RC if request == BadRequest.UNKNOWN_OPCODE
                                          else QPType.UC)
-        opcode = WROpcode.RDMA_READ if request == BadRequest.UC_RDMA_READ else 7
+        opcode = {BadRequest.UC_RDMA_READ: WROpcode.RDMA_READ,
+                  BadRequest.UC_SEND_WITH_INV: WROpcode.SEND_WITH_INV}.get(request, 12)
         wr = work_request(opcode, local.sge(0, 64), remote.remote(0), wr_id=0xA1)
     else:
         a, b = await rdma.ud_qp(), await rdma.ud_qp()
@@ -1882,7 +1910,8 @@ async def test_requester_refuses(dut, request):
         opcode = {BadRequest.UD_RDMA_WRITE: WROpcode.RDMA_WRITE,
                   BadRequest.UD_RDMA_WRITE_WITH_IMM: WROpcode.RDMA_WRITE_WITH_IMM,
                   BadRequest.UD_RDMA_READ: WROpcode.RDMA_READ,
-                  BadRequest.UD_UNKNOWN_OPCODE: 7}.get(request, WROpcode.SEND)
+                  BadRequest.UD_BIND_MW: WROpcode.BIND_MW,
+                  BadRequest.UD_UNKNOWN_OPCODE: 12}.get(request, WROpcode.SEND)
         length = 64
         if request == BadRequest.UD_LONGER_THAN_MTU:
             port = rdma.dev.ports[1]
