@@ -394,8 +394,9 @@ class Flow:
         area = SINK if op in WRITES or self.rng.random() < 0.3 else SRC
         self.read_sink |= op == WROpcode.RDMA_READ and area == SINK
         remote = self.dst_mr.remote(self._offset(area, length))
-        if self.window is not None and (op in WRITES or self.window_reads) and \
-                self.rng.random() < WINDOW_KEY_RATE:
+        # drawn whether or not the window may serve, so every placement runs one program
+        through_window = self.window is not None and self.rng.random() < WINDOW_KEY_RATE
+        if through_window and (op in WRITES or self.window_reads):
             self.window_uses += 1
             return RemoteAddr(remote.addr, self.window.rkey)
         return remote
