@@ -11,8 +11,8 @@ from .link_faults import LinkFaults
 from .rdma_tb import open_device, open_fabric
 from .seed import SEED
 from .verbs import (
-    Access, GlobalRoute, PortCounter, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
-    WCStatus, WROpcode,
+    Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
+    WCStatus, WROpcode, send_with_inv,
 )
 
 
@@ -66,6 +66,20 @@ def assert_wc(wc, **want):
     wrong = [f"{name}: expected {value!r}, got {getattr(wc, name)!r}"
              for name, value in want.items() if getattr(wc, name) != value]
     assert not wrong, "completion " + ", ".join(wrong) + f"\n  {wc}"
+
+
+async def assert_invalidation_refused(rdma, sender, receiver, local, region,
+                                      wr_id=0xA5):
+    """A SEND with invalidate from `sender` naming `region`'s key (no window): delivered and
+    completed SUCCESS at the sender, while the receive completes REM_INV_REQ_ERR and the
+    receiver goes to ERR (docs/semantics.md, responder checks)."""
+    await receiver.post_recv(RecvWR(region.sge(0, 256), wr_id=wr_id | 1 << 8))
+    await sender.post_send(send_with_inv(local.sge(0, 64), region.mr.rkey, wr_id=wr_id))
+    [wc] = await rdma.poll_until(receiver.recv_cq, 1)
+    assert_wc(wc, wr_id=wr_id | 1 << 8, status=WCStatus.REM_INV_REQ_ERR)
+    [wc] = await rdma.poll_until(sender.send_cq, 1)
+    assert_wc(wc, wr_id=wr_id, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
+    assert (await receiver.query()).state == QPState.ERR
 
 
 def long_read_timeout(data_width):

@@ -1078,6 +1078,7 @@ class RandomTraffic(Observer):
         wrs = sum(kinds.values())
         data = sum(f.bytes for f in self.flows)
         transports = Counter(qp.qp_type.name for qp in self.qps)
+        windows = sorted(Counter(f.window.type for f in self.flows if f.window).items())
         lines = [f"{wrs} send WRs on {len(self.qps)} QPs ({dict(transports)}) in "
                  f"{len(self.flows)} flows, {data} payload bytes, {cycles} cycles, "
                  f"{wall:.1f} s wall",
@@ -1086,9 +1087,7 @@ class RandomTraffic(Observer):
                                            ("0", "1-64", "65-1K", "1K-8K", ">8K")),
                  "  completions polled while running: "
                  + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items())),
-                 "  memory windows: " + ", ".join(
-                     f"type {t} {sum(f.window is not None and f.window.type == t for f in self.flows)}"
-                     for t in (1, 2))
+                 "  memory windows: " + ", ".join(f"type {t} {n}" for t, n in windows)
                  + f", WRs through a window's key {sum(f.window_uses for f in self.flows)}"]
         return wrs, "\n".join(lines)
 

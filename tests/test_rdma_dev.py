@@ -24,8 +24,8 @@ from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, DLID_PATH_BITS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE,
-    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_wc, free_index, grh_bytes,
-    unregistered_key, wait_all, work_request,
+    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_invalidation_refused, assert_wc, free_index,
+    grh_bytes, unregistered_key, wait_all, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -1305,20 +1305,25 @@ async def test_solicited_event(dut):
     await rdma.finish()
 
 
+async def pair_on_small_cq(rdma):
+    """A CQ of 4 entries, an RC QP `a` whose queues both use it, connected to a QP with a CQ
+    of its own, and two regions: (cq, a, local, remote)."""
+    cq = await rdma.dev.create_cq(4)
+    assert cq.depth == 4
+    a = await rdma.qp(QPType.RC, cq, cq)
+    b = await rdma.qp(QPType.RC)
+    await rdma.connect(a, b.qp_num)
+    await rdma.connect(b, a.qp_num)
+    return cq, a, await rdma.region(4096), await rdma.region(4096)
+
+
 @cocotb.test()
 async def test_cq_overflow(dut):
     """Seven signaled WRs into a CQ of four entries, nothing polled while the device works:
     all seven execute, the first four CQEs are kept, the last three are dropped and counted in
     CQ_OVERFLOWS. Once polled, the CQ takes completions again across the ring's wrap."""
     rdma = await Rdma.open(dut)
-    small = await rdma.dev.create_cq(4)
-    assert small.depth == 4
-    a = await rdma.qp(QPType.RC, small, small)
-    b = await rdma.qp(QPType.RC)
-    await rdma.connect(a, b.qp_num)
-    await rdma.connect(b, a.qp_num)
-    local = await rdma.region(4096)
-    remote = await rdma.region(4096)
+    small, a, local, remote = await pair_on_small_cq(rdma)
 
     def write(k):
         return work_request(WROpcode.RDMA_WRITE, local.sge(64 * k, 64), remote.remote(64 * k),
@@ -1350,13 +1355,7 @@ async def test_cq_resize(dut, path):
     A CQ that does not exist is refused with BUSY, an index past NUM_CQ with BAD_INDEX."""
     rdma = await Rdma.open(dut)
     await rdma.dev.set_bypass(path == "bypass")
-    cq = await rdma.dev.create_cq(4)
-    a = await rdma.qp(QPType.RC, cq, cq)
-    b = await rdma.qp(QPType.RC)
-    await rdma.connect(a, b.qp_num)
-    await rdma.connect(b, a.qp_num)
-    local = await rdma.region(4096)
-    remote = await rdma.region(4096)
+    cq, a, local, remote = await pair_on_small_cq(rdma)
     posted = 0
 
     async def write(n):
@@ -1489,13 +1488,7 @@ async def test_memory_windows(dut, path):
     # a SEND with invalidate naming a region's key: delivered and completed at the sender;
     # the receive completes REM_INV_REQ_ERR and the receiver goes to ERR
     a, b, region = await mw_pair(rdma, cqs)
-    await b.post_recv(RecvWR(region.sge(0, 256), wr_id=0xB0C))
-    await a.post_send(send_with_inv(local.sge(0, 64), region.mr.rkey, wr_id=0xA5))
-    [wc] = await rdma.poll_until(b.recv_cq, 1)
-    assert_wc(wc, wr_id=0xB0C, status=WCStatus.REM_INV_REQ_ERR)
-    [wc] = await rdma.poll_until(a.send_cq, 1)
-    assert_wc(wc, wr_id=0xA5, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
-    assert (await b.query()).state == QPState.ERR
+    await assert_invalidation_refused(rdma, a, b, local, region)
 
     # what a bound type 2 window refuses (each on a pair of its own: the first refusal takes
     # both QPs to ERR): past its range, a right it does not give, its old key, another QP

@@ -21,8 +21,8 @@ from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
     SRC_PATH_BITS, SURE_LOSSES, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable,
-    assert_wc, long_read, long_read_timeout, lossy_cable, post_lossy_rc, unregistered_key,
-    work_request,
+    assert_invalidation_refused, assert_wc, long_read, long_read_timeout, lossy_cable,
+    post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
@@ -182,13 +182,7 @@ async def test_memory_windows_across_the_cable(dut):
     assert region.read(1024, 3000) == local.read(0, 3000)
 
     c, d = await wire_pair(rdma, QPType.RC, path_mtu=MTU.MTU1024)
-    await d.post_recv(RecvWR(region.sge(0, 64), wr_id=0xD1))
-    await c.post_send(send_with_inv(local.sge(0, 64), region.mr.rkey, wr_id=0xC1))
-    [wc] = await rdma.poll_until(d.recv_cq, 1)
-    assert_wc(wc, wr_id=0xD1, status=WCStatus.REM_INV_REQ_ERR)
-    [wc] = await rdma.poll_until(c.send_cq, 1)
-    assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
-    assert (await d.query()).state == QPState.ERR
+    await assert_invalidation_refused(rdma, c, d, local, region)
 
     await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64),
                                    mw.remote(region.mr.addr), wr_id=0xA3))
