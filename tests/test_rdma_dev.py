@@ -1439,7 +1439,9 @@ async def test_memory_windows(dut, path):
     sender SUCCESS) and its receive completes REM_INV_REQ_ERR. A type 1 window answers any QP
     of its PD and is unbound by a bind of no bytes. A bind over a region without MW_BIND, or
     of a type 2 window bound already, completes MW_BIND_ERR; DEREG_MR of a region with a
-    window bound is refused (BUSY) until the window is deallocated."""
+    window bound is refused (BUSY) until the window is deallocated. Regions and windows share
+    one key table: ALLOC_MW over a region, DEREG_MR of a window, DEALLOC_MW of a region or of
+    nothing are BUSY; past NUM_MR BAD_INDEX; a window of type 3 BAD_PARAM."""
     rdma = await Rdma.open(dut)
     await rdma.dev.set_bypass(path == "bypass")
     local = await rdma.region(4096)
@@ -1551,6 +1553,20 @@ async def test_memory_windows(dut, path):
     await assert_refused(CmdResult.BUSY, region.mr.dereg(), "DEREG_MR under a bound window")
     await mw4.dealloc()
     await region.mr.dereg()
+
+    # regions and windows share one key table: an index holds one or the other
+    dev, free = rdma.dev, free_index(rdma.dev.mrs, rdma.dev.num_mr)
+    block = struct.pack("<BxHB", 2, rdma.pd.pdn, 1)
+    for command, index, result, what in (
+            (Cmd.ALLOC_MW, local.mr.index, CmdResult.BUSY, "ALLOC_MW over a region"),
+            (Cmd.DEREG_MR, mw.index, CmdResult.BUSY, "DEREG_MR of a window"),
+            (Cmd.DEALLOC_MW, local.mr.index, CmdResult.BUSY, "DEALLOC_MW of a region"),
+            (Cmd.DEALLOC_MW, free, CmdResult.BUSY, "DEALLOC_MW of nothing"),
+            (Cmd.ALLOC_MW, dev.num_mr, CmdResult.BAD_INDEX, "ALLOC_MW past NUM_MR")):
+        await assert_refused(result, dev.command(command, index, block), what)
+    await assert_refused(CmdResult.BAD_PARAM,
+                         dev.command(Cmd.ALLOC_MW, free, struct.pack("<BxHB", 3, rdma.pd.pdn, 1)),
+                         "ALLOC_MW of type 3")
     await rdma.finish()
 
 
