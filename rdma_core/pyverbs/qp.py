@@ -5,8 +5,9 @@ A QP is the device's QP (RC, UC or UD) with its send and receive rings in simula
 memory. A modify is checked as the kernel checks it (the IBTA table of required and optional
 attributes per transition), the attributes its mask names are put into the driver's shadow
 of the QP, and the whole shadow goes to the device in one MODIFY_QP, which checks the
-transition again. Work requests become the device's 64-byte WQEs: one scatter/gather element
-each, no inline data.
+transition again. Work requests, posted with post_send / post_recv or built with the
+extended QP's ibv_wr_* calls, become the device's WQEs: up to 4 scatter/gather elements, no
+inline data; a memory-window WR's fields go where the host interface puts them.
 """
 
 import errno
@@ -685,7 +686,7 @@ class QPEx(QP):
     """ibv_qp_ex: work requests built with the ibv_wr_* calls between wr_start and
     wr_complete, which posts them all with one doorbell, or none if one was bad (ibv_wr_post(3)).
     Each builder starts a WR with the current `wr_id` and `wr_flags`; wr_set_sge,
-    wr_set_sge_list and wr_set_ud_addr complete it. They become the same 64-byte WQEs as
+    wr_set_sge_list and wr_set_ud_addr complete it. They become the same WQEs as
     post_send's, checked the same way. A builder outside the QP's send_ops_flags makes
     wr_complete fail with EINVAL."""
 
