@@ -28,8 +28,9 @@ from tb.seed import rng_for
 
 MAX_PAYLOAD = 4096
 
-# Opcodes the depacketizer accepts, by transport (RC with the atomics, 0x12-0x14).
-RC_OPS = list(range(0x00, 0x15))
+# Opcodes the depacketizer accepts, by transport (RC with the atomics, 0x12-0x14, and SEND
+# LAST/ONLY with invalidate, 0x16 and 0x17).
+RC_OPS = list(range(0x00, 0x15)) + [0x16, 0x17]
 ATOMIC_OPS = [0x12, 0x13, 0x14]
 UC_OPS = list(range(0x20, 0x2C))
 UD_OPS = [0x64, 0x65]
@@ -44,8 +45,8 @@ HDR_FIELDS = ("opcode", "se", "dest_qpn", "ackreq", "psn", "slid", "dlid", "sl",
 def expected_header(pkt, internal):
     """The m_hdr_* fields the depacketizer must present for `pkt`."""
     g, reth, deth, aeth, imm = pkt.grh, pkt.reth, pkt.deth, pkt.aeth, pkt.immdt
-    atomic, atomic_ack = pkt.atomic_eth, pkt.atomic_ack_eth
-    # VA and R_Key come from a RETH or an AtomicETH
+    atomic, atomic_ack, ieth = pkt.atomic_eth, pkt.atomic_ack_eth, pkt.ieth
+    # VA and R_Key come from a RETH or an AtomicETH; an IETH's R_Key comes on its own
     remote = reth or atomic
     return {
         "opcode": pkt.bth.opcode, "se": int(pkt.bth.se), "dest_qpn": pkt.bth.dest_qp,
@@ -55,7 +56,8 @@ def expected_header(pkt, internal):
         "hop_limit": g.hop_limit if g else 0,
         "sgid": int.from_bytes(g.sgid, "big") if g else 0,
         "dgid": int.from_bytes(g.dgid, "big") if g else 0,
-        "raddr": remote.va if remote else 0, "rkey": remote.rkey if remote else 0,
+        "raddr": remote.va if remote else 0,
+        "rkey": remote.rkey if remote else ieth.rkey if ieth else 0,
         "dma_len": reth.dma_len if reth else 0,
         "qkey": deth.qkey if deth else 0, "src_qpn": deth.src_qp if deth else 0,
         # the 4 ImmDt bytes in wire order, first in bits [7:0]
@@ -127,6 +129,8 @@ class Port:
                                          compare=rng.randrange(1 << 64))
             elif name == "atomic_ack_eth":
                 ext[name] = ib.AtomicAckETH(orig_data=rng.randrange(1 << 64))
+            elif name == "ieth":
+                ext[name] = ib.IETH(rng.randrange(1 << 32))
         return ib.Packet(lrh=lrh, grh=g, bth=bth, payload=rng.randbytes(length), **ext)
 
 
@@ -509,12 +513,12 @@ def bad_frames(tb):
         b[2:4] = above.to_bytes(2, "big")
     out.append(("DLID just above the port's LMC range", mutate(dlid_above), 0))
     out.append(("BTH TVer 1", mutate(lambda b: b.__setitem__(9, (b[9] & 0xF0) | 1)), 0))
-    for opcode in (0x15, 0x16, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
+    for opcode in (0x15, 0x18, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
                    0x72, 0x73, 0x80, 0xC4, 0xE4, 0xFF):
         out.append((f"unknown opcode {opcode:#04x}",
                     mutate(lambda b, o=opcode: b.__setitem__(8, o), n=16), 0))
     for opcode, keep in ((0x0A, 8), (0x0C, 12), (0x11, 0), (0x64, 4), (0x0B, 16), (0x65, 8),
-                         (0x10, 0), (0x13, 24), (0x14, 20), (0x12, 8), (0x12, 0)):
+                         (0x10, 0), (0x13, 24), (0x14, 20), (0x12, 8), (0x12, 0), (0x17, 0)):
         out.append((f"opcode {opcode:#04x} headers cut to {keep} bytes",
                     mutate(lambda b, k=keep: b.__delitem__(slice(20 + k, None)), opcode=opcode,
                            n=0), 0))

@@ -475,6 +475,8 @@ class Flow:
                 wr = replace(wr, opcode=op, imm=0, remote_addr=remote.addr, rkey=remote.rkey)
         elif op in SENDS:
             wr = send(sge, wr_id, imm, flags)
+        elif op == WROpcode.SEND_WITH_INV:
+            wr = send_with_inv(sge, self.window.rkey, wr_id, flags)
         elif op in WRITES:
             wr = rdma_write(sge, remote or self._remote(op, sge.length), wr_id, imm, flags)
         elif op in ATOMIC_OPS:
@@ -495,10 +497,8 @@ class Flow:
     def _send_with_inv(self, seq):
         """The flow's last message: a SEND whose receiver invalidates the window."""
         length = self._length()
-        wr = send_with_inv(self._local(WROpcode.SEND, length), self.window.rkey,
-                           self._wr_id(seq), self._flags(WROpcode.SEND))
-        return Message(wr, self._recv_for(seq, WROpcode.SEND, length),
-                       f"{self.transport.name} SEND_WITH_INV")
+        return self._build(seq, WROpcode.SEND_WITH_INV, self._local(WROpcode.SEND, length),
+                           recv=self._recv_for(seq, WROpcode.SEND, length))
 
     def _split(self, sge, most, shuffle=False):
         """`sge`'s bytes as a list of up to `most` SGEs (some may be empty), in order or not."""

@@ -1123,7 +1123,7 @@ async def test_rc_rnr_retry_forever(dut, opcode):
     completion."""
     rdma = await Rdma.open(dut)
     a, b = await rdma.connected_pair(QPType.RC, rnr_retry=7)
-    c, _ = await rdma.connected_pair(QPType.RC, cqs=cqs)
+    c, d = await rdma.connected_pair(QPType.RC)
     local = await rdma.region(4096)
     remote = await rdma.region(4096)
     await a.post_send(work_request(opcode, local.sge(0, 100), remote.remote(0), wr_id=0xA1,
@@ -1530,7 +1530,7 @@ async def test_memory_windows(dut, path):
     mw1 = await rdma.pd.alloc_mw(1)
     assert_wc(await bind(rdma, b, mw1, region.sge(0, 2048), Access.REMOTE_WRITE),
               status=WCStatus.SUCCESS)
-    c, d = await rdma.connected_pair(QPType.RC)
+    c, _ = await rdma.connected_pair(QPType.RC, cqs=cqs)
     wc = await write_via(rdma, c, local, mw1.remote(region.mr.addr + 64))
     assert_wc(wc, status=WCStatus.SUCCESS)
     assert_wc(await bind(rdma, b, mw1, NO_SGE, Access(0)), status=WCStatus.SUCCESS)
