@@ -170,12 +170,11 @@ class _MR:
 
 @dataclass
 class _MW(_MR):
-    """A memory window: while bound, a range of region `parent` (iova, length, host as for a
-    region) that remote accesses may use with `access`; a type 2 window only from QP `qpn`."""
+    """A memory window: while bound, a range of a region (iova, length, host as for a region)
+    that remote accesses may use with `access`; a type 2 window only from QP `qpn`."""
     type2: bool = True
     bound: bool = False
     qpn: int = 0
-    parent: int | None = None
 
 
 @dataclass
@@ -601,7 +600,6 @@ class Model(Observer):
         mw.iova, mw.length = sge.addr, sge.length
         mw.access = Access(wr.bind_access) & _REMOTE_RIGHTS
         mw.host = mr.host_addr(sge.addr) if mr else 0
-        mw.parent = sge.lkey >> 8 if mr else None
         return ""
 
     def _invalidate(self, rkey, pd, qpn=None):
