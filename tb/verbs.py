@@ -444,6 +444,11 @@ def ud_send(sge, ah, remote_qpn, remote_qkey, wr_id=0, imm=None, flags=SendFlags
                   remote_qkey=remote_qkey)
 
 
+def inc_rkey(rkey):
+    """`rkey` with its low (variant) byte incremented, as ibv_inc_rkey does."""
+    return (rkey & ~0xFF) | ((rkey + 1) & 0xFF)
+
+
 def local_inv(rkey, wr_id=0, flags=SendFlags.SIGNALED):
     """LOCAL_INV of the type 2 window `rkey` names."""
     return SendWR(WROpcode.LOCAL_INV, NO_SGE, wr_id, flags, rkey=rkey)
@@ -978,8 +983,8 @@ class MW:
         self.type = mw_type
 
     def next_rkey(self):
-        """The key a bind gives the window: the same index, the next variant (ibv_inc_rkey)."""
-        return (self.rkey & ~0xFF) | ((self.rkey + 1) & 0xFF)
+        """The key a bind gives the window: the same index, the next variant."""
+        return inc_rkey(self.rkey)
 
     def bind(self, mr_sge, access, wr_id=0, flags=SendFlags.SIGNALED):
         """The BIND_MW work request over `mr_sge` (a range of a region that allows MW_BIND),

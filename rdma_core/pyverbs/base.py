@@ -2,6 +2,8 @@
 
 import logging
 
+from tb.verbs import inc_rkey  # noqa: F401  (pyverbs.base exports it)
+
 from . import _sim
 from .pyverbs_error import PyverbsRDMAError
 
@@ -11,9 +13,6 @@ def PyverbsRDMAErrno(msg):
     return PyverbsRDMAError(msg, _sim.last_errno)
 
 
-def inc_rkey(rkey):
-    """`rkey` with its low (key) byte incremented, as ibv_inc_rkey does."""
-    return (rkey & ~0xFF) | ((rkey + 1) & 0xFF)
 
 
 class PyverbsObject:
