@@ -1433,7 +1433,8 @@ async def test_memory_windows(dut, path):
     BIND_MW): a type 2 window bound by a BIND_MW work request (completion BIND_MW) takes RDMA
     WRITEs and READs through its new key inside its range with its rights, and refuses
     (REM_ACCESS_ERR) a write past its range, a READ it does not allow, its old key, and another
-    QP than the one it is bound to; LOCAL_INV (completion LOCAL_INV, on RC and UC) and a SEND
+    QP than the one it is bound to (and a SEND with invalidate behind the refusal is flushed);
+    LOCAL_INV (completion LOCAL_INV, on RC and UC; a UC bind without MW_BIND fails) and a SEND
     with invalidate (the receive completes WITH_INV, the rkey in imm_data) unbind it, after
     which its key is refused; a SEND with invalidate naming a region's key is delivered (the
     sender SUCCESS) and its receive completes REM_INV_REQ_ERR. A type 1 window answers any QP
@@ -1469,6 +1470,9 @@ async def test_memory_windows(dut, path):
     assert_wc(wc, wr_id=0x1A, status=WCStatus.SUCCESS, opcode=WCOpcode.LOCAL_INV)
     wc = await write_via(rdma, a, local, mw.remote(region.mr.addr + 300))
     assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
+    await a.post_send(send_with_inv(local.sge(0, 8), mw.rkey, wr_id=0xA6))   # a is in ERR
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA6, status=WCStatus.WR_FLUSH_ERR)
 
     # bound again on a fresh pair; a SEND with invalidate unbinds it at the receiver
     a, b, region = await mw_pair(rdma, cqs)
@@ -1524,6 +1528,9 @@ async def test_memory_windows(dut, path):
     await b.post_send(local_inv(mw5.rkey, wr_id=0x1B))
     [wc] = await rdma.poll_until(b.send_cq, 1)
     assert_wc(wc, wr_id=0x1B, status=WCStatus.SUCCESS, opcode=WCOpcode.LOCAL_INV)
+    plain = await rdma.region(1024)
+    wc = await bind(rdma, b, mw5, plain.sge(0, 64), Access.REMOTE_WRITE)
+    assert_wc(wc, status=WCStatus.MW_BIND_ERR, opcode=WCOpcode.BIND_MW)  # no MW_BIND on it
 
     # type 1: any QP of the PD; a bind of no bytes unbinds it
     a, b, region = await mw_pair(rdma, cqs)
@@ -1876,7 +1883,9 @@ class BadRequest(Enum):
     UC_UNKNOWN_OPCODE = "opcode 12 on a UC QP"
     UD_UNKNOWN_OPCODE = "opcode 12 on a UD QP"
     UC_SEND_WITH_INV = "SEND with invalidate on a UC QP"
+    UD_SEND_WITH_INV = "SEND with invalidate on a UD QP"
     UD_BIND_MW = "BIND_MW on a UD QP"
+    UD_LOCAL_INV = "LOCAL_INV on a UD QP"
     UD_AH_NEVER_CREATED = "an AH number that names no AH"
     UD_AH_OUT_OF_RANGE = "a live AH's number plus NUM_AH"
     UD_AH_OF_OTHER_PD = "an AH of another PD"
@@ -1920,6 +1929,8 @@ async def test_requester_refuses(dut, request):
                   BadRequest.UD_RDMA_WRITE_WITH_IMM: WROpcode.RDMA_WRITE_WITH_IMM,
                   BadRequest.UD_RDMA_READ: WROpcode.RDMA_READ,
                   BadRequest.UD_BIND_MW: WROpcode.BIND_MW,
+                  BadRequest.UD_LOCAL_INV: WROpcode.LOCAL_INV,
+                  BadRequest.UD_SEND_WITH_INV: WROpcode.SEND_WITH_INV,
                   BadRequest.UD_UNKNOWN_OPCODE: 12}.get(request, WROpcode.SEND)
         length = 64
         if request == BadRequest.UD_LONGER_THAN_MTU:
