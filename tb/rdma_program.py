@@ -68,6 +68,17 @@ def assert_wc(wc, **want):
     assert not wrong, "completion " + ", ".join(wrong) + f"\n  {wc}"
 
 
+async def bind_window(rdma, qp, mw, sge, access, wr_id=0xB1D):
+    """Post a BIND_MW of window `mw` over `sge` on `qp` and take its completion; once it
+    succeeded the window answers to its new key."""
+    wr = mw.bind(sge, access, wr_id=wr_id)
+    await qp.post_send(wr)
+    [wc] = await rdma.poll_until(qp.send_cq, 1)
+    if wc.status == WCStatus.SUCCESS:
+        mw.bound(wr)
+    return wc
+
+
 async def assert_invalidation_refused(rdma, sender, receiver, local, region,
                                       wr_id=0xA5):
     """A SEND with invalidate from `sender` naming `region`'s key (no window): delivered and

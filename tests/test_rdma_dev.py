@@ -24,8 +24,8 @@ from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, DLID_PATH_BITS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE,
-    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_invalidation_refused, assert_wc, free_index,
-    grh_bytes, unregistered_key, wait_all, work_request,
+    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_invalidation_refused, assert_wc,
+    bind_window, free_index, grh_bytes, unregistered_key, wait_all, work_request,
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
@@ -1409,16 +1409,6 @@ async def mw_pair(rdma, cqs):
     return a, b, region
 
 
-async def bind(rdma, qp, mw, sge, access, wr_id=0xB1D):
-    """Post a BIND_MW on `qp` and take its completion."""
-    wr = mw.bind(sge, access, wr_id=wr_id)
-    await qp.post_send(wr)
-    [wc] = await rdma.poll_until(qp.send_cq, 1)
-    if wc.status == WCStatus.SUCCESS:
-        mw.bound(wr)
-    return wc
-
-
 async def write_via(rdma, a, local, remote, length=64, wr_id=0xA1):
     await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, length), remote,
                                    wr_id=wr_id))
@@ -1452,7 +1442,7 @@ async def test_memory_windows(dut, path):
     mw = await rdma.pd.alloc_mw(2)
     window = region.sge(256, 1024)
     old_key = mw.rkey
-    wc = await bind(rdma, b, mw, window, Access.REMOTE_WRITE | Access.REMOTE_READ)
+    wc = await bind_window(rdma, b, mw, window, Access.REMOTE_WRITE | Access.REMOTE_READ)
     assert_wc(wc, wr_id=0xB1D, status=WCStatus.SUCCESS, opcode=WCOpcode.BIND_MW)
     assert mw.rkey != old_key and mw.rkey >> 8 == old_key >> 8
 
@@ -1477,7 +1467,7 @@ async def test_memory_windows(dut, path):
     # bound again on a fresh pair; a SEND with invalidate unbinds it at the receiver
     a, b, region = await mw_pair(rdma, cqs)
     mw2 = await rdma.pd.alloc_mw(2)
-    assert_wc(await bind(rdma, b, mw2, region.sge(0, 512), Access.REMOTE_WRITE),
+    assert_wc(await bind_window(rdma, b, mw2, region.sge(0, 512), Access.REMOTE_WRITE),
               status=WCStatus.SUCCESS)
     await b.post_recv(RecvWR(region.sge(2048, 256), wr_id=0xB0B))
     await a.post_send(send_with_inv(local.sge(0, 40), mw2.rkey, wr_id=0xA3))
@@ -1502,7 +1492,7 @@ async def test_memory_windows(dut, path):
         a, b, region = await mw_pair(rdma, cqs)
         mw3 = await rdma.pd.alloc_mw(2)
         stale = mw3.rkey
-        assert_wc(await bind(rdma, b, mw3, region.sge(1024, 256), Access.REMOTE_WRITE),
+        assert_wc(await bind_window(rdma, b, mw3, region.sge(1024, 256), Access.REMOTE_WRITE),
                   status=WCStatus.SUCCESS)
         base = region.mr.addr + 1024
         if what == "another QP":
@@ -1520,7 +1510,7 @@ async def test_memory_windows(dut, path):
     a, b = await rdma.connected_pair(QPType.UC, cqs=cqs)
     region = await rdma.region(1024, MW_REGION)
     mw5 = await rdma.pd.alloc_mw(2)
-    assert_wc(await bind(rdma, b, mw5, region.sge(0, 512), Access.REMOTE_WRITE),
+    assert_wc(await bind_window(rdma, b, mw5, region.sge(0, 512), Access.REMOTE_WRITE),
               status=WCStatus.SUCCESS)
     assert_wc(await write_via(rdma, a, local, mw5.remote(region.mr.addr + 8)),
               status=WCStatus.SUCCESS)
@@ -1529,18 +1519,18 @@ async def test_memory_windows(dut, path):
     [wc] = await rdma.poll_until(b.send_cq, 1)
     assert_wc(wc, wr_id=0x1B, status=WCStatus.SUCCESS, opcode=WCOpcode.LOCAL_INV)
     plain = await rdma.region(1024)
-    wc = await bind(rdma, b, mw5, plain.sge(0, 64), Access.REMOTE_WRITE)
+    wc = await bind_window(rdma, b, mw5, plain.sge(0, 64), Access.REMOTE_WRITE)
     assert_wc(wc, status=WCStatus.MW_BIND_ERR, opcode=WCOpcode.BIND_MW)  # no MW_BIND on it
 
     # type 1: any QP of the PD; a bind of no bytes unbinds it
     a, b, region = await mw_pair(rdma, cqs)
     mw1 = await rdma.pd.alloc_mw(1)
-    assert_wc(await bind(rdma, b, mw1, region.sge(0, 2048), Access.REMOTE_WRITE),
+    assert_wc(await bind_window(rdma, b, mw1, region.sge(0, 2048), Access.REMOTE_WRITE),
               status=WCStatus.SUCCESS)
     c, _ = await rdma.connected_pair(QPType.RC, cqs=cqs)
     wc = await write_via(rdma, c, local, mw1.remote(region.mr.addr + 64))
     assert_wc(wc, status=WCStatus.SUCCESS)
-    assert_wc(await bind(rdma, b, mw1, NO_SGE, Access(0)), status=WCStatus.SUCCESS)
+    assert_wc(await bind_window(rdma, b, mw1, NO_SGE, Access(0)), status=WCStatus.SUCCESS)
     wc = await write_via(rdma, c, local, mw1.remote(region.mr.addr + 64))
     assert_wc(wc, status=WCStatus.REM_ACCESS_ERR)
 
@@ -1548,12 +1538,12 @@ async def test_memory_windows(dut, path):
     a, b = await rdma.connected_pair(QPType.RC, cqs=cqs)
     plain = await rdma.region(1024)
     mw4 = await rdma.pd.alloc_mw(2)
-    wc = await bind(rdma, b, mw4, plain.sge(0, 64), Access.REMOTE_WRITE)
+    wc = await bind_window(rdma, b, mw4, plain.sge(0, 64), Access.REMOTE_WRITE)
     assert_wc(wc, status=WCStatus.MW_BIND_ERR, opcode=WCOpcode.BIND_MW)
     a, b, region = await mw_pair(rdma, cqs)
-    assert_wc(await bind(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE),
+    assert_wc(await bind_window(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE),
               status=WCStatus.SUCCESS)
-    wc = await bind(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE)
+    wc = await bind_window(rdma, b, mw4, region.sge(0, 64), Access.REMOTE_WRITE)
     assert_wc(wc, status=WCStatus.MW_BIND_ERR)
 
     # a region with a window bound stays until the window goes

@@ -21,8 +21,8 @@ from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
     SRC_PATH_BITS, SURE_LOSSES, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable,
-    assert_invalidation_refused, assert_wc, long_read, long_read_timeout, lossy_cable,
-    post_lossy_rc, unregistered_key, work_request,
+    assert_invalidation_refused, assert_wc, bind_window, long_read, long_read_timeout,
+    lossy_cable, post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
@@ -161,11 +161,8 @@ async def test_memory_windows_across_the_cable(dut):
     local = await rdma.region(4096)
     region = await rdma.region(4096, ALL_ACCESS | Access.MW_BIND)
     mw = await rdma.pd.alloc_mw(2)
-    bind = mw.bind(region.sge(0, 1024), Access.REMOTE_WRITE, wr_id=0xB1)
-    await b.post_send(bind)
-    [wc] = await rdma.poll_until(b.send_cq, 1)
+    wc = await bind_window(rdma, b, mw, region.sge(0, 1024), Access.REMOTE_WRITE, wr_id=0xB1)
     assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, opcode=WCOpcode.BIND_MW)
-    mw.bound(bind)
     await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 512),
                                    mw.remote(region.mr.addr + 256), wr_id=0xA1))
     [wc] = await rdma.poll_until(a.send_cq, 1)

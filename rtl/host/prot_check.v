@@ -94,6 +94,9 @@ wire binds    = r_len != 32'd0;
 wire inv_ok   = key_ok && m_window[ri] && m_type2[ri] && m_bound[ri] &&
                 (r_op == PROT_INV_LOCAL || m_qpn[ri] == r_qpn);
 wire done     = r_op == PROT_CHECK ? allowed : r_op == PROT_BIND ? bind_ok : inv_ok;
+// what the request answered in this cycle does to the window it names
+wire bound_now   = r_act && r_op == PROT_BIND && bind_ok;
+wire unbound_now = r_act && (r_op == PROT_INV_LOCAL || r_op == PROT_INV_REMOTE) && inv_ok;
 
 assign m_rsp_data = {m_host[ri] + offset[ADDR_WIDTH-1:0], done};
 
@@ -139,11 +142,10 @@ assign cmd_result = mr_done ? mr_result : mw_result;
 
 // the windows bound to each region: one released (an unbind, a rebind, a window freed) and
 // one taken (a bind) in a cycle, on the same region or two
-wire               w_release = (r_act && ((r_op == PROT_BIND && bind_ok && m_bound[ri]) ||
-                                          (r_op != PROT_CHECK && r_op != PROT_BIND && inv_ok)))
-                               || (dealloc_mw && m_bound[ci]);
+wire               w_release = (bound_now && m_bound[ri]) || unbound_now ||
+                               (dealloc_mw && m_bound[ci]);
 wire [MR_BITS-1:0] w_release_at = dealloc_mw ? m_parent[ci] : m_parent[ri];
-wire               w_take = r_act && r_op == PROT_BIND && bind_ok && binds;
+wire               w_take = bound_now && binds;
 
 always @(posedge clk) begin
     m_rsp_valid <= 1'b0;
@@ -163,7 +165,7 @@ always @(posedge clk) begin
         if (w_release) m_windows[w_release_at] <= m_windows[w_release_at] - 8'd1;
         if (w_take)    m_windows[mi] <= m_windows[mi] + 8'd1;
     end
-    if (r_act && r_op == PROT_BIND && bind_ok) begin
+    if (bound_now) begin
         m_bound[ri]   <= binds;
         m_variant[ri] <= r_new_key[7:0];
         m_iova[ri]    <= r_va;
@@ -173,7 +175,7 @@ always @(posedge clk) begin
         m_parent[ri]  <= mi;
         m_host[ri]    <= m_host[mi] + bind_offset[ADDR_WIDTH-1:0];
     end
-    if (r_act && r_op != PROT_CHECK && r_op != PROT_BIND && inv_ok)
+    if (unbound_now)
         m_bound[ri] <= 1'b0;
 
     if (dereg_mr || dealloc_mw)
