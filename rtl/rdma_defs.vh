@@ -37,7 +37,11 @@ localparam [7:0] CMD_CREATE_CQ = 8'h01, CMD_DESTROY_CQ = 8'h02, CMD_REG_MR = 8'h
                  CMD_DEREG_MR = 8'h04, CMD_CREATE_AH = 8'h05, CMD_DESTROY_AH = 8'h06,
                  CMD_CREATE_QP = 8'h07, CMD_MODIFY_QP = 8'h08, CMD_QUERY_QP = 8'h09,
                  CMD_DESTROY_QP = 8'h0A, CMD_RESIZE_CQ = 8'h0B, CMD_ALLOC_MW = 8'h0C,
-                 CMD_DEALLOC_MW = 8'h0D;
+                 CMD_DEALLOC_MW = 8'h0D, CMD_CREATE_SRQ = 8'h0E, CMD_MODIFY_SRQ = 8'h0F,
+                 CMD_QUERY_SRQ = 8'h10, CMD_DESTROY_SRQ = 8'h11;
+localparam [7:0] CMD_LAST = CMD_DESTROY_SRQ;   // highest command opcode
+// doorbell strobes of rdma_regs: which index a write moves
+localparam [2:0] DB_SQ = 3'd0, DB_RQ = 3'd1, DB_CQ_CI = 3'd2, DB_CQ_ARM = 3'd3, DB_SRQ = 3'd4;
 localparam [7:0] CR_OK = 8'd0, CR_BAD_INDEX = 8'd1, CR_BAD_STATE = 8'd2, CR_BAD_PARAM = 8'd3,
                  CR_BUSY = 8'd4;
 
@@ -49,6 +53,13 @@ function [PROT_REQ_WIDTH-1:0] prot_request(input [1:0] op, input [23:0] qpn,
                                            input [3:0] need, input [15:0] pd, input [31:0] len,
                                            input [63:0] va, input [31:0] key);
     prot_request = {op, qpn, mr_key, new_key, need, pd, len, va, key};
+endfunction
+
+// A work-queue doorbell moves the producer index `pi` to `value` only forward and by at most the
+// ring's free entries (2^log - (pi - ci), everything modulo 2^16): nothing posted earlier is
+// skipped or run twice (docs/host-interface.md)
+function ring_room(input [15:0] pi, input [15:0] ci, input [3:0] log, input [15:0] value);
+    ring_room = {1'b0, value - pi} <= (17'd1 << log) - {1'b0, pi - ci};
 endfunction
 
 // DMA mover modes

@@ -12,6 +12,7 @@
 `include "host/prot_check.v"
 `include "host/qp_table.v"
 `include "host/rdma_regs.v"
+`include "host/srq_table.v"
 `include "host/sq_sched.v"
 `include "transport/bypass_dma.v"
 `include "transport/completer.v"
@@ -54,6 +55,7 @@ module rdma_dev #(
     parameter NUM_CQ = 16,           // completion queues, a power of two, at most 32
     parameter NUM_MR = 64,           // memory regions, a power of two
     parameter NUM_AH = 16,           // address handles, a power of two
+    parameter NUM_SRQ = 16,          // shared receive queues, a power of two, at most 32
     parameter CLOCK_MHZ = 250,       // device clock: the RC transport timers count its cycles
     parameter TIMER_SHIFT = 0,       // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
     parameter SQ_WIN_LOG = 4,        // send window: 2^SQ_WIN_LOG WQEs per QP issued and not yet completed
@@ -137,6 +139,7 @@ module rdma_dev #(
 
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
+localparam SRQN_BITS = NUM_SRQ > 1 ? $clog2(NUM_SRQ) : 1;
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
 // CQE, responder, rx engine, the ports' two each, the bypass's movers, WQE fetch
@@ -181,12 +184,13 @@ wire [7:0]   cmd_op;
 wire [15:0]  cmd_index;
 wire [511:0] cmd_data;
 wire         db_valid;
-wire [1:0]   db_type;
+wire [2:0]   db_type;
 wire [15:0]  db_index;
 wire [15:0]  db_value;
-wire         db_refused;
+wire         db_refused, qp_db_refused, srq_db_refused;
 wire [NUM_CQ-1:0] cq_event;
 wire [NUM_CQ-1:0] cq_event_clear;
+wire [NUM_SRQ-1:0] srq_event, srq_event_clear;
 wire [4:0]   pc_rd_index;
 wire [NUM_PORTS*32-1:0] pc_rd_data;
 wire [NUM_PORTS-1:0] pc_wr_en, pc_clear;
@@ -197,17 +201,19 @@ wire [63:0]  lb_bytes;
 wire [31:0]  cq_overflows;
 
 // each context owner answers only its own commands, so their answers can be merged
-wire         qp_cmd_done, ah_cmd_done, mr_cmd_done, cq_cmd_done;
-wire [7:0]   qp_cmd_result, ah_cmd_result, mr_cmd_result, cq_cmd_result;
-wire         qp_cmd_rdata_valid, cq_cmd_rdata_valid;
-wire [511:0] qp_cmd_rdata, cq_cmd_rdata;
-wire         cmd_done = qp_cmd_done | ah_cmd_done | mr_cmd_done | cq_cmd_done;
+wire         qp_cmd_done, ah_cmd_done, mr_cmd_done, cq_cmd_done, srq_cmd_done;
+wire [7:0]   qp_cmd_result, ah_cmd_result, mr_cmd_result, cq_cmd_result, srq_cmd_result;
+wire         qp_cmd_rdata_valid, cq_cmd_rdata_valid, srq_cmd_rdata_valid;
+wire [511:0] qp_cmd_rdata, cq_cmd_rdata, srq_cmd_rdata;
+wire         cmd_done = qp_cmd_done | ah_cmd_done | mr_cmd_done | cq_cmd_done | srq_cmd_done;
 wire [7:0]   cmd_result = qp_cmd_done ? qp_cmd_result : ah_cmd_done ? ah_cmd_result :
-                          mr_cmd_done ? mr_cmd_result : cq_cmd_result;
+                          mr_cmd_done ? mr_cmd_result : srq_cmd_done ? srq_cmd_result : cq_cmd_result;
+assign db_refused = qp_db_refused | srq_db_refused;   // a doorbell has one owner
 
 rdma_regs #(
     .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
-    .NUM_PORTS(NUM_PORTS), .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_MR(NUM_MR), .NUM_AH(NUM_AH)
+    .NUM_PORTS(NUM_PORTS), .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_MR(NUM_MR), .NUM_AH(NUM_AH),
+    .NUM_SRQ(NUM_SRQ)
 ) regs (
     .clk(clk), .rst(rst),
     .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
@@ -223,16 +229,17 @@ rdma_regs #(
     .port_pkey(port_pkey), .bypass_en(bypass_en),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cmd_done), .cmd_result(cmd_result),
-    .cmd_rdata_valid(qp_cmd_rdata_valid | cq_cmd_rdata_valid),
-    .cmd_rdata(qp_cmd_rdata_valid ? qp_cmd_rdata : cq_cmd_rdata),
+    .cmd_rdata_valid(qp_cmd_rdata_valid | cq_cmd_rdata_valid | srq_cmd_rdata_valid),
+    .cmd_rdata(qp_cmd_rdata_valid ? qp_cmd_rdata : srq_cmd_rdata_valid ? srq_cmd_rdata : cq_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
     .db_refused(db_refused), .cq_event(cq_event), .cq_event_clear(cq_event_clear),
+    .srq_event(srq_event), .srq_event_clear(srq_event_clear),
     .pc_rd_index(pc_rd_index), .pc_rd_data(pc_rd_data), .pc_wr_en(pc_wr_en), .pc_clear(pc_clear),
     .pc_wr_index(pc_wr_index), .pc_wr_data(pc_wr_data),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes), .cq_overflows(cq_overflows)
 );
 
-assign irq = |cq_event;
+assign irq = |cq_event || |srq_event;
 
 // ---------------------------------------------------------------- contexts
 wire [NUM_QP-1:0]     qp_work;
@@ -277,7 +284,14 @@ wire [ADDR_WIDTH-1:0] b_rq_base;
 wire [3:0]            b_rq_log;
 wire [2:0]            b_rq_sge;
 wire [15:0]           b_rq_pi, b_rq_ci;
-wire                  b_rq_advance, b_set_err;
+wire                  b_rq_advance, b_set_err, b_srq, b_rq_take;
+wire [SRQN_BITS-1:0]  b_srqn;
+wire [NUM_SRQ-1:0]    srq_exists;
+wire                  srq_valid;
+wire [15:0]           srq_pd, srq_pi, srq_ci;
+wire [ADDR_WIDTH-1:0] srq_base;
+wire [3:0]            srq_log;
+wire [2:0]            srq_sge;
 wire [QPN_BITS-1:0]   c_qpn;
 wire                  c_valid;
 wire [2:0]            c_type, c_state, c_mtu;
@@ -303,15 +317,15 @@ reg [47:0] now;
 always @(posedge clk) now <= rst ? 48'd0 : now + 48'd1;
 
 qp_table #(
-    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
-    .SQ_WIN_LOG(SQ_WIN_LOG)
+    .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_SRQ(NUM_SRQ), .NUM_PORTS(NUM_PORTS),
+    .ADDR_WIDTH(ADDR_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG)
 ) qps (
     .clk(clk), .rst(rst), .now(now),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(qp_cmd_done), .cmd_result(qp_cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid), .cmd_rdata(qp_cmd_rdata),
     .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
-    .db_refused(db_refused), .work(qp_work), .sq_hold(sq_hold), .sq_busy(sq_busy),
+    .db_refused(qp_db_refused), .srq_exists(srq_exists), .work(qp_work), .sq_hold(sq_hold), .sq_busy(sq_busy),
     .restart(qp_restart), .restart_qpn(qp_restart_qpn),
     .a_qpn(a_qpn), .a_type(a_type), .a_state(a_state), .a_pd(a_pd),
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
@@ -329,6 +343,7 @@ qp_table #(
     .b_rcq(b_rcq), .b_port(b_port), .b_access(b_access), .b_qkey(b_qkey),
     .b_min_rnr_timer(b_min_rnr),
     .b_rq_base(b_rq_base), .b_rq_log(b_rq_log), .b_rq_sge(b_rq_sge), .b_rq_pi(b_rq_pi), .b_rq_ci(b_rq_ci),
+    .b_srq(b_srq), .b_srqn(b_srqn), .b_rq_take(b_rq_take),
     .b_rq_advance(b_rq_advance), .b_set_err(b_set_err),
     .c_qpn(c_qpn), .c_valid(c_valid), .c_type(c_type), .c_state(c_state), .c_port(c_port),
     .c_dest_qpn(c_dest_qpn), .c_qkey(c_qkey), .c_mtu(c_mtu), .c_epsn(c_epsn), .c_msn(c_msn),
@@ -477,6 +492,18 @@ dma_engine #(
     .m_axi_arvalid(m_axi_arvalid), .m_axi_arready(m_axi_arready),
     .m_axi_rid(m_axi_rid), .m_axi_rdata(m_axi_rdata), .m_axi_rresp(m_axi_rresp),
     .m_axi_rlast(m_axi_rlast), .m_axi_rvalid(m_axi_rvalid), .m_axi_rready(m_axi_rready)
+);
+
+srq_table #(.NUM_SRQ(NUM_SRQ), .ADDR_WIDTH(ADDR_WIDTH)) srqs (
+    .clk(clk), .rst(rst),
+    .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
+    .cmd_done(srq_cmd_done), .cmd_result(srq_cmd_result),
+    .cmd_rdata_valid(srq_cmd_rdata_valid), .cmd_rdata(srq_cmd_rdata),
+    .db_valid(db_valid), .db_type(db_type), .db_index(db_index), .db_value(db_value),
+    .db_refused(srq_db_refused), .exists(srq_exists),
+    .r_srqn(b_srqn), .r_valid(srq_valid), .r_pd(srq_pd), .r_base(srq_base), .r_log(srq_log),
+    .r_sge(srq_sge), .r_pi(srq_pi), .r_ci(srq_ci), .r_take(b_rq_take),
+    .limit_event(srq_event), .limit_event_clear(srq_event_clear)
 );
 
 cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH)) cqs (
@@ -696,6 +723,9 @@ responder #(
     .qp_min_rnr_timer(b_min_rnr),
     .qp_rq_base(b_rq_base), .qp_rq_log(b_rq_log), .qp_rq_sge(b_rq_sge), .qp_rq_pi(b_rq_pi), .qp_rq_ci(b_rq_ci),
     .qp_rq_advance(b_rq_advance), .qp_set_err(b_set_err),
+    .qp_srq(b_srq), .qp_rq_take(b_rq_take),
+    .srq_valid(srq_valid), .srq_pd(srq_pd), .srq_base(srq_base), .srq_log(srq_log),
+    .srq_sge(srq_sge), .srq_pi(srq_pi), .srq_ci(srq_ci),
     .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
     .m_prot_data(resp_prot_data),
     .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),

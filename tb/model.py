@@ -77,7 +77,8 @@ SEQ_NAK = 0x60      # PSN sequence error NAK
 NAK_CODE = {WCStatus.REM_INV_REQ_ERR: 0x61, WCStatus.REM_ACCESS_ERR: 0x62,
             WCStatus.REM_OP_ERR: 0x63}
 NAK_STATUS = {code: status for status, code in NAK_CODE.items()}
-_DOORBELL_SPAN = 0x1000  # the SQ/RQ doorbells fill 0x1000-0x1FFF, the CQ ones 0x2000-0x2FFF
+_DOORBELL_SPAN = 0x1000  # the SQ/RQ doorbells fill 0x1000-0x1FFF, the CQ ones 0x2000-0x2FFF,
+                         # the SRQ ones 0x3000-0x3FFF
 
 
 def ud_grh(route, sgid, length, with_imm):
@@ -208,6 +209,55 @@ class _RecvWQE:
 
 
 @dataclass
+class _SRQ:
+    """A shared receive queue: posted WQEs not yet taken by a QP, and its limit event."""
+    srqn: int
+    pd: int
+    size: int
+    max_sge: int
+    limit: int
+    wqes: deque = field(default_factory=deque)
+    posted: int = 0
+    taken: int = 0
+    limit_events: int = 0           # SRQ_LIMIT_REACHED events raised
+
+    def take(self):
+        """A QP takes the next WQE; fewer than an armed limit left: the event fires, once."""
+        wqe = self.wqes.popleft()
+        self.taken += 1
+        if self.limit and len(self.wqes) < self.limit:
+            self.limit = 0
+            self.limit_events += 1
+        return wqe
+
+
+class _SRQReceives:
+    """The receive queue of a QP on an SRQ, with a deque's face: the WQE the QP holds (taken
+    for a message under way: the device copied it into the QP's slot), else the SRQ's next,
+    which the first message to need it takes."""
+
+    def __init__(self, srq, qp):
+        self.srq, self.qp, self.held = srq, qp, None
+
+    def __bool__(self):
+        return self.held is not None or bool(self.srq.wqes)
+
+    def __getitem__(self, index):
+        assert index == 0, "a QP on an SRQ sees one receive WQE at a time"
+        if self.held is None:
+            self.held = self.srq.take()
+            self.qp.rq_posted += 1      # the device's producer index of the QP's slot
+        return self.held
+
+    def popleft(self):
+        wqe, self.held = self[0], None
+        return wqe
+
+    def clear(self):
+        self.held = None
+
+
+@dataclass
 class ModelQP:
     """The model's view of one QP: state, queued WQEs and ring indices (free running)."""
     qpn: int
@@ -231,10 +281,23 @@ class ModelQP:
     sq_psn: int = 0       # PSN of the next request packet
     epsn: int = 0         # PSN the next request packet must carry
     msn: int = 0          # messages completed as an RC responder
+    srq: _SRQ = None      # its receives come from there (rq is then an _SRQReceives)
 
     @property
     def port(self):
         return self.attr.port_num
+
+    @property
+    def recv_pd(self):
+        """The PD its receive buffers' lkeys are checked in: an SRQ's WQEs are the SRQ's."""
+        return self.srq.pd if self.srq else self.pd
+
+    def owned_receives(self):
+        """The receive WQEs that are the QP's own (a QP in ERR flushes them): on an SRQ only
+        the one it holds."""
+        if self.srq:
+            return [self.rq.held] if self.rq.held is not None else []
+        return list(self.rq)
 
 
 class Model(Observer):
@@ -246,7 +309,7 @@ class Model(Observer):
         self.image = MemoryImage()
         self.counters = Counters()  # predicted moves since the device was opened
         self.port_counters = {}     # port -> {PortCounter: value}; loopback moves none of them
-        self.ports, self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}, {}
+        self.ports, self.mrs, self.ahs, self.cqs, self.qps, self.srqs = {}, {}, {}, {}, {}, {}
         self._read_host = None
         self.links = {}             # port -> (Model, port) at the far end of its cable
         self.bypass = True          # CTRL.BYPASS
@@ -293,6 +356,7 @@ class Model(Observer):
 
     def on_open(self, dev):
         self.num_ports, self.num_qp, self.num_cq = dev.num_ports, dev.num_qp, dev.num_cq
+        self.num_srq = dev.num_srq
         self.ports = dict(dev.ports)
         # opened right after reset: every port counter starts at zero
         self.port_counters = {port: dict.fromkeys(COUNTERS, 0) for port in self.ports}
@@ -330,16 +394,23 @@ class Model(Observer):
                 counters[counter] = counters[counter] & 0xFFFFFFFF | value << 32
 
     def _doorbell_refused(self, offset, value):
-        """An SQ or RQ doorbell the device ignores (docs/host-interface.md): for no QP or one
-        in RESET, or moving the producer index back or past the ring's free entries. (The
-        driver's own doorbells come before on_post_send: *_posted is still the old index.)"""
+        """An SQ, RQ or SRQ doorbell the device ignores (docs/host-interface.md): for no QP
+        or one in RESET, the RQ of a QP on an SRQ, no SRQ, or moving the producer index back or
+        past the ring's free entries. (The driver's own doorbells come before on_post_send:
+        *_posted is still the old index.)"""
+        if Reg.SRQ_DB <= offset < Reg.SRQ_DB + _DOORBELL_SPAN:
+            srqn, which = divmod(offset - Reg.SRQ_DB, 8)
+            if srqn >= self.num_srq or which:
+                return False        # addresses nothing: counted as such
+            srq = self.srqs.get(srqn)
+            return srq is None or (value - srq.posted) & 0xFFFF > srq.size - (srq.posted - srq.taken)
         if not Reg.SQ_DB <= offset < Reg.SQ_DB + _DOORBELL_SPAN:
             return False
         qpn, which = divmod(offset - Reg.SQ_DB, 8)
         if qpn >= self.num_qp:
             return False            # addresses nothing: counted as such
         q = self.qps.get(qpn)
-        if q is None or q.state == QPState.RESET:
+        if q is None or q.state == QPState.RESET or (which >= 4 and q.srq):
             return True
         posted, done, size = ((q.sq_posted, q.sq_done, q.sq_size) if which < 4 else
                               (q.rq_posted, q.rq_done, q.rq_size))
@@ -354,12 +425,16 @@ class Model(Observer):
             return (offset - Reg.SQ_DB) // 8 >= self.num_qp
         if Reg.CQ_CI_DB <= offset < Reg.CQ_CI_DB + _DOORBELL_SPAN:
             return (offset - Reg.CQ_CI_DB) // 8 >= self.num_cq
+        if Reg.SRQ_DB <= offset < Reg.SRQ_DB + _DOORBELL_SPAN:
+            srqn, which = divmod(offset - Reg.SRQ_DB, 8)
+            return srqn >= self.num_srq or which != 0
         if Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
             port, word = self._port_counter_word(offset)
             loadable = word == PortCounter.CLEAR or any(
                 word in (c, c + 1) if c.bits == 64 else word == c for c in COUNTERS)
             return port > self.num_ports or not loadable
-        return not (Reg.CMD_DATA <= offset <= Reg.CMD or offset in (Reg.EVENT, Reg.CTRL))
+        return not (Reg.CMD_DATA <= offset <= Reg.CMD or
+                    offset in (Reg.EVENT, Reg.CTRL, Reg.SRQ_EVENT))
 
     def on_mem_write(self, addr, data):
         self.image.write(addr, data)
@@ -399,14 +474,40 @@ class Model(Observer):
         self.cqs[cq.cqn].size = cq.depth
 
     def on_create_qp(self, qp):
-        self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
-                                      qp.recv_cq.cqn, qp.sq.size, qp.rq.size,
-                                      qp.max_send_sge, qp.max_recv_sge,
-                                      sq_slot=(qp.sq.base, qp.sq.stride))
-        # The device only reads the rings: tracking them catches a stray write into one.
-        for wq, name in ((qp.sq, "send"), (qp.rq, "receive")):
+        q = self.qps[qp.qp_num] = ModelQP(qp.qp_num, qp.qp_type, qp.pd.pdn, qp.send_cq.cqn,
+                                          qp.recv_cq.cqn, qp.sq.size, qp.rq.size,
+                                          qp.max_send_sge, qp.max_recv_sge,
+                                          sq_slot=(qp.sq.base, qp.sq.stride))
+        # The device only reads the rings: tracking them catches a stray write into one. (The
+        # receive slot of a QP on an SRQ is the device's to write.)
+        rings = [(qp.sq, "send")]
+        if qp.srq:
+            q.srq = self.srqs[qp.srq.srqn]
+            q.rq = _SRQReceives(q.srq, q)
+        else:
+            rings.append((qp.rq, "receive"))
+        for wq, name in rings:
             self.image.track(wq.base, wq.stride * wq.size, f"QP {qp.qp_num} {name} ring",
                              self._read_host)
+
+    def on_create_srq(self, srq):
+        self.srqs[srq.srqn] = _SRQ(srq.srqn, srq.pd.pdn, srq.max_wr, srq.max_sge, srq.limit)
+        self.image.track(srq.wq.base, srq.wq.stride * srq.wq.size, f"SRQ {srq.srqn} ring",
+                         self._read_host)
+
+    def on_modify_srq(self, srq, limit):
+        self.srqs[srq.srqn].limit = limit
+
+    def on_destroy_srq(self, srq):
+        del self.srqs[srq.srqn]
+
+    def on_post_srq_recv(self, srq, wrs):
+        m = self.srqs[srq.srqn]
+        for wr in wrs:
+            m.wqes.append(_RecvWQE(wr, f"SRQ {m.srqn} recv #{m.posted} wr_id={wr.wr_id:#x}"))
+            m.posted += 1
+        self._progress()
+
 
     def on_modify_qp(self, qp, state, attr):
         q = self.qps[qp.qp_num]
@@ -470,8 +571,8 @@ class Model(Observer):
             self._flush_rq(q)
 
     def _flush_rq(self, q):
-        while q.rq:
-            r = self._take_recv(q)
+        for r in q.owned_receives():
+            self._take_recv(q)
             self._expect(q.recv_cq, q.qpn, True,
                          error_fields(r.wr.wr_id, WCStatus.WR_FLUSH_ERR, WCOpcode.RECV, q.qpn),
                          f"{r.what}: flushed, QP in ERR")
@@ -779,7 +880,7 @@ class Model(Observer):
             self._recv_error(dest, recv, WCStatus.LOC_LEN_ERR, w, why)
             return (WCStatus.REM_INV_REQ_ERR if rc else WCStatus.SUCCESS), why
         if total:
-            parts, why = self._recv_parts(recv, dest.pd, 0, total)
+            parts, why = self._recv_parts(recv, dest.recv_pd, 0, total)
             if parts is None:
                 self._recv_error(dest, recv, WCStatus.LOC_PROT_ERR, w, why)
                 return (WCStatus.REM_OP_ERR if rc else WCStatus.SUCCESS), why
@@ -1122,7 +1223,7 @@ class Model(Observer):
             elif dest.type == QPType.RC:
                 self._set_err(dest)
         elif dest.rq:
-            parts, _ = self._recv_parts(dest.rq[0], dest.pd, 0, dest.rq[0].wr.length)
+            parts, _ = self._recv_parts(dest.rq[0], dest.recv_pd, 0, dest.rq[0].wr.length)
             self.image.undefined += parts or []
 
     def _arrive(self, port, packets, internal, what):
@@ -1393,7 +1494,7 @@ class Model(Observer):
         size = len(pkt.payload) + (GRH_BYTES if dest.type == QPType.UD else 0)
         if not size or self._recv_unusable(dest, recv) or offset + size > recv.wr.length:
             return []
-        parts, _ = self._recv_parts(recv, dest.pd, offset, size)
+        parts, _ = self._recv_parts(recv, dest.recv_pd, offset, size)
         return parts or []
 
     def _store_refused(self, port, dest, packets, taken, parts):
@@ -1422,7 +1523,7 @@ class Model(Observer):
             status, local = WCStatus.REM_INV_REQ_ERR, WCStatus.LOC_LEN_ERR
             why = f"{recv.what} holds {recv.wr.length} bytes, the message needs more"
         elif size:
-            parts, why = self._recv_parts(recv, dest.pd, offset, size)
+            parts, why = self._recv_parts(recv, dest.recv_pd, offset, size)
             if parts is None:
                 status, local = WCStatus.REM_OP_ERR, WCStatus.LOC_PROT_ERR
         if local is not None:

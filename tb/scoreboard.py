@@ -4,6 +4,7 @@ Completions are checked as the program polls them: each one against the next pre
 its (CQ, QP, send/receive) queue. Completions of different queues may interleave in any
 order; within one queue the order is the contract. `await check()` then settles the rest:
 every predicted completion arrived and nothing else did, each QP's state and ring indices,
+each SRQ's indices, limit and limit events,
 the expected image of every tracked range (registered regions, WQE rings), the allocator's
 guard bytes, the counters, the AXI rules on the host-memory bus (when the memory checks them,
 as the harnesses' sim_axi_ram does), and the packets each link carried (when given the links'
@@ -88,6 +89,7 @@ class Scoreboard(Observer):
         for sniffer in self.links.values():
             sniffer.add_callback(coverage.on_capture)
         self.matched = 0
+        self.limit_events = Counter()   # SRQ number -> SRQ_LIMIT_REACHED events the driver read
         self._looped = 0            # Model.looped at the last check
         self.peers = {}             # port -> (Scoreboard, port) at the far end of its cable
 
@@ -109,6 +111,9 @@ class Scoreboard(Observer):
             self.model.arriving.add(port)
             sniffer.add_callback(lambda capture, model=far.model, at=far_port:
                                  model.arrived(at, capture))
+
+    def on_async_event(self, event, index):
+        self.limit_events[index] += 1
 
     def on_poll_cq(self, cq, wcs):
         for wc in wcs:
@@ -148,7 +153,8 @@ class Scoreboard(Observer):
         discarding = set()
         for sb in {self, *(far for far, _ in self.peers.values())}:
             discarding |= {(sb, port) for port in await sb._loosen_discarded()}
-        failures = (self._missing() + await self._qp_failures() + self._memory_failures()
+        failures = (self._missing() + await self._qp_failures() + await self._srq_failures()
+                    + self._memory_failures()
                     + self._guard_failures() + await self._counter_failures(discarding)
                     + self._wire_failures() + self._bus_failures())
         if failures:
@@ -225,6 +231,20 @@ class Scoreboard(Observer):
                 if getattr(got, name) != index & 0xFFFF:
                     failures.append(f"QP {qpn}: {name} expected {index & 0xFFFF}, got "
                                     f"{getattr(got, name)}")
+        return failures
+
+    async def _srq_failures(self):
+        await self.dev.collect_async_events()
+        failures = []
+        for srqn, srq in self.dev.srqs.items():
+            want = self.model.srqs[srqn]
+            got = await srq.query()
+            for name, have, index in (("pi", got.pi, want.posted), ("ci", got.ci, want.taken),
+                                      ("limit", got.limit, want.limit),
+                                      ("limit events", self.limit_events[srqn],
+                                       want.limit_events)):
+                if have != index & 0xFFFF:
+                    failures.append(f"SRQ {srqn}: {name} expected {index & 0xFFFF}, got {have}")
         return failures
 
     def _memory_failures(self):

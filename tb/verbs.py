@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import IntEnum, IntFlag
@@ -56,6 +57,7 @@ class Reg(IntEnum):
     CQ_OVERFLOWS = 0x0018
     LB_MSGS = 0x0020  # 64-bit: LO here, HI at +4
     LB_BYTES = 0x0028
+    SRQ_EVENT = 0x0030      # bit s: SRQ s reached its limit; write 1 to clear
     PORT_BASE = 0x0100
     CMD_DATA = 0x0400
     PORT_COUNTERS = 0x0800
@@ -65,6 +67,7 @@ class Reg(IntEnum):
     RQ_DB = 0x1004
     CQ_CI_DB = 0x2000
     CQ_ARM_DB = 0x2004
+    SRQ_DB = 0x3000
 
 
 PORT_STRIDE = 0x40
@@ -134,6 +137,10 @@ def cq_ci_db(cqn):
 
 def cq_arm_db(cqn):
     return Reg.CQ_ARM_DB + 8 * cqn
+
+
+def srq_db(srqn):
+    return Reg.SRQ_DB + 8 * srqn
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +261,19 @@ class Cmd(IntEnum):
     RESIZE_CQ = 0x0B
     ALLOC_MW = 0x0C
     DEALLOC_MW = 0x0D
+    CREATE_SRQ = 0x0E
+    MODIFY_SRQ = 0x0F
+    QUERY_SRQ = 0x10
+    DESTROY_SRQ = 0x11
+
+
+# commands whose answer the device writes over the whole command block
+ANSWERING = (Cmd.QUERY_QP, Cmd.RESIZE_CQ, Cmd.QUERY_SRQ)
+
+
+class AsyncEvent(IntEnum):
+    """The asynchronous events the device reports (enum ibv_event_type)."""
+    SRQ_LIMIT_REACHED = 15
 
 
 class CmdResult(IntEnum):
@@ -498,6 +518,17 @@ class QPStatus:
     max_recv_sge: int
 
 
+@dataclass(frozen=True)
+class SRQStatus:
+    """What QUERY_SRQ returns."""
+    pi: int                 # producer index (the last doorbell)
+    ci: int                 # consumer index: WQEs taken by QPs (their slots are free again)
+    limit: int              # 0: the limit event is not armed
+    log2: int
+    max_sge: int            # as created (0 and 1 both mean one)
+    pd: int
+
+
 @dataclass
 class Counters:
     lb_msgs: int = 0
@@ -533,9 +564,12 @@ _CQ_RESIZE_ANSWER = struct.Struct("<HH")           # CQEs moved, the old produce
 _MW_BLOCK = struct.Struct("<BxHB")                 # type, PD, key variant
 _MR_BLOCK = struct.Struct("<QIBBHQ")
 _AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
-_QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBB4xQQ")
+_QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBBBxHQQ")  # ... on an SRQ (flag, number), rings
 _QP_MODIFY_BLOCK = struct.Struct("<BBBBIIBBBBHBBBBBBIBB2x16sII")
 _QP_QUERY_BLOCK = struct.Struct("<B3xHHHHBBBBIIBBBB")
+_SRQ_CREATE_BLOCK = struct.Struct("<QBBHH")        # ring, log2, max SGEs, PD, limit
+_SRQ_MODIFY_BLOCK = struct.Struct("<H")            # limit
+_SRQ_QUERY_BLOCK = struct.Struct("<HHHBBH")        # producer, consumer, limit, log2, SGEs, PD
 WQE_BYTES = 64          # a WQE with one SGE; 128 when the queue's WQEs may have more
 
 
@@ -646,6 +680,11 @@ class Observer:
     def on_destroy_qp(self, qp): pass
     def on_post_send(self, qp, wrs): pass
     def on_post_recv(self, qp, wrs): pass
+    def on_create_srq(self, srq): pass
+    def on_modify_srq(self, srq, limit): pass
+    def on_destroy_srq(self, srq): pass
+    def on_post_srq_recv(self, srq, wrs): pass
+    def on_async_event(self, event, index): pass  # read from the device (index: its object)
     def on_poll_cq(self, cq, wcs): pass
 
 
@@ -676,7 +715,8 @@ class Device:
         self._next_pdn = 1
         self._key_variants = {}
         self.ports = {}
-        self.mrs, self.ahs, self.cqs, self.qps = {}, {}, {}, {}
+        self.mrs, self.ahs, self.cqs, self.qps, self.srqs = {}, {}, {}, {}, {}
+        self.async_events = deque()  # (ibv_event_type, SRQ number) read from the device
         self.counters_at_open = Counters()
         self._command_block = _new_lock()
         # what CMD_DATA holds, word by word, as far as the driver knows (None: unknown): a
@@ -700,7 +740,7 @@ class Device:
         await self.regs.write32(offset, value)
         if Reg.CMD_DATA <= offset < Reg.CMD_DATA + 64:     # the word at offset & ~3
             self._block_words[(offset - Reg.CMD_DATA) // 4] = value & 0xFFFFFFFF
-        elif offset == Reg.CMD and value & 0xFF == Cmd.QUERY_QP:
+        elif offset == Reg.CMD and value & 0xFF in ANSWERING:
             self._block_words = [None] * 16     # the device writes its answer over the block
         self._notify("on_write_reg", offset, value)
 
@@ -765,6 +805,7 @@ class Device:
         self.num_mr = 1 << (p2 & 0xFF)
         self.num_ah = 1 << ((p2 >> 8) & 0xFF)
         self.addr_width = (p2 >> 16) & 0xFF
+        self.num_srq = 1 << ((p2 >> 24) & 0xFF)
         self.ports = {port: await self._read_port(port) for port in range(1, self.num_ports + 1)}
         self.counters_at_open = await self.read_counters()
         self._notify("on_open", self)
@@ -824,14 +865,27 @@ class Device:
 
     async def wait_event(self):
         """Wait until some CQ has an event (or the TB's timeout), acknowledge every pending
-        event bit so irq can rise again, and return the bits (bit c: CQ c)."""
+        event bit so irq can rise again, and return the bits (bit c: CQ c). Asynchronous events
+        that raised irq meanwhile are kept in `async_events`."""
         pending = await self.read_reg(Reg.EVENT)
         if not pending:
             await self._wait_event()
+            await self.collect_async_events()
             pending = await self.read_reg(Reg.EVENT)
         if pending:
             await self.write_reg(Reg.EVENT, pending)
         return pending
+
+    async def collect_async_events(self):
+        """Read and acknowledge SRQ_EVENT: each set bit is an SRQ_LIMIT_REACHED of its SRQ,
+        appended to `async_events` (ibv_get_async_event reads from there)."""
+        pending = await self.read_reg(Reg.SRQ_EVENT)
+        if pending:
+            await self.write_reg(Reg.SRQ_EVENT, pending)
+            for srqn in range(pending.bit_length()):
+                if pending >> srqn & 1:
+                    self.async_events.append((AsyncEvent.SRQ_LIMIT_REACHED, srqn))
+                    self._notify("on_async_event", AsyncEvent.SRQ_LIMIT_REACHED, srqn)
 
     # --- host memory -------------------------------------------------------------------------
 
@@ -952,25 +1006,46 @@ class PD:
         return ah
 
     async def create_qp(self, qp_type, send_cq, recv_cq, max_send_wr=16, max_recv_wr=16,
-                        max_send_sge=1, max_recv_sge=1):
+                        max_send_sge=1, max_recv_sge=1, srq=None):
         """A QP in RESET; its rings hold at least max_send_wr / max_recv_wr requests of up to
-        max_send_sge / max_recv_sge SGEs each (1..MAX_SGE; above 1 the WQEs take 128 bytes)."""
+        max_send_sge / max_recv_sge SGEs each (1..MAX_SGE; above 1 the WQEs take 128 bytes).
+        On `srq` it takes its receives from there: its receive ring is one slot of the SRQ's
+        WQE size, which the device fills (max_recv_wr and max_recv_sge are the SRQ's)."""
         dev = self.dev
         qpn = dev._free_index(dev.qps, 2, dev.num_qp, "QP number")
         sq_log2 = _log2_entries(max_send_wr, f"QP {qpn} send queue")
-        rq_log2 = _log2_entries(max_recv_wr, f"QP {qpn} receive queue")
+        rq_log2 = 0 if srq else _log2_entries(max_recv_wr, f"QP {qpn} receive queue")
         sq = _WorkQueue(0, sq_log2, max_send_sge)
-        rq = _WorkQueue(0, rq_log2, max_recv_sge)
+        rq = _WorkQueue(0, rq_log2, srq.wq.max_sge if srq else max_recv_sge)
         sq.base = dev.alloc(sq.stride << sq_log2, label=f"QP {qpn} send ring")
-        rq.base = dev.alloc(rq.stride << rq_log2, label=f"QP {qpn} receive ring")
-        qp = QP(self, qpn, QPType(qp_type), send_cq, recv_cq, sq, rq)
+        rq.base = dev.alloc(rq.stride << rq_log2,
+                            label=f"QP {qpn} receive slot" if srq else f"QP {qpn} receive ring")
+        qp = QP(self, qpn, QPType(qp_type), send_cq, recv_cq, sq, rq, srq)
         with dev._claim(dev.qps, qpn, qp):
             await dev.command(Cmd.CREATE_QP, qpn,
                               _QP_CREATE_BLOCK.pack(qp_type, self.pdn, send_cq.cqn, recv_cq.cqn,
                                                     sq_log2, rq_log2, max_send_sge,
-                                                    max_recv_sge, sq.base, rq.base))
+                                                    rq.max_sge, srq is not None,
+                                                    srq.srqn if srq else 0, sq.base, rq.base))
+        if srq:
+            srq.qps.add(qp)
         dev._notify("on_create_qp", qp)
         return qp
+
+    async def create_srq(self, max_wr=16, max_sge=1, limit=0):
+        """A shared receive queue of at least `max_wr` WQEs of up to `max_sge` SGEs, its
+        limit event armed at `limit` (0: not armed)."""
+        dev = self.dev
+        srqn = dev._free_index(dev.srqs, 0, dev.num_srq, "SRQ")
+        log2 = _log2_entries(max_wr, f"SRQ {srqn}")
+        wq = _WorkQueue(0, log2, max_sge)
+        wq.base = dev.alloc(wq.stride << log2, label=f"SRQ {srqn} ring")
+        srq = SRQ(self, srqn, wq, limit)
+        with dev._claim(dev.srqs, srqn, srq):
+            await dev.command(Cmd.CREATE_SRQ, srqn,
+                              _SRQ_CREATE_BLOCK.pack(wq.base, log2, max_sge, self.pdn, limit))
+        dev._notify("on_create_srq", srq)
+        return srq
 
 
 class MW:
@@ -1156,8 +1231,9 @@ class _WorkQueue:
 
 
 class QP:
-    def __init__(self, pd, qpn, qp_type, send_cq, recv_cq, sq, rq):
+    def __init__(self, pd, qpn, qp_type, send_cq, recv_cq, sq, rq, srq=None):
         self.pd = pd
+        self.srq = srq
         self.dev = pd.dev
         self.qp_num = qpn
         self.qp_type = qp_type
@@ -1221,27 +1297,13 @@ class QP:
         await self.modify(QPState.RTS, sq_psn=sq_psn, rnr_retry=rnr_retry, **rc_attrs)
 
     def _check_sges(self, wrs, max_sge, what):
-        """A WR with more SGEs than the queue's WQEs hold is refused, as ibv_post_* refuses it
-        (EINVAL)."""
-        for wr in wrs:
-            if len(wr.sg_list) > max_sge:
-                raise VerbsError(f"QP {self.qp_num} {what}: {len(wr.sg_list)} SGEs, the queue "
-                                 f"holds {max_sge}")
+        _check_sges(wrs, max_sge, f"QP {self.qp_num} {what}")
 
     async def _reserve(self, wq, n, consumer, what):
-        """Room for `n` WQEs, asking the device how far it got when the ring looks full."""
-        if wq.head + n - wq.tail > wq.size:
-            status = await self.query()
-            wq.tail = wq.head - ((wq.head - getattr(status, consumer)) & 0xFFFF)
-        if wq.head + n - wq.tail > wq.size:
-            raise QueueFull(f"QP {self.qp_num} {what}: {n} WRs, {wq.size - (wq.head - wq.tail)} "
-                            f"of {wq.size} entries free")
+        await _reserve(wq, n, self.query, consumer, f"QP {self.qp_num} {what}")
 
     async def _post(self, wq, wqes, doorbell):
-        for wqe in wqes:
-            self.dev.write(wq.slot(wq.head), wqe)
-            wq.head += 1
-        await self.dev.write_reg(doorbell, wq.head & 0xFFFF)
+        await _post(self.dev, wq, wqes, doorbell)
 
     async def post_send(self, wrs, sge_check=True):
         """Post one SendWR or a list; all or none (QueueFull). One SQ_DB write. A WR with more
@@ -1264,6 +1326,9 @@ class QP:
         wrs = _as_list(wrs)
         if self.state == QPState.RESET:
             raise VerbsError(f"QP {self.qp_num}: post_recv in RESET")
+        if self.srq is not None:
+            raise VerbsError(f"QP {self.qp_num}: post_recv on a QP of SRQ {self.srq.srqn} "
+                             f"(post to the SRQ)")
         if sge_check:
             self._check_sges(wrs, self.max_recv_sge, "post_recv")
         async with self.rq.producer:
@@ -1275,7 +1340,86 @@ class QP:
     async def destroy(self):
         await self.dev.command(Cmd.DESTROY_QP, self.qp_num)
         del self.dev.qps[self.qp_num]
+        if self.srq:
+            self.srq.qps.discard(self)
         self.dev._notify("on_destroy_qp", self)
+
+
+class SRQ:
+    """A shared receive queue: the QPs created on it take its receive WQEs in arrival order."""
+
+    def __init__(self, pd, srqn, wq, limit):
+        self.pd = pd
+        self.dev = pd.dev
+        self.srqn = srqn
+        self.wq = wq
+        self.limit = limit
+        self.qps = set()
+
+    @property
+    def max_wr(self):
+        return self.wq.size
+
+    @property
+    def max_sge(self):
+        return max(self.wq.max_sge, 1)
+
+    async def post_recv(self, wrs, sge_check=True):
+        """Post one RecvWR or a list; all or none (QueueFull). One SRQ_DB write."""
+        wrs = _as_list(wrs)
+        if sge_check:
+            _check_sges(wrs, self.max_sge, f"SRQ {self.srqn} post_recv")
+        async with self.wq.producer:
+            await _reserve(self.wq, len(wrs), self.query, "ci", f"SRQ {self.srqn}")
+            await _post(self.dev, self.wq, [encode_recv_wqe(wr, self.wq.stride) for wr in wrs],
+                        srq_db(self.srqn))
+            self.dev._notify("on_post_srq_recv", self, wrs)
+
+    async def modify(self, limit):
+        """Arm the limit event at `limit` WQEs (0 disarms); BAD_PARAM when it is not below
+        the ring's entries."""
+        await self.dev.command(Cmd.MODIFY_SRQ, self.srqn, _SRQ_MODIFY_BLOCK.pack(limit))
+        self.limit = limit
+        self.dev._notify("on_modify_srq", self, limit)
+
+    async def query(self):
+        return SRQStatus(*_SRQ_QUERY_BLOCK.unpack(await self.dev.command(
+            Cmd.QUERY_SRQ, self.srqn, reply=_SRQ_QUERY_BLOCK.size)))
+
+    async def destroy(self):
+        """Refused while QPs are on it (EBUSY in verbs): the device would leave them without
+        receives."""
+        if self.qps:
+            raise VerbsError(f"SRQ {self.srqn}: QPs {sorted(q.qp_num for q in self.qps)} are on it")
+        await self.dev.command(Cmd.DESTROY_SRQ, self.srqn)
+        del self.dev.srqs[self.srqn]
+        self.dev._notify("on_destroy_srq", self)
+
+
+def _check_sges(wrs, max_sge, what):
+    """A WR with more SGEs than the queue's WQEs hold is refused, as ibv_post_* refuses it
+    (EINVAL)."""
+    for wr in wrs:
+        if len(wr.sg_list) > max_sge:
+            raise VerbsError(f"{what}: {len(wr.sg_list)} SGEs, the queue holds {max_sge}")
+
+
+async def _reserve(wq, n, query, consumer, what):
+    """Room for `n` WQEs in `wq`, asking the device (`query`, its `consumer` index) how far it
+    got when the ring looks full."""
+    if wq.head + n - wq.tail > wq.size:
+        status = await query()
+        wq.tail = wq.head - ((wq.head - getattr(status, consumer)) & 0xFFFF)
+    if wq.head + n - wq.tail > wq.size:
+        raise QueueFull(f"{what}: {n} WRs, {wq.size - (wq.head - wq.tail)} of {wq.size} "
+                        f"entries free")
+
+
+async def _post(dev, wq, wqes, doorbell):
+    for wqe in wqes:
+        dev.write(wq.slot(wq.head), wqe)
+        wq.head += 1
+    await dev.write_reg(doorbell, wq.head & 0xFFFF)
 
 
 async def connect(a, b, port_a=1, port_b=None, *, global_route=False, **attrs):

@@ -29,17 +29,18 @@ from tb.rdma_program import (
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
-    COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, Cmd, CmdResult, CommandError,
-    PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add, connect, cq_arm_db, cq_ci_db,
-    encode_modify, encode_send_wqe, local_inv, port_counter_reg, port_reg, rdma_read, rq_db,
-    send_with_inv, sq_db, ud_send,
+    COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, AsyncEvent, Cmd,
+    CmdResult, CommandError, PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr,
+    SendFlags, SendWR, VerbsError, WCFlags, WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add,
+    connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe, local_inv, port_counter_reg,
+    port_reg, rdma_read, rq_db, send_with_inv, sq_db, srq_db, ud_send,
 )
 from tools.synth import CONFIGS
 
 
 # tb_rdma_dev's parameters where a runner below leaves them alone
-HARNESS_DEFAULTS = dict(NUM_QP=64, NUM_CQ=16, NUM_MR=64, NUM_AH=16, SQ_WIN_LOG=4, BYPASS_MOVERS=4)
+HARNESS_DEFAULTS = dict(NUM_QP=64, NUM_CQ=16, NUM_MR=64, NUM_AH=16, NUM_SRQ=16, SQ_WIN_LOG=4,
+                        BYPASS_MOVERS=4)
 
 
 def device_parameters():
@@ -1180,21 +1181,147 @@ async def test_unreliable_without_receive_drops(dut, transport, opcode):
     await rdma.finish()
 
 
+SRQ_RECV_STRIDE = 2048      # each SRQ receive: 64 bytes at k * stride, 1200 more at + 128
+
+
+def srq_recv(sink, k):
+    """Receive k of test_shared_receive_queue: two SGEs in `sink`, wr_id k."""
+    base = k * SRQ_RECV_STRIDE
+    return RecvWR([sink.sge(base, 64), sink.sge(base + 128, 1200)], wr_id=k)
+
+
+def srq_received(sink, k, length):
+    """The first `length` bytes receive k holds."""
+    base = k * SRQ_RECV_STRIDE
+    return (sink.read(base, 64) + sink.read(base + 128, 1200))[:length]
+
+
+@cocotb.test()
+@cocotb.parametrize(path=["bypass", "packets"])
+async def test_shared_receive_queue(dut, path):
+    """Shared receive queues on the bypass and through the packetizer (docs/host-interface.md,
+    "Shared receive queues"): two RC receivers on ports 1 and 2 and a UD receiver take their
+    receive WQEs (two SGEs each) from one SRQ in the order messages arrive: two 1000-byte SENDs
+    from both ports at once (four packets each at MTU 256, interleaved at the responder on the
+    packet path) land whole, each in the WQE it took; the limit event armed at 3 fires once,
+    at the take that leaves 2, and disarms (QUERY_SRQ: limit 0). With the SRQ empty a UD SEND
+    is dropped and an RC SEND waits (RNR) until WQEs are posted; a receiver in ERR flushes no
+    WQE of the SRQ, which the others go on taking. Refused: post_recv on a QP of the SRQ (and
+    its RQ doorbell: REG_ERRORS), an SRQ doorbell past the free entries (REG_ERRORS), a limit
+    not below the entries (BAD_PARAM), an SRQ that does not exist (BUSY) or past NUM_SRQ
+    (BAD_INDEX), CREATE_QP on a missing SRQ (BAD_PARAM), and destroying an SRQ with QPs on it."""
+    rdma = await Rdma.open(dut)
+    dev = rdma.dev
+    await dev.set_bypass(path == "bypass")
+    local = await rdma.region(4096)
+    sink = await rdma.region(8 * SRQ_RECV_STRIDE)
+    cq = await dev.create_cq(64)
+    srq = await rdma.pd.create_srq(8, max_sge=2)
+    a, c = await rdma.qp(QPType.RC, cq, cq), await rdma.qp(QPType.RC, cq, cq)
+    b, d, v = [await rdma.pd.create_qp(t, cq, cq, srq=srq)
+               for t in (QPType.RC, QPType.RC, QPType.UD)]
+    for port, (x, y) in ((1, (a, b)), (2, (c, d))):
+        await rdma.connect(x, y.qp_num, port, path_mtu=MTU.MTU256)
+        await rdma.connect(y, x.qp_num, port, path_mtu=MTU.MTU256)
+    u = await rdma.ud_qp(cq=cq)
+    await v.to_rts(port=1, qkey=QKEY)
+    ah = await rdma.loopback_ah()
+
+    def receives(wcs):
+        return {wc.wr_id: wc for wc in wcs if wc.is_recv}
+
+    await srq.post_recv([srq_recv(sink, k) for k in range(6)])
+    await srq.modify(3)
+    status = await srq.query()
+    assert (status.pi, status.ci, status.limit, status.log2, status.max_sge) == (6, 0, 3, 3, 2)
+
+    # two multi-packet SENDs at once, from both ports: each lands whole in the WQE it took
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 1000), wr_id=0xA1))
+    await c.post_send(work_request(WROpcode.SEND, local.sge(1000, 1000), wr_id=0xC1))
+    wcs = receives(await rdma.poll_until(cq, 4))
+    assert sorted(wcs) == [0, 1]
+    for k, wc in wcs.items():
+        assert_wc(wc, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV, byte_len=1000)
+        offset = 0 if wc.qp_num == b.qp_num else 1000
+        assert srq_received(sink, k, 1000) == local.read(offset, 1000), f"receive {k}"
+    assert not dev.async_events
+
+    # a UD receiver and a WRITE with immediate take the next two; 2 left: the event fires
+    await u.post_send(ud_send(local.sge(0, 100), ah, v.qp_num, QKEY, wr_id=0xD1))
+    await a.post_send(work_request(WROpcode.RDMA_WRITE_WITH_IMM, local.sge(0, 64),
+                                   sink.remote(7 * SRQ_RECV_STRIDE), wr_id=0xA2, imm=0x5151))
+    wcs = receives(await rdma.poll_until(cq, 4))
+    assert_wc(wcs[2], qp_num=v.qp_num, byte_len=GRH_BYTES + 100)
+    assert_wc(wcs[3], qp_num=b.qp_num, opcode=WCOpcode.RECV_RDMA_WITH_IMM, imm_data=0x5151)
+    await dev.collect_async_events()
+    assert list(dev.async_events) == [(AsyncEvent.SRQ_LIMIT_REACHED, srq.srqn)]
+    dev.async_events.clear()
+    status = await srq.query()
+    assert (status.ci, status.limit) == (4, 0), "the event disarms the limit"
+
+    # empty: a UD SEND is dropped, an RC SEND waits for the next WQE posted
+    for k in (4, 5):
+        await c.post_send(work_request(WROpcode.SEND, local.sge(0, 10), wr_id=0xC2 + k))
+    assert len(receives(await rdma.poll_until(cq, 4))) == 2
+    await u.post_send(ud_send(local.sge(0, 100), ah, v.qp_num, QKEY, wr_id=0xD2))
+    [wc] = await rdma.poll_until(cq, 1)
+    assert_wc(wc, wr_id=0xD2, status=WCStatus.SUCCESS)
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 20), wr_id=0xA3))
+    await rdma.cycles(5000)
+    assert await cq.poll() == [], "an RC SEND completed without a receive"
+    await srq.post_recv([srq_recv(sink, k) for k in (6, 7)])
+    wcs = await rdma.poll_until(cq, 2)
+    assert_wc(receives(wcs)[6], qp_num=b.qp_num, byte_len=20)
+
+    # a receiver in ERR holds no WQE: none of the SRQ's is flushed, the others take them
+    await b.modify(QPState.ERR)
+    await c.post_send(work_request(WROpcode.SEND, local.sge(0, 30), wr_id=0xC8))
+    wcs = await rdma.poll_until(cq, 2)
+    assert_wc(receives(wcs)[7], qp_num=d.qp_num, byte_len=30)
+
+    # refusals
+    with pytest.raises(VerbsError):
+        await d.post_recv(srq_recv(sink, 0))
+    await dev.write_reg(rq_db(d.qp_num), 1)
+    await dev.write_reg(srq_db(srq.srqn), (await srq.query()).pi + srq.max_wr + 1)
+    await rdma.cycles(10)
+    assert (await rdma.counter_moves()).reg_errors == 2
+    await assert_refused(CmdResult.BAD_PARAM, srq.modify(srq.max_wr), "a limit of every entry")
+    nobody = free_index(dev.srqs, dev.num_srq)
+    for cmd in (Cmd.MODIFY_SRQ, Cmd.QUERY_SRQ, Cmd.DESTROY_SRQ):
+        await assert_refused(CmdResult.BUSY, dev.command(cmd, nobody), f"{cmd.name} of nothing")
+        await assert_refused(CmdResult.BAD_INDEX, dev.command(cmd, dev.num_srq),
+                             f"{cmd.name} past NUM_SRQ")
+    block = struct.pack("<BxHHHBBBBBxHQQ", QPType.RC, rdma.pd.pdn, cq.cqn, cq.cqn, 1, 0, 1, 1,
+                        1, nobody, local.mr.host_addr, local.mr.host_addr)
+    await assert_refused(CmdResult.BAD_PARAM,
+                         dev.command(Cmd.CREATE_QP, free_index(dev.qps, dev.num_qp), block),
+                         "CREATE_QP on an SRQ that does not exist")
+    other = await rdma.pd.create_srq(2)
+    on_other = await rdma.pd.create_qp(QPType.UD, cq, cq, srq=other)
+    with pytest.raises(VerbsError):
+        await other.destroy()
+    await on_other.destroy()
+    await other.destroy()
+    await rdma.finish()
+
+
 # ---------------------------------------------------------------------------------------------
 # 6. Completion events, CQ overflow, register and command hygiene
 
 @cocotb.test()
 async def test_device_identity(dut):
     """DEV_ID reads "RDMA"; DEV_PARAMS/DEV_PARAMS2 report the build's configuration (2
-    ports, its data width, QPs, CQs, MRs and AHs: 64, 16, 64, 16 by default; 32-bit
+    ports, its data width, QPs, CQs, MRs, AHs and SRQs: 64, 16, 64, 16, 16 by default; 32-bit
     addresses), and the port registers read back what open_device wrote."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
     build = device_parameters()
     assert await dev.read_reg(Reg.DEV_ID) == 0x52444D41
     assert (dev.num_ports, dev.data_bytes, dev.num_qp, dev.num_cq, dev.num_mr, dev.num_ah,
-            dev.addr_width) == (2, rdma.tb.data_width // 8, build["NUM_QP"], build["NUM_CQ"],
-                                build["NUM_MR"], build["NUM_AH"], 32)
+            dev.num_srq, dev.addr_width) == (2, rdma.tb.data_width // 8, build["NUM_QP"],
+                                             build["NUM_CQ"], build["NUM_MR"], build["NUM_AH"],
+                                             build["NUM_SRQ"], 32)
     for port, attr in dev.ports.items():
         lid, lmc = (await dev.read_reg(port_reg(port, PortReg.LID)),
                     await dev.read_reg(port_reg(port, PortReg.LMC)))

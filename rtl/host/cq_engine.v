@@ -26,7 +26,7 @@ module cq_engine #(
     output wire [511:0]             cmd_rdata,
 
     input  wire                     db_valid,
-    input  wire [1:0]               db_type,
+    input  wire [2:0]               db_type,
     input  wire [15:0]              db_index,
     input  wire [15:0]              db_value,
 
@@ -179,9 +179,9 @@ always @(posedge clk) begin
         end
     endcase
 
-    if (db_valid && db_type == 2'd2)
+    if (db_valid && db_type == DB_CQ_CI)
         c_ci[di] <= db_value;
-    if (db_valid && db_type == 2'd3)
+    if (db_valid && db_type == DB_CQ_ARM)
         c_arm[di] <= db_value[1:0];
 
     if (do_destroy)

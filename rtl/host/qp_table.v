@@ -4,7 +4,10 @@
 // (the destination QP), port C the packet receive engine (PSN and MSN of the QP a packet is
 // addressed to), ports D and E the completer (D: retransmission and errors, E: completions).
 // A send queue has three indices: the producer (doorbell), the next WQE to issue and the
-// consumer (completed); at most 2^SQ_WIN_LOG WQEs are between issue and completion.
+// consumer (completed); at most 2^SQ_WIN_LOG WQEs are between issue and completion. A QP on a
+// shared receive queue has a receive ring of one slot instead, which only the responder fills:
+// its producer index moves when the QP takes a WQE from the SRQ (copied into the slot), its
+// consumer index when that WQE completes.
 `ifndef RDMA_QP_TABLE_V
 `define RDMA_QP_TABLE_V
 `default_nettype none
@@ -12,6 +15,7 @@
 module qp_table #(
     parameter NUM_QP = 64,         // queue pairs; QPN 0 and 1 are reserved
     parameter NUM_CQ = 16,         // completion queues, to check CQ numbers
+    parameter NUM_SRQ = 16,        // shared receive queues, to check SRQ numbers
     parameter NUM_PORTS = 2,       // ports, to check port numbers
     parameter ADDR_WIDTH = 32,     // host address width
     parameter SQ_WIN_LOG = 4       // send window: WQEs issued and not yet completed, per QP
@@ -30,10 +34,11 @@ module qp_table #(
     output reg  [511:0]             cmd_rdata,
 
     input  wire                     db_valid,
-    input  wire [1:0]               db_type,
+    input  wire [2:0]               db_type,
     input  wire [15:0]              db_index,
     input  wire [15:0]              db_value,
     output reg                      db_refused,     // the last SQ/RQ doorbell was ignored
+    input  wire [NUM_SRQ-1:0]       srq_exists,     // SRQs a CREATE_QP may name
 
     // QPs with work: a send WQE to issue or flush, outstanding WQEs of a QP in ERR to flush,
     // or a receive WQE to flush
@@ -98,6 +103,9 @@ module qp_table #(
     output wire [2:0]               b_rq_sge,       // SGEs a receive WQE may have: 0..4 (0 counts as 1)
     output wire [15:0]              b_rq_pi,
     output wire [15:0]              b_rq_ci,
+    output wire                     b_srq,          // the QP takes its receive WQEs from an SRQ
+    output wire [SRQN_BITS-1:0]     b_srqn,         // ... this one
+    input  wire                     b_rq_take,      // it took one (into its slot)
     input  wire                     b_rq_advance,   // a receive WQE was consumed
     input  wire                     b_set_err,      // move the QP to ERR
 
@@ -142,6 +150,7 @@ module qp_table #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam SRQN_BITS = NUM_SRQ > 1 ? $clog2(NUM_SRQ) : 1;
 
 reg                   q_valid     [0:NUM_QP-1];
 reg [2:0]             q_type      [0:NUM_QP-1];
@@ -181,6 +190,8 @@ reg [15:0]            q_sq_ci     [0:NUM_QP-1];
 reg [15:0]            q_sq_ni     [0:NUM_QP-1];
 reg [15:0]            q_rq_pi     [0:NUM_QP-1];
 reg [15:0]            q_rq_ci     [0:NUM_QP-1];
+reg [NUM_QP-1:0]      q_srq;
+reg [SRQN_BITS-1:0]   q_srqn      [0:NUM_QP-1];
 reg [2:0]             q_mtu       [0:NUM_QP-1];
 reg [3:0]             q_rate      [0:NUM_QP-1];
 reg [23:0]            q_sq_psn    [0:NUM_QP-1];
@@ -232,6 +243,8 @@ assign b_rq_log        = q_rq_log[b_qpn];
 assign b_rq_sge        = q_rq_sge[b_qpn];
 assign b_rq_pi         = q_rq_pi[b_qpn];
 assign b_rq_ci         = q_rq_ci[b_qpn];
+assign b_srq           = q_srq[b_qpn];
+assign b_srqn          = q_srqn[b_qpn];
 
 assign c_valid         = q_valid[c_qpn];
 assign c_type          = q_type[c_qpn];
@@ -274,12 +287,16 @@ wire [7:0]  cr_sq_log = cmd_data[8*8 +: 8];
 wire [7:0]  cr_rq_log = cmd_data[9*8 +: 8];
 wire [7:0]  cr_sq_sge = cmd_data[10*8 +: 8];
 wire [7:0]  cr_rq_sge = cmd_data[11*8 +: 8];
+wire        cr_srq    = cmd_data[12*8];        // receives from the SRQ at 0x0E
+wire [15:0] cr_srqn   = cmd_data[14*8 +: 16];
 wire [63:0] cr_sq_base = cmd_data[16*8 +: 64];
 wire [63:0] cr_rq_base = cmd_data[24*8 +: 64];
+// on an SRQ, the receive ring is the QP's one slot: its size and SGEs are the SRQ's
+wire rq_ok     = cr_srq ? cr_srqn < NUM_SRQ && srq_exists[cr_srqn[SRQN_BITS-1:0]] :
+                          cr_rq_log >= 8'd1 && cr_rq_log <= 8'd15 && cr_rq_sge <= SGE_MAX;
 wire create_ok = (cr_type == {5'd0, QPT_RC} || cr_type == {5'd0, QPT_UC} || cr_type == {5'd0, QPT_UD}) &&
                  cr_scq < NUM_CQ && cr_rcq < NUM_CQ &&
-                 cr_sq_log >= 8'd1 && cr_sq_log <= 8'd15 && cr_rq_log >= 8'd1 && cr_rq_log <= 8'd15 &&
-                 cr_sq_sge <= SGE_MAX && cr_rq_sge <= SGE_MAX &&
+                 cr_sq_log >= 8'd1 && cr_sq_log <= 8'd15 && rq_ok && cr_sq_sge <= SGE_MAX &&
                  cr_sq_base[63:ADDR_WIDTH] == 0 && cr_rq_base[63:ADDR_WIDTH] == 0 &&
                  cr_sq_base[5:0] == 6'd0 && cr_rq_base[5:0] == 6'd0;
 
@@ -299,6 +316,7 @@ assign restart = cmd_valid && idx_ok &&
 assign restart_qpn = ci;
 
 wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
+                    cr_srqn[15:SRQN_BITS],
                     cmd_data[23:19], cmd_data[103:99], cmd_data[111:107], cmd_data[119:117],
                     cmd_data[127:125], cr_sq_sge[7:3], cr_rq_sge[7:3],
                     cr_sq_log[7:4], cr_rq_log[7:4], cr_scq[15:CQN_BITS], cr_rcq[15:CQN_BITS],
@@ -311,16 +329,17 @@ reg  [QPN_BITS-1:0] rnr_scan;
 wire rnr_due = q_rnr_wait[rnr_scan] && $signed(now - q_rnr_until[rnr_scan]) >= 0;
 
 // An SQ or RQ doorbell moves its producer index only forward and by at most the ring's free
-// entries (size - (producer - consumer)), and only on a created QP out of RESET; any other
-// is ignored (rdma_regs counts it in REG_ERRORS), so no WQE is kept for later or runs twice.
+// entries (ring_room), and only on a created QP out of RESET, and never the receive queue of a
+// QP on an SRQ; any other is ignored (rdma_regs counts it in REG_ERRORS), so no WQE is kept for
+// later or runs twice.
 wire [QPN_BITS-1:0] db_qpn  = db_index[QPN_BITS-1:0];
-wire                db_sq   = db_type == 2'd0;
+wire                db_sq   = db_type == DB_SQ;
+wire                db_mine = db_valid && (db_sq || db_type == DB_RQ);
 wire [15:0]         db_pi   = db_sq ? q_sq_pi[db_qpn] : q_rq_pi[db_qpn];
 wire [15:0]         db_ci   = db_sq ? q_sq_ci[db_qpn] : q_rq_ci[db_qpn];
 wire [3:0]          db_log  = db_sq ? q_sq_log[db_qpn] : q_rq_log[db_qpn];
-wire [16:0]         db_free = (17'd1 << db_log) - {1'b0, db_pi - db_ci};
-wire db_ok = q_valid[db_qpn] && q_state[db_qpn] != QPS_RESET &&
-             {1'b0, db_value - db_pi} <= db_free;
+wire db_ok = q_valid[db_qpn] && q_state[db_qpn] != QPS_RESET && (db_sq || !q_srq[db_qpn]) &&
+             ring_room(db_pi, db_ci, db_log, db_value);
 
 // A QP met receiver-not-ready (the bypass's responder or an RNR NAK from the wire): count a
 // retry (7 is infinite) and take its work away for `cycles` (the engines give a length, not a
@@ -361,6 +380,8 @@ always @(posedge clk) begin
         q_sq_ci[e_qpn] <= q_sq_ci[e_qpn] + 16'd1;
     if (e_rnr_clear)
         q_rnr_left[e_qpn] <= q_rnr_retry[e_qpn];
+    if (b_rq_take)
+        q_rq_pi[b_qpn] <= q_rq_pi[b_qpn] + 16'd1;
     if (b_rq_advance)
         q_rq_ci[b_qpn] <= q_rq_ci[b_qpn] + 16'd1;
     if (b_set_err)
@@ -373,10 +394,10 @@ always @(posedge clk) begin
         q_msn[c_qpn] <= q_msn[c_qpn] + 24'd1;
 
     // doorbells
-    db_refused <= db_valid && !db_type[1] && !db_ok;
-    if (db_valid && db_type == 2'd0 && db_ok)
+    db_refused <= db_mine && !db_ok;
+    if (db_mine && db_sq && db_ok)
         q_sq_pi[db_qpn] <= db_value;
-    if (db_valid && db_type == 2'd1 && db_ok)
+    if (db_mine && !db_sq && db_ok)
         q_rq_pi[db_qpn] <= db_value;
 
     // commands (after the engine updates: software has the last word)
@@ -399,7 +420,9 @@ always @(posedge clk) begin
                 q_scq[ci]       <= cr_scq[CQN_BITS-1:0];
                 q_rcq[ci]       <= cr_rcq[CQN_BITS-1:0];
                 q_sq_log[ci]    <= cr_sq_log[3:0];
-                q_rq_log[ci]    <= cr_rq_log[3:0];
+                q_rq_log[ci]    <= cr_srq ? 4'd0 : cr_rq_log[3:0];
+                q_srq[ci]       <= cr_srq;
+                q_srqn[ci]      <= cr_srqn[SRQN_BITS-1:0];
                 q_sq_sge[ci]    <= cr_sq_sge[2:0];
                 q_rq_sge[ci]    <= cr_rq_sge[2:0];
                 q_sq_base[ci]   <= cr_sq_base[ADDR_WIDTH-1:0];
@@ -485,6 +508,7 @@ always @(posedge clk) begin
         cmd_rdata       <= 512'd0;
         rnr_scan        <= {QPN_BITS{1'b0}};
         q_rnr_wait      <= {NUM_QP{1'b0}};
+        q_srq           <= {NUM_QP{1'b0}};
         for (i = 0; i < NUM_QP; i = i + 1) begin
             q_valid[i]    <= 1'b0;
             q_state[i]    <= QPS_RESET;

@@ -13,7 +13,8 @@ module rdma_regs #(
     parameter NUM_QP = 64,           // queue pairs
     parameter NUM_CQ = 16,           // completion queues (at most 32: one EVENT bit each)
     parameter NUM_MR = 64,           // memory regions
-    parameter NUM_AH = 16            // address handles
+    parameter NUM_AH = 16,           // address handles
+    parameter NUM_SRQ = 16           // shared receive queues (at most 32: one SRQ_EVENT bit each)
 ) (
     input  wire                        clk,
     input  wire                        rst,
@@ -56,15 +57,17 @@ module rdma_regs #(
     input  wire                        cmd_rdata_valid,
     input  wire [511:0]                cmd_rdata,
 
-    // doorbell strobe: type 0 SQ producer, 1 RQ producer, 2 CQ consumer, 3 CQ arm
+    // doorbell strobe: DB_SQ, DB_RQ, DB_CQ_CI, DB_CQ_ARM, DB_SRQ (rdma_defs.vh)
     output reg                         db_valid,
-    output reg  [1:0]                  db_type,
+    output reg  [2:0]                  db_type,
     output reg  [15:0]                 db_index,
     output reg  [15:0]                 db_value,
-    input  wire                        db_refused,       // qp_table ignored the last SQ/RQ doorbell
+    input  wire                        db_refused,       // the last SQ/RQ/SRQ doorbell was ignored
 
     input  wire [NUM_CQ-1:0]           cq_event,
     output reg  [NUM_CQ-1:0]           cq_event_clear,
+    input  wire [NUM_SRQ-1:0]          srq_event,
+    output reg  [NUM_SRQ-1:0]          srq_event_clear,
     // port counter blocks (port_counters.v): one word read by index, loads and clears by port
     output wire [4:0]                  pc_rd_index,
     input  wire [NUM_PORTS*32-1:0]     pc_rd_data,
@@ -78,7 +81,8 @@ module rdma_regs #(
     input  wire [31:0]                 cq_overflows
 );
 
-localparam [7:0] CMD_LAST = 8'h0D;   // highest command opcode
+`include "rdma_defs.vh"
+
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 
 localparam integer P_PORTS  = NUM_PORTS;
@@ -87,6 +91,7 @@ localparam integer P_LOG_QP = $clog2(NUM_QP);
 localparam integer P_LOG_CQ = $clog2(NUM_CQ);
 localparam integer P_LOG_MR = $clog2(NUM_MR);
 localparam integer P_LOG_AH = $clog2(NUM_AH);
+localparam integer P_LOG_SRQ = $clog2(NUM_SRQ);
 localparam integer P_AW     = ADDR_WIDTH;
 
 // ---- write channel: take address and data together, answer OKAY ----
@@ -99,6 +104,7 @@ wire [AXIL_ADDR_WIDTH-1:0] wa = s_axil_awaddr;
 wire [15:0] wa16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, wa[AXIL_ADDR_WIDTH-1:0]};
 wire [15:0] db_qpn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x1000 + 8*qpn
 wire [15:0] db_cqn = {3'd0, wa16[15:3]} & 16'h01FF;    // 0x2000 + 8*cq
+wire [15:0] db_srqn = {3'd0, wa16[15:3]} & 16'h01FF;   // 0x3000 + 8*srq
 wire [15:0] wr_port = {10'd0, wa16[11:6]} - 16'd4;     // 0x100 + 0x40*port
 wire [15:0] wr_pc_port = {12'd0, wa16[10:7]};          // 0x800 + 0x80*port: counters
 wire [4:0]  wr_pc_index = wa16[6:2];
@@ -124,17 +130,19 @@ always @(posedge clk) begin
     pc_wr_en       <= {NUM_PORTS{1'b0}};
     pc_clear       <= {NUM_PORTS{1'b0}};
     cq_event_clear <= {NUM_CQ{1'b0}};
+    srq_event_clear <= {NUM_SRQ{1'b0}};
     if (s_axil_bvalid && s_axil_bready)
         s_axil_bvalid <= 1'b0;
 
     if (wr_go) begin
         s_axil_bvalid <= 1'b1;
-        if (wa16[15:12] == 4'h1 || wa16[15:12] == 4'h2) begin
-            // doorbells
-            if ((wa16[15:12] == 4'h1 && db_qpn < NUM_QP) || (wa16[15:12] == 4'h2 && db_cqn < NUM_CQ)) begin
+        if (wa16[15:12] == 4'h1 || wa16[15:12] == 4'h2 || wa16[15:12] == 4'h3) begin
+            // doorbells: QPs' SQ and RQ, CQs' consumer index and arm, SRQs' producer index
+            if ((wa16[15:12] == 4'h1 && db_qpn < NUM_QP) || (wa16[15:12] == 4'h2 && db_cqn < NUM_CQ) ||
+                (wa16[15:12] == 4'h3 && db_srqn < NUM_SRQ && !wa16[2])) begin
                 db_valid <= 1'b1;
-                db_type  <= {wa16[13], wa16[2]};
-                db_index <= wa16[15:12] == 4'h1 ? db_qpn : db_cqn;
+                db_type  <= wa16[15:12] == 4'h3 ? DB_SRQ : {1'b0, wa16[13], wa16[2]};
+                db_index <= wa16[15:12] == 4'h1 ? db_qpn : wa16[15:12] == 4'h2 ? db_cqn : db_srqn;
                 db_value <= s_axil_wdata[15:0];
             end else begin
                 wr_error <= 1'b1;
@@ -183,6 +191,8 @@ always @(posedge clk) begin
             end
         end else if (wa16 == 16'h0010) begin
             cq_event_clear <= s_axil_wdata[NUM_CQ-1:0];
+        end else if (wa16 == 16'h0030) begin
+            srq_event_clear <= s_axil_wdata[NUM_SRQ-1:0];
         end else if (wa16 == 16'h000C) begin
             bypass_en <= s_axil_wdata[0];
         end else begin
@@ -193,7 +203,7 @@ always @(posedge clk) begin
     // an opcode nobody owns is answered here: bad parameter
     if (cmd_valid && (cmd_op == 8'd0 || cmd_op > CMD_LAST)) begin
         cmd_busy        <= 1'b0;
-        cmd_last_result <= 8'd3;
+        cmd_last_result <= CR_BAD_PARAM;
     end
     if (cmd_done) begin
         cmd_busy        <= 1'b0;
@@ -211,7 +221,7 @@ always @(posedge clk) begin
         cmd_data        <= 512'd0;
         cmd_last_result <= 8'd0;
         db_valid        <= 1'b0;
-        db_type         <= 2'd0;
+        db_type         <= DB_SQ;
         db_index        <= 16'd0;
         db_value        <= 16'd0;
         pc_wr_en        <= {NUM_PORTS{1'b0}};
@@ -244,7 +254,7 @@ always @* begin
     case (ra16)
         16'h0000: rd_word = 32'h52444D41;
         16'h0004: rd_word = {P_LOG_CQ[7:0], P_LOG_QP[7:0], P_DW8[7:0], P_PORTS[7:0]};
-        16'h0008: rd_word = {8'd0, P_AW[7:0], P_LOG_AH[7:0], P_LOG_MR[7:0]};
+        16'h0008: rd_word = {P_LOG_SRQ[7:0], P_AW[7:0], P_LOG_AH[7:0], P_LOG_MR[7:0]};
         16'h000C: rd_word = {31'd0, bypass_en};
         16'h0010: rd_word = {{(32-NUM_CQ){1'b0}}, cq_event};
         16'h0014: rd_word = reg_errors;
@@ -253,6 +263,7 @@ always @* begin
         16'h0024: rd_word = lb_msgs[63:32];
         16'h0028: rd_word = lb_bytes[31:0];
         16'h002C: rd_word = lb_bytes[63:32];
+        16'h0030: rd_word = {{(32-NUM_SRQ){1'b0}}, srq_event};
         16'h0440: rd_word = 32'd0;
         16'h0444: rd_word = {16'd0, cmd_last_result, 7'd0, cmd_busy};
         default: begin

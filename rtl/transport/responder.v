@@ -12,7 +12,9 @@
 // (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
 // packet), END after the last; s_msg_offset is the piece's byte offset in the message. Messages
 // of different QPs may interleave: the receive WQE a SEND's START took stays at the QP's
-// rq_ci until its END, and is loaded again when another QP's message came in between.
+// rq_ci until its END, and is loaded again when another QP's message came in between. A QP on a
+// shared receive queue takes a WQE from the SRQ when it has none: the WQE is copied into the
+// QP's one-slot receive ring and the SRQ moves on, so from then on it is the QP's like any.
 `ifndef RDMA_RESPONDER_V
 `define RDMA_RESPONDER_V
 `default_nettype none
@@ -81,6 +83,17 @@ module responder #(
     input  wire [15:0]              qp_rq_ci,
     output reg                      qp_rq_advance,
     output reg                      qp_set_err,
+    input  wire                     qp_srq,           // the QP takes its receive WQEs from an SRQ
+    output reg                      qp_rq_take,       // it took the SRQ's WQE at srq_ci
+
+    // the QP's SRQ (srq_table)
+    input  wire                     srq_valid,
+    input  wire [15:0]              srq_pd,
+    input  wire [ADDR_WIDTH-1:0]    srq_base,
+    input  wire [3:0]               srq_log,
+    input  wire [2:0]               srq_sge,          // SGEs its WQEs may have (0 counts as 1)
+    input  wire [15:0]              srq_pi,
+    input  wire [15:0]              srq_ci,
 
     // protection checker client
     output reg                      m_prot_valid,
@@ -110,11 +123,12 @@ localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
-localparam [3:0] S_IDLE = 4'd0, S_CHECK = 4'd1, S_RKEY = 4'd2, S_RKEY_WAIT = 4'd3,
-                 S_RQ = 4'd4, S_RQ_WAIT = 4'd5, S_LKEY = 4'd6, S_LKEY_WAIT = 4'd7,
-                 S_GRH_WAIT = 4'd8, S_CQE = 4'd9, S_CQE_WAIT = 4'd10, S_RESPOND = 4'd11,
-                 S_RQ2_WAIT = 4'd12, S_WALK = 4'd13, S_GRH = 4'd14, S_INV_WAIT = 4'd15;
-reg [3:0] state;
+localparam [4:0] S_IDLE = 5'd0, S_CHECK = 5'd1, S_RKEY = 5'd2, S_RKEY_WAIT = 5'd3,
+                 S_RQ = 5'd4, S_RQ_WAIT = 5'd5, S_LKEY = 5'd6, S_LKEY_WAIT = 5'd7,
+                 S_GRH_WAIT = 5'd8, S_CQE = 5'd9, S_CQE_WAIT = 5'd10, S_RESPOND = 5'd11,
+                 S_RQ2_WAIT = 5'd12, S_WALK = 5'd13, S_GRH = 5'd14, S_INV_WAIT = 5'd15,
+                 S_TAKE_WAIT = 5'd16, S_TAKE2_WAIT = 5'd17, S_TAKEN = 5'd18;
+reg [4:0] state;
 
 // the message being served
 reg [1:0]   r_kind;
@@ -140,7 +154,9 @@ reg [7:0]   r_hop;
 reg [127:0] r_sgid;
 reg [127:0] r_dgid;
 
-// the receive WQE it consumed, and the QP it belongs to
+// the receive WQE it consumed, and the QP it belongs to; taking: it is being loaded from the
+// QP's SRQ (and copied into the QP's slot), not from the QP's own ring
+reg         taking;
 reg [QPN_BITS-1:0] rq_qpn;
 reg [63:0]  rq_wr_id;
 reg [7:0]   rq_nsge;           // 0x02: SGEs in the WQE (0 and 1: SGE 0 alone)
@@ -149,7 +165,10 @@ reg [31:0]  rq_len  [0:3];
 reg [31:0]  rq_lkey [0:3];
 
 // ---- scatter: the receive buffer is the SGEs' bytes in order ----
-wire [2:0]  rq_cap  = qp_rq_sge == 3'd0 ? 3'd1 : qp_rq_sge;
+// a QP on an SRQ has the SRQ's WQEs (their size and SGEs) in its slot, in the SRQ's PD
+wire [2:0]  rx_sge  = qp_srq ? srq_sge : qp_rq_sge;
+wire [15:0] rx_pd   = qp_srq ? srq_pd : qp_pd;
+wire [2:0]  rq_cap  = rx_sge == 3'd0 ? 3'd1 : rx_sge;
 wire [7:0]  rq_n    = rq_nsge == 8'd0 ? 8'd1 : rq_nsge;
 wire        rq_bad  = rq_n > {5'd0, rq_cap};
 wire [33:0] rlen0 = {2'd0, rq_len[0]};
@@ -187,6 +206,7 @@ wire [33:0] ov_hi = wk_end < piece_hi ? wk_end : piece_hi;
 wire        ov_any = ov_hi > ov_lo;
 wire [33:0] ov_len = ov_hi - ov_lo;
 wire [33:0] ov_skip = ov_lo - wk_start;
+wire        has_tail = s_dma_rdata[2*8 +: 8] > 8'd1 && s_dma_rdata[2*8 +: 8] <= {5'd0, rq_cap};
 wire        walk_last = wk == 2'd3 || wk_end >= piece_hi;   // no SGE after this one takes bytes
 wire [31:0] lkey_host = s_prot_data[ADDR_WIDTH:1];
 
@@ -199,6 +219,7 @@ wire reachable = r_dest < NUM_QP && qp_valid && qp_port == r_port && qp_type == 
 wire [3:0] rkey_need = is_read ? (4'd1 << ACC_REMOTE_READ) : is_atomic ? (4'd1 << ACC_REMOTE_ATOMIC)
                                                                    : (4'd1 << ACC_REMOTE_WRITE);
 wire qp_allows = |(qp_access & rkey_need);
+wire srq_has   = qp_srq && srq_valid && srq_pi != srq_ci;   // the QP's SRQ has a WQE to take
 wire [15:0] rq_mask = (16'd1 << qp_rq_log) - 16'd1;
 
 // protection requests: the rkey range for RDMA, the receive buffer for SEND, the rkey a SEND
@@ -211,13 +232,14 @@ assign m_prot_data =
                                 64'd0, r_rkey) :
     prot_is_rkey ? prot_request(PROT_CHECK, dest_qpn, 32'd0, 32'd0, rkey_need, qp_pd, r_len,
                                 r_raddr, r_rkey) :
-                   prot_request(PROT_CHECK, dest_qpn, 32'd0, 32'd0, 4'd1 << ACC_LOCAL_WRITE, qp_pd,
+                   prot_request(PROT_CHECK, dest_qpn, 32'd0, 32'd0, 4'd1 << ACC_LOCAL_WRITE, rx_pd,
                                 ov_len[31:0], rq_addr[wk] + {32'd0, ov_skip[31:0]}, rq_lkey[wk]);
 
-// DMA: load the receive WQE (both halves of a 128-byte one), or store the UD GRH area: the
-// first 40 bytes of the piece's list, one store per list entry they touch
-localparam [1:0] R_WQE = 2'd0, R_WQE2 = 2'd1, R_GRH = 2'd2;
-reg  [1:0] dma_sel;
+// DMA: load the receive WQE (both halves of a 128-byte one), copy a WQE taken from the SRQ into
+// the QP's slot (both halves), or store the UD GRH area: the first 40 bytes of the piece's list,
+// one store per list entry they touch
+localparam [2:0] R_WQE = 3'd0, R_WQE2 = 3'd1, R_GRH = 3'd2, R_TAKE = 3'd3, R_TAKE2 = 3'd4;
+reg  [2:0] dma_sel;
 reg  [1:0] gj;                 // the list entry
 reg  [5:0] gp;                 // GRH bytes stored so far
 wire [31:0] g_len  = m_rsp_sgl[gj*64 + 32 +: 32];
@@ -235,13 +257,23 @@ always @* begin
         grh_le[k*8 +: 8] = grh_be[(39-k)*8 +: 8];
 end
 // 64-byte WQEs, or 128-byte ones when the QP's receive WQEs may have more than one SGE
-wire [ADDR_WIDTH-1:0] rq_slot = qp_rq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_rq_ci & rq_mask}
-                                              << (rq_cap > 3'd1 ? 7 : 6));
+wire [15:0] srq_mask = (16'd1 << srq_log) - 16'd1;
+wire [15:0] rq_index = taking ? srq_ci & srq_mask : qp_rq_ci & rq_mask;
+wire [ADDR_WIDTH-1:0] rq_slot = (taking ? srq_base : qp_rq_base) +
+                                ({{(ADDR_WIDTH-16){1'b0}}, rq_index} << (rq_cap > 3'd1 ? 7 : 6));
 wire [ADDR_WIDTH-1:0] rq_slot_tail = rq_slot + 64;   // SGEs 1-3 of a 128-byte WQE
+// the taken WQE as the QP's slot keeps it: the fields the responder reads, in their places
+wire [511:0] take_head = {256'd0, rq_lkey[0], rq_len[0], rq_addr[0], rq_wr_id, 40'd0, rq_nsge, 16'd0};
+wire [511:0] take_tail = {128'd0, rq_lkey[3], rq_len[3], rq_addr[3], rq_lkey[2], rq_len[2], rq_addr[2],
+                          rq_lkey[1], rq_len[1], rq_addr[1]};
+wire [ADDR_WIDTH-1:0] own_slot = qp_rq_base;          // the QP's one slot (its ring of one)
+wire [ADDR_WIDTH-1:0] own_slot_tail = own_slot + 64;
 assign m_dma_data =
-    dma_sel == R_GRH  ? {grh_le >> {gp, 3'd0}, g_take, g_addr[ADDR_WIDTH-1:0], {ADDR_WIDTH{1'b0}}, DMA_STORE} :
-    dma_sel == R_WQE2 ? {512'd0, 32'd48, {ADDR_WIDTH{1'b0}}, rq_slot_tail, DMA_LOAD} :
-                        {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, rq_slot, DMA_LOAD};
+    dma_sel == R_GRH   ? {grh_le >> {gp, 3'd0}, g_take, g_addr[ADDR_WIDTH-1:0], {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+    dma_sel == R_TAKE  ? {take_head, 32'd64, own_slot, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+    dma_sel == R_TAKE2 ? {take_tail, 32'd48, own_slot_tail, {ADDR_WIDTH{1'b0}}, DMA_STORE} :
+    dma_sel == R_WQE2  ? {512'd0, 32'd48, {ADDR_WIDTH{1'b0}}, rq_slot_tail, DMA_LOAD} :
+                         {512'd0, 32'd64, {ADDR_WIDTH{1'b0}}, rq_slot, DMA_LOAD};
 
 // the receive completion
 wire [2:0]  lmc       = port_lmc[r_port*3 +: 3];
@@ -259,6 +291,19 @@ assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
 wire unused = ^{s_prot_data[0], s_dma_rdata[511:384],
                 r_dlid[15:7], lmc_mask[15:7], ov_len[33:32], ov_skip[33:32], g_addr};
 
+// the receive WQE is in hand: a WQE taken from the SRQ is copied into the QP's slot first
+task loaded;
+    begin
+        if (taking) begin
+            dma_sel     <= R_TAKE;
+            m_dma_valid <= 1'b1;
+            state <= S_TAKE_WAIT;
+        end else begin
+            state <= S_LKEY;
+        end
+    end
+endtask
+
 // every SGE the piece touches is checked: the answer is ready (UD: the payload follows the GRH
 // area, which is stored first)
 task walk_done;
@@ -275,6 +320,7 @@ integer n;
 always @(posedge clk) begin
     m_rsp_valid   <= 1'b0;
     qp_rq_advance <= 1'b0;
+    qp_rq_take    <= 1'b0;
     qp_set_err    <= 1'b0;
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_dma_valid && m_dma_ready)   m_dma_valid  <= 1'b0;
@@ -296,6 +342,7 @@ always @(posedge clk) begin
             m_rsp_rnr    <= 1'b0;
             r_set_err    <= 1'b0;
             inv_done     <= 1'b0;
+            taking       <= 1'b0;
             cqe_status   <= WC_SUCCESS;
             state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ : S_CHECK;
             if (s_msg_kind == 2'd2) begin
@@ -350,10 +397,12 @@ always @(posedge clk) begin
                 state <= S_LKEY;    // the message's receive WQE is already taken
             end else if (is_cont && is_send) begin
                 state <= S_RQ;      // ... and another QP's message came in between
-            end else if (qp_rq_pi == qp_rq_ci) begin
+            end else if (qp_rq_pi == qp_rq_ci && !srq_has) begin
                 m_rsp_rnr    <= is_rc;
                 state <= S_RESPOND;
             end else begin
+                // the QP's own next WQE, or the one it holds; else take the SRQ's next
+                taking <= qp_rq_pi == qp_rq_ci;
                 state <= S_RQ;
             end
         end
@@ -377,13 +426,13 @@ always @(posedge clk) begin
             rq_lkey[0] <= s_dma_rdata[28*8 +: 32];
             if (r_kind == 2'd2 || r_kind == 2'd1) begin
                 state <= S_CQE;
-            end else if (s_dma_rdata[2*8 +: 8] > 8'd1 && s_dma_rdata[2*8 +: 8] <= {5'd0, rq_cap}) begin
+            end else if (has_tail) begin
                 // SGEs 1-3 in the WQE's second half
                 dma_sel     <= R_WQE2;
                 m_dma_valid <= 1'b1;
                 state <= S_RQ2_WAIT;
             end else begin
-                state <= S_LKEY;
+                loaded;
             end
         end
 
@@ -393,6 +442,25 @@ always @(posedge clk) begin
                 rq_len[n]  <= s_dma_rdata[(n-1)*128 + 64 +: 32];
                 rq_lkey[n] <= s_dma_rdata[(n-1)*128 + 96 +: 32];
             end
+            loaded;
+        end
+
+        // a WQE taken from the SRQ is in the QP's slot: the SRQ moves on
+        S_TAKE_WAIT: if (s_dma_done) begin
+            if (rq_n > 8'd1 && !rq_bad) begin
+                dma_sel     <= R_TAKE2;
+                m_dma_valid <= 1'b1;
+                state <= S_TAKE2_WAIT;
+            end else begin
+                state <= S_TAKEN;
+            end
+        end
+
+        S_TAKE2_WAIT: if (s_dma_done) state <= S_TAKEN;
+
+        S_TAKEN: begin
+            qp_rq_take <= 1'b1;
+            taking     <= 1'b0;
             state <= S_LKEY;
         end
 

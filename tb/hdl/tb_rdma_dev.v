@@ -22,6 +22,7 @@ module tb_rdma_dev #(
     parameter NUM_CQ = 16,           // completion queues
     parameter NUM_MR = 64,           // memory regions
     parameter NUM_AH = 16,           // address handles
+    parameter NUM_SRQ = 16,          // shared receive queues
     parameter SQ_WIN_LOG = 4,        // send window: 2^SQ_WIN_LOG WQEs per QP in flight
     parameter BYPASS_MOVERS = 4,     // bypass payload moves running at once
     parameter MEM_BYTES = 1 << 24,   // host memory size
@@ -240,6 +241,7 @@ rdma_dev #(
     .NUM_CQ(NUM_CQ),
     .NUM_MR(NUM_MR),
     .NUM_AH(NUM_AH),
+    .NUM_SRQ(NUM_SRQ),
     .SQ_WIN_LOG(SQ_WIN_LOG),
     .BYPASS_MOVERS(BYPASS_MOVERS)
 ) dut (
