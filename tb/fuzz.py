@@ -1023,9 +1023,9 @@ class Fuzzer:
         (the driver never knew it)."""
         rng, dev = self.rng, self.dev
         spare = {Cmd.CREATE_CQ: dev.num_cq, Cmd.REG_MR: dev.num_mr, Cmd.CREATE_AH: dev.num_ah,
-                 Cmd.CREATE_QP: dev.num_qp}
+                 Cmd.CREATE_QP: dev.num_qp, Cmd.CREATE_SRQ: dev.num_srq}
         tables = {Cmd.CREATE_CQ: dev.cqs, Cmd.REG_MR: dev.mrs, Cmd.CREATE_AH: dev.ahs,
-                  Cmd.CREATE_QP: dev.qps}
+                  Cmd.CREATE_QP: dev.qps, Cmd.CREATE_SRQ: dev.srqs}
         free = {cmd: next(i for i in range(2 if cmd == Cmd.CREATE_QP else 0, count)
                           if i not in tables[cmd] and i != self.none_qpn)
                 for cmd, count in spare.items()}
@@ -1033,7 +1033,9 @@ class Fuzzer:
         kind = {Cmd.CREATE_CQ: Cmd.CREATE_CQ, Cmd.DESTROY_CQ: Cmd.CREATE_CQ,
                 Cmd.RESIZE_CQ: Cmd.CREATE_CQ, Cmd.REG_MR: Cmd.REG_MR, Cmd.DEREG_MR: Cmd.REG_MR,
                 Cmd.ALLOC_MW: Cmd.REG_MR, Cmd.DEALLOC_MW: Cmd.REG_MR,
-                Cmd.CREATE_AH: Cmd.CREATE_AH, Cmd.DESTROY_AH: Cmd.CREATE_AH}
+                Cmd.CREATE_AH: Cmd.CREATE_AH, Cmd.DESTROY_AH: Cmd.CREATE_AH,
+                Cmd.CREATE_SRQ: Cmd.CREATE_SRQ, Cmd.MODIFY_SRQ: Cmd.CREATE_SRQ,
+                Cmd.QUERY_SRQ: Cmd.CREATE_SRQ, Cmd.DESTROY_SRQ: Cmd.CREATE_SRQ}
         for _ in range(rng.randint(4, 12)):
             opcode = rng.choice(list(Cmd)) if rng.random() < 0.9 else rng.getrandbits(8)
             table = kind.get(opcode, Cmd.CREATE_QP)
@@ -1042,8 +1044,9 @@ class Fuzzer:
             name = Cmd(opcode).name if opcode in set(Cmd) else "no such command"
             self.cmd_tally[f"{name} {getattr(result, 'name', result)}"] += 1
             self.commands += 1
-        # what the batch created goes again, QP first (it may use the CQ)
+        # what the batch created goes again, QP first (it may use the CQ and the SRQ)
         for opcode, table in ((Cmd.DESTROY_QP, Cmd.CREATE_QP), (Cmd.DESTROY_CQ, Cmd.CREATE_CQ),
+                              (Cmd.DESTROY_SRQ, Cmd.CREATE_SRQ),
                               (Cmd.DEREG_MR, Cmd.REG_MR), (Cmd.DEALLOC_MW, Cmd.REG_MR),
                               (Cmd.DESTROY_AH, Cmd.CREATE_AH)):
             await self._command(opcode, free[table], b"")
@@ -1064,11 +1067,17 @@ class Fuzzer:
                                                    rng.getrandbits(4), rng.getrandbits(3), 0,
                                                    rng.getrandbits(1), rng.randint(1, 2), 64, 0, 0,
                                                    self.pd.pdn, bytes(16)),
-                Cmd.CREATE_QP: lambda: struct.pack("<BxHHHBBBB4xQQ", rng.choice((0, 1, 3)),
+                Cmd.CREATE_QP: lambda: struct.pack("<BxHHHBBBBBxHQQ", rng.choice((0, 1, 3)),
                                                    self.pd.pdn, rng.randrange(dev.num_cq),
                                                    rng.randrange(dev.num_cq), rng.randint(0, 6),
                                                    rng.randint(0, 6), rng.randint(1, 4),
-                                                   rng.randint(1, 4), ring, ring + 2048),
+                                                   rng.randint(1, 4), rng.getrandbits(1),
+                                                   rng.randrange(dev.num_srq + 2), ring,
+                                                   ring + 2048),
+                Cmd.CREATE_SRQ: lambda: struct.pack("<QBBHH", ring, rng.randint(0, 6),
+                                                    rng.randint(0, 5), self.pd.pdn,
+                                                    rng.randrange(70)),
+                Cmd.MODIFY_SRQ: lambda: struct.pack("<H", rng.randrange(70)),
             }.get(opcode, lambda: None)()
         if block is None:
             return rng.randbytes(64)
