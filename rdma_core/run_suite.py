@@ -10,7 +10,8 @@ the device and returns when it has answered.
 
 The suite imports itself as package `tests`; its __init__.py would import every module of the
 suite (the mlx5 and EFA ones too), so the package is registered here without it and only the
-chosen modules, with base.py and utils.py, are imported.
+chosen modules, with base.py and utils.py, are imported. The package also finds this layer's
+own modules in the suite's style (rdma_core/layer_tests, `test_layer_*`).
 """
 
 import gc
@@ -50,7 +51,7 @@ def load_suite(suite):
     first device, port 1."""
     sys.path[:0] = [str(suite.parent), str(suite)]    # `tests`, and its args_parser module
     spec = importlib.machinery.ModuleSpec("tests", None, is_package=True)
-    spec.submodule_search_locations = [str(suite)]
+    spec.submodule_search_locations = [str(suite), str(LAYER / "layer_tests")]
     sys.modules["tests"] = importlib.util.module_from_spec(spec)
     from args_parser import parser
     argv, sys.argv = sys.argv, ["run_tests.py"]

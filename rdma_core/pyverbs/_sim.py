@@ -154,7 +154,9 @@ class Simulation:
 
     async def collect_events(self):
         """Read and acknowledge the device's EVENT register; each set bit is one completion
-        event of its CQ, kept for the CQ's channel."""
+        event of its CQ, kept for the CQ's channel. Asynchronous events (SRQ_EVENT) go to the
+        driver's queue, so that neither kind holds irq up for the other."""
+        await self.dev.collect_async_events()
         pending = await self.dev.read_reg(Reg.EVENT)
         if pending:
             await self.dev.write_reg(Reg.EVENT, pending)
@@ -172,6 +174,21 @@ class Simulation:
                 if self.events.get(cqn):
                     self.events[cqn] -= 1
                     return cqn
+            if waited >= cycles:
+                return None
+            start = self.tb.cycle()
+            await self.tb.wait_event(min(20000, cycles - waited))
+            waited += max(1, self.tb.cycle() - start)
+
+
+    async def wait_async_event(self, cycles=EVENT_WAIT_CYCLES):
+        """The device's next asynchronous event, (ibv_event_type, its object's number),
+        waiting up to `cycles` for the interrupt; None if none came."""
+        waited = 0
+        while True:
+            await self.collect_events()
+            if self.dev.async_events:
+                return self.dev.async_events.popleft()
             if waited >= cycles:
                 return None
             start = self.tb.cycle()

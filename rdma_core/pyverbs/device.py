@@ -3,8 +3,9 @@
 The simulation has one device (`_sim.DEVICE_NAME`): an InfiniBand channel adapter with the
 ports, QPs, CQs, MRs and AHs its registers report. What it can do is reported the way a
 provider reports it (docs/host-interface.md is where the numbers come from): one
-scatter/gather element per WQE, no SRQ, memory windows, device memory, ODP, XRC, raw packet
-QPs or multicast; RC atomics within the device (IBV_ATOMIC_HCA).
+up to four scatter/gather elements per WQE, basic SRQs (no resize), memory windows of types 1
+and 2; no device memory, ODP, XRC, raw packet QPs or multicast; RC atomics within the device
+(IBV_ATOMIC_HCA).
 """
 
 import errno
@@ -197,7 +198,13 @@ class Context(DeviceObject, PyverbsCM):
                          errno.EOPNOTSUPP)
 
     def get_async_event(self):
-        raise rdma_error("Failed to get async event (the device reports none)", errno.EOPNOTSUPP)
+        """ibv_get_async_event: the device's next asynchronous event (it has one kind, the SRQ
+        limit event), waiting for the interrupt; ETIMEDOUT after EVENT_WAIT_CYCLES, where
+        libibverbs would block."""
+        event = self.sim.call(self.sim.wait_async_event)
+        if event is None:
+            raise rdma_error("Failed to get async event: none came", errno.ETIMEDOUT)
+        return AsyncEvent(*event)
 
     def __str__(self):
         return f"Context {self.name}"
@@ -244,9 +251,9 @@ class DeviceAttr(PyverbsObject):
         self.max_ah = dev.num_ah
         self.max_fmr = 0
         self.max_map_per_fmr = 0
-        self.max_srq = 0
-        self.max_srq_wr = 0
-        self.max_srq_sge = 0
+        self.max_srq = dev.num_srq
+        self.max_srq_wr = 1 << MAX_WQ_LOG2
+        self.max_srq_sge = MAX_SGE
         self.max_pkeys = 1
         self.local_ca_ack_delay = 0
         self.phys_port_cnt = dev.num_ports
@@ -409,9 +416,12 @@ class DM(PyverbsCM):
 
 
 class AsyncEvent(PyverbsObject):
-    def __init__(self):
+    """ibv_async_event: its type and (`element`) the number of the object it is about."""
+
+    def __init__(self, event_type=0, element=0):
         super().__init__()
-        self.event_type = 0
+        self.event_type = int(event_type)
+        self.element = element
 
     def ack(self):
         pass

@@ -24,6 +24,7 @@ from .cq import _CompletionQueue
 from .device import MAX_RD_ATOMIC, MAX_WQ_LOG2
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError
+from .srq import SRQ
 from .wr import SGE, SendWR
 
 DEVICE_QP_TYPES = (e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD)
@@ -304,8 +305,9 @@ class QP(DeviceObject, PyverbsCM):
                                 e.IBV_QPT_DRIVER)
             raise rdma_error(f"{what}: QP type {qp_type}",
                              errno.EOPNOTSUPP if known else errno.EINVAL)
-        if init_attr.srq is not None:
-            raise rdma_error(f"{what}: the device has no SRQs", errno.EINVAL)
+        srq = init_attr.srq
+        if srq is not None and (not isinstance(srq, SRQ) or not srq._open):
+            raise rdma_error(f"{what}: srq is not an open SRQ", errno.EINVAL)
         scq, rcq = init_attr.send_cq, init_attr.recv_cq
         if not isinstance(scq, _CompletionQueue) or not isinstance(rcq, _CompletionQueue):
             raise rdma_error(f"{what}: a send and a receive CQ are needed", errno.EINVAL)
@@ -329,12 +331,13 @@ class QP(DeviceObject, PyverbsCM):
         self.sq_sig_all = init_attr.sq_sig_all
         self._qp = self.sim.verb(what, pd._pd.create_qp, qp_type, scq._cq, rcq._cq,
                                  cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
-                                 cap.max_recv_sge)
+                                 cap.max_recv_sge, srq=srq._srq if srq else None)
+        self.srq = srq
         # the IBTA's QP starts with every attribute 0; the driver's shadow has defaults
         self._qp.attr = DriverQPAttr(port_num=1, path_mtu=0, timeout=0, retry_cnt=0,
                                      min_rnr_timer=0, max_rd_atomic=0, max_dest_rd_atomic=0)
         self._attr = QPAttr(qp_state=RESET, port_num=1, path_mtu=0)
-        self._register(pd, scq, rcq if rcq is not scq else None)
+        self._register(pd, scq, rcq if rcq is not scq else None, srq)
         if qp_attr is not None:
             (self.to_rts if qp_type == UD else self.to_init)(qp_attr)
 
@@ -377,6 +380,8 @@ class QP(DeviceObject, PyverbsCM):
         return int(self._qp.state)
 
     def _caps(self):
+        if self.srq is not None:    # its receives are the SRQ's
+            return QPCap(self._qp.max_send_wr, 0, self._qp.max_send_sge, 0, 0)
         return QPCap(self._qp.max_send_wr, self._qp.max_recv_wr, self._qp.max_send_sge,
                      self._qp.max_recv_sge, 0)
 

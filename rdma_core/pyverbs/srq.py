@@ -1,10 +1,19 @@
-"""Shared receive queues: the device has none (ibv_create_srq fails with EOPNOTSUPP)."""
+"""Shared receive queues (ibv_create_srq, ibv_modify_srq, ibv_query_srq, ibv_post_srq_recv):
+the device's SRQs. QPs created with `srq` take their receives from one; its limit event arrives
+as an IBV_EVENT_SRQ_LIMIT_REACHED async event (Context.get_async_event). Basic SRQs only: XRC
+and tag-matching SRQs are EOPNOTSUPP, and so is a change of max_wr (no SRQ resize)."""
 
 import errno
+import functools
 
-from ._sim import rdma_error
+from tb.verbs import MAX_SGE, RecvWR as DriverRecvWR, SGE as DriverSGE
+
+from . import enums as e
+from ._sim import DeviceObject, rdma_error
 from .base import PyverbsCM, PyverbsObject
+from .device import MAX_WQ_LOG2
 from .enums import ibv_ops_flags, ibv_ops_wr_opcode
+from .pd import PD
 
 
 class SrqAttr(PyverbsObject):
@@ -38,11 +47,98 @@ class SrqInitAttrEx(PyverbsObject):
         self.tm_cap = None
 
 
-class SRQ(PyverbsCM):
+class SRQ(DeviceObject, PyverbsCM):
+    """ibv_srq: created through a PD (`SrqInitAttr`) or a Context (`SrqInitAttrEx` of type
+    BASIC with a PD)."""
+
+    _close_order = 2    # after the QPs on it
+
     def __init__(self, creator, attr, srq_context=None):
         super().__init__()
-        raise rdma_error("Failed to create SRQ (the device has no shared receive queues)",
+        what = "Failed to create SRQ"
+        if isinstance(creator, PD):
+            pd = creator
+        else:
+            if attr.comp_mask & e.IBV_SRQ_INIT_ATTR_TYPE and attr.srq_type != e.IBV_SRQT_BASIC:
+                raise rdma_error(f"{what}: SRQ type {attr.srq_type} (basic SRQs only)",
+                                 errno.EOPNOTSUPP)
+            if not attr.comp_mask & e.IBV_SRQ_INIT_ATTR_PD or not isinstance(attr.pd, PD):
+                raise rdma_error(f"{what}: ibv_create_srq_ex needs a PD", errno.EINVAL)
+            pd = attr.pd
+        if not 1 <= attr.max_wr <= 1 << MAX_WQ_LOG2 or not 0 <= attr.max_sge <= MAX_SGE:
+            raise rdma_error(f"{what}: max_wr {attr.max_wr}, max_sge {attr.max_sge}",
+                             errno.EINVAL)
+        dev = pd.ctx.dev
+        if len(dev.srqs) >= dev.num_srq:
+            raise rdma_error(f"{what}: all {dev.num_srq} SRQs of the device are in use",
+                             errno.ENOMEM)
+        self.sim = pd.ctx.sim
+        self.pd = pd
+        self.srq_context = srq_context
+        # ibv_create_srq ignores srq_limit: the limit is armed by ibv_modify_srq
+        self._srq = self.sim.verb(what, pd._pd.create_srq, attr.max_wr, max(attr.max_sge, 1))
+        self._register(pd)
+
+    @property
+    def srq(self):
+        return self._srq.srqn
+
+    def get_srq_num(self):
+        raise rdma_error("Failed to get SRQ number (only XRC SRQs have one)", errno.EOPNOTSUPP)
+
+    def post_recv(self, wr, bad_wr=None):
+        """ibv_post_srq_recv: the chain of RecvWRs, all up to the first bad one."""
+        wrs, failed = [], None
+        while wr is not None:
+            if wr.num_sge > self._srq.max_sge:
+                failed = (wr, rdma_error(f"Failed to post SRQ recv: {wr.num_sge} SGEs, the SRQ "
+                                         f"takes {self._srq.max_sge}", errno.EINVAL))
+                break
+            wrs.append(DriverRecvWR(
+                tuple(DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
+                      for addr, length, lkey in (wr.sges or [])[:wr.num_sge]),
+                wr.wr_id & (2**64 - 1)))
+            wr = wr.next_wr
+        if wrs:
+            self.sim.verb("Failed to post SRQ recv", self._srq.post_recv, wrs)
+        if failed:
+            if bad_wr is not None:
+                bad_wr.wr_id = failed[0].wr_id
+            raise failed[1]
+
+    def modify(self, attr, comp_mask):
+        """ibv_modify_srq: IBV_SRQ_LIMIT arms the limit event (0 disarms); IBV_SRQ_MAX_WR is
+        EINVAL (the device does not resize SRQs)."""
+        what = "Failed to modify SRQ"
+        if comp_mask & e.IBV_SRQ_MAX_WR or comp_mask & ~(e.IBV_SRQ_MAX_WR | e.IBV_SRQ_LIMIT):
+            raise rdma_error(f"{what}: attribute mask {comp_mask:#x}", errno.EINVAL)
+        if comp_mask & e.IBV_SRQ_LIMIT:
+            if not 0 <= attr.srq_limit < self._srq.max_wr:
+                raise rdma_error(f"{what}: srq_limit {attr.srq_limit} of {self._srq.max_wr} "
+                                 f"entries", errno.EINVAL)
+            self.sim.verb(what, self._srq.modify, attr.srq_limit)
+
+    def query(self):
+        status = self.sim.verb("Failed to query SRQ", self._srq.query)
+        return SrqAttr(1 << status.log2, max(status.max_sge, 1), status.limit)
+
+    def post_srq_ops(self, op, bad_op=None):
+        raise rdma_error("Failed to post SRQ ops (the device has no tag matching)",
                          errno.EOPNOTSUPP)
+
+    def _destroy(self):
+        self.sim.verb("Failed to destroy SRQ", destroy_srq, self.sim, self._srq)
+
+    def _release(self):
+        return functools.partial(destroy_srq, self.sim, self._srq)
+
+    def __str__(self):
+        return f"SRQ\n{'Number':<22}: {self.srq}\n{'max_wr':<22}: {self._srq.max_wr}\n"
+
+
+async def destroy_srq(sim, srq):
+    await srq.destroy()
+    sim.heap.free(srq.wq.base)
 
 
 class OpsWr(PyverbsObject):
