@@ -42,6 +42,7 @@ ALIGNS = ["both aligned", "same offset", "different offsets"]
 SGE_COUNTS = ["1", "2", "3", "4"]
 STATUSES = [s.name for s in WCStatus]
 MTUS = [m.size for m in MTU]
+RECV_QUEUES = ["QP", "SRQ"]      # where the SEND's receive WQE came from
 
 # ---------------------------------------------------------------------------------------------
 # Bins the device cannot produce, and why: per cover item, a rule from a bin (a tuple for a
@@ -174,6 +175,9 @@ def align_class(src, dst):
 @CoverCross("rdma.wr.sges_path", items=["rdma.wr.sges", "rdma.wr.path"])
 @CoverPoint("rdma.wr.recv_sges", xf=lambda r: r["recv_sges"], bins=SGE_COUNTS)
 @CoverCross("rdma.wr.recv_sges_path", items=["rdma.wr.recv_sges", "rdma.wr.path"])
+@CoverPoint("rdma.wr.recv_queue", xf=lambda r: r["recv_queue"], bins=RECV_QUEUES)
+@CoverCross("rdma.wr.recv_queue_transport_path",
+            items=["rdma.wr.recv_queue", "rdma.wr.transport", "rdma.wr.path"])
 def _sample_wr(record):
     pass
 
@@ -204,6 +208,7 @@ def on_send_completed(model, q, w, status):
         "status": WCStatus(status).name, "mtu": mtu,
         "sges": str(min(max(len(wr.sg_list), 1), 4)),
         "recv_sges": str(min(len(w.recv_sges), 4)) if w.recv_sges else None,
+        "recv_queue": ("SRQ" if w.recv_srq else "QP") if w.recv_sges else None,
     })
 
 
@@ -218,9 +223,9 @@ _PORT.update({PortReg.GID0 + 4 * i: f"PORT_GID{i}" for i in range(1, 4)})
 _COUNTER = {int(c): f"PORT_COUNTER_{c.name}" for c in PortCounter}
 _READ_ONLY = {"DEV_ID", "DEV_PARAMS", "DEV_PARAMS2", "REG_ERRORS", "CQ_OVERFLOWS", "LB_MSGS",
               "LB_MSGS_HI", "LB_BYTES", "LB_BYTES_HI", "CMD_STATUS"}
-_WRITE_ONLY = {"CMD", "SQ_DB", "RQ_DB", "CQ_CI_DB", "CQ_ARM_DB", "PORT_COUNTER_CLEAR"}
+_WRITE_ONLY = {"CMD", "SQ_DB", "RQ_DB", "CQ_CI_DB", "CQ_ARM_DB", "SRQ_DB", "PORT_COUNTER_CLEAR"}
 _ALL = set(_FIXED.values()) | set(_PORT.values()) | set(_COUNTER.values()) | {
-    "CMD_DATA", "SQ_DB", "RQ_DB", "CQ_CI_DB", "CQ_ARM_DB"}
+    "CMD_DATA", "SQ_DB", "RQ_DB", "CQ_CI_DB", "CQ_ARM_DB", "SRQ_DB"}
 NOT_READABLE, NOT_WRITABLE = "write-only or unmapped", "read-only or unmapped"
 READ_BINS = sorted(_ALL - _WRITE_ONLY) + [NOT_READABLE]
 WRITE_BINS = sorted(_ALL - _READ_ONLY) + [NOT_WRITABLE]
@@ -241,8 +246,10 @@ def register_name(offset):
         return _COUNTER.get(index)
     if Reg.SQ_DB <= offset < Reg.CQ_CI_DB:
         return "RQ_DB" if offset & 4 else "SQ_DB"
-    if Reg.CQ_CI_DB <= offset < 0x3000:
+    if Reg.CQ_CI_DB <= offset < Reg.SRQ_DB:
         return "CQ_ARM_DB" if offset & 4 else "CQ_CI_DB"
+    if Reg.SRQ_DB <= offset < Reg.SRQ_DB + 0x1000 and not offset & 4:
+        return "SRQ_DB"
     return None
 
 

@@ -200,6 +200,7 @@ class _SendWQE:
     wire: bool = False     # takes the packet path
     internal: bool = False  # a loopback message on the packet path (the bypass switched off)
     recv_sges: tuple = ()          # the receive buffer (its SGEs) a SEND landed in
+    recv_srq: bool = False         # ... taken from a shared receive queue
 
 
 @dataclass
@@ -329,6 +330,7 @@ class Model(Observer):
         # functional coverage (tb/coverage.py)
         self.listeners = []
         self.last_recv_sges = ()    # the receive buffer the last arriving SEND was given
+        self.last_recv_srq = False  # ... from a shared receive queue
         self.failing = (0, 0)       # host memory [lo, hi) answers every access with an error
         # ports whose cable's UC and UD packets reach the far model as they arrive (arrived()),
         # not when sent: a cable that loses, duplicates, corrupts or reorders them decides
@@ -867,7 +869,7 @@ class Model(Observer):
         if not dest.rq:
             return self._no_receive(q, dest)
         recv = self._take_recv(dest)
-        w.recv_sges = recv.wr.sg_list
+        w.recv_sges, w.recv_srq = recv.wr.sg_list, dest.srq is not None
         rc = q.type == QPType.RC
         ud = q.type == QPType.UD
         total = wr.length + (GRH_BYTES if ud else 0)
@@ -1131,7 +1133,7 @@ class Model(Observer):
             else:
                 far.last_recv_sges = ()
                 answer, why, responses = far._arrive(far_port, packets, internal, w.what)
-                w.recv_sges = far.last_recv_sges
+                w.recv_sges, w.recv_srq = far.last_recv_sges, far.last_recv_srq
                 if not internal:
                     far._sent(far_port, responses)
                     self._received(q.port, responses)
@@ -1460,7 +1462,7 @@ class Model(Observer):
                 nak += self._answer_packets(port, dest, first, SEQ_NAK)
             return answer, why, nak, 1
         recv = dest.rq[0]
-        self.last_recv_sges = recv.wr.sg_list
+        self.last_recv_sges, self.last_recv_srq = recv.wr.sg_list, dest.srq is not None
         offset = 0
         for taken, pkt in enumerate(packets, 1):
             parts = self._piece_parts(dest, recv, offset, pkt)

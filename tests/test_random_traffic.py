@@ -17,8 +17,11 @@ work requests flushed. Half of the connected error-free flows give their receive
 window over its arena (bound by a BIND_MW on the receiver's QP before the traffic starts):
 the sender's RDMA WRITEs, and READs where no cable loses packets, use the window's key half
 of the time, and an RC flow with a type 2 window ends with a SEND with invalidate, which
-unbinds it. The scoreboard checks every completion as it is polled and, at the end,
-every memory image, guard, QP state and counter.
+unbinds it. One QP of every error-free pair in three (RC, UC and UD, on both ports) takes its
+receives from a shared receive queue (one QP to an SRQ: the order in which messages take its WQEs is then their sender's posting
+order, in every placement and in the model; SRQs shared by several QPs, and the limit event,
+are directed tests). The scoreboard checks every completion as it is polled and, at the end,
+every memory image, guard, QP state, SRQ and counter.
 
 Order independence. The reference model runs a send WR when it is posted, against the
 receives posted so far; the device runs it later, interleaved with other QPs round robin.
@@ -231,7 +234,8 @@ class Flow:
         self.recvs_outstanding = 0  # receives posted whose completion is not polled yet
         self.recv_sges = {}         # wr_id -> the range of every receive posted (one SGE)
         self.sq_cap = src.max_send_wr
-        self.rq_cap = dst.max_recv_wr
+        self.receive_queue = dst.srq or dst   # where the flow posts its receives
+        self.rq_cap = dst.srq.max_wr if dst.srq else dst.max_recv_wr
         self.stats = Counter()
         self.lengths = Counter()
         self.bytes = 0
@@ -281,7 +285,7 @@ class Flow:
             return 0
         if recvs:
             try:
-                await self.dst.post_recv(recvs)
+                await self.receive_queue.post_recv(recvs)
             except QueueFull:
                 return 0
             self.recvs_outstanding += len(recvs)
@@ -812,6 +816,9 @@ class RandomTraffic(Observer):
             rings.append((sq, rq, sq_cap, rq if role != "sender" else 0))
         cq_choice = [(rng.randrange(NUM_CQS), rng.randrange(NUM_CQS)) for _ in qp_plan]
         sge_caps = [rng.choice((1, 2, MAX_SGE)) for _ in qp_plan]   # 64- or 128-byte WQEs
+        # pair k (QPs 2k, 2k + 1) gives its second QP an SRQ when k % 3 is 0, its first when 1
+        on_srq = [role == "both" and i // 2 % 3 == 1 - i % 2
+                  for i, (_, _, _, role) in enumerate(qp_plan)]
         depth = [[0] * NUM_CQS for _ in sides]
         for (_, side, _, _), (scq, rcq), (_, _, sq_cap, rq_cap) in zip(qp_plan, cq_choice,
                                                                        rings):
@@ -825,8 +832,10 @@ class RandomTraffic(Observer):
                 zip(qp_plan, rings, cq_choice)):
             pd = self.res[side].pd
             sges = sge_caps[i]
+            srq = await pd.create_srq(rq, max_sge=sges) if on_srq[i] else None
             qp = await pd.create_qp(transport, cqs[side][scq], cqs[side][rcq], max_send_wr=sq,
-                                    max_recv_wr=rq, max_send_sge=sges, max_recv_sge=sges)
+                                    max_recv_wr=rq, max_send_sge=sges, max_recv_sge=sges,
+                                    srq=srq)
             qps.append(qp)
             arenas.append(await self.region(side, pd, ARENA, ARENA_ACCESS, f"arena{i}"))
         self.arenas = arenas

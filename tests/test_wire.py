@@ -189,6 +189,56 @@ async def test_memory_windows_across_the_cable(dut):
 
 
 @cocotb.test()
+async def test_shared_receive_queue_across_the_cable(dut):
+    """One SRQ feeds an RC QP on port 2, an RC QP on port 1 and a UD QP on port 2: two
+    three-packet SENDs cross the cable in opposite directions at once, so their packets reach
+    the responder interleaved, and a UD SEND follows; each message lands whole in the SRQ WQE
+    it took. With the SRQ empty the RC receiver answers RNR NAK (the packet on the wire) and
+    the SEND completes once a WQE is posted."""
+    rdma = await Rdma.open(dut, cabled=True)
+    dev = rdma.dev
+    local = await rdma.region(8192)
+    sink = await rdma.region(4 * 4096)
+    cq = await dev.create_cq(32)
+    srq = await rdma.pd.create_srq(8)
+    a, d = await rdma.qp(QPType.RC, cq, cq), await rdma.pd.create_qp(QPType.RC, cq, cq, srq=srq)
+    c, b = await rdma.qp(QPType.RC, cq, cq), await rdma.pd.create_qp(QPType.RC, cq, cq, srq=srq)
+    for x, y, port in ((a, b, 1), (b, a, 2), (c, d, 2), (d, c, 1)):
+        await rdma.connect(x, y.qp_num, port=port, dlid=port_lid(rdma, PEER[port]),
+                           path_mtu=MTU.MTU1024)
+    u = await rdma.ud_qp(1, cq=cq)
+    v = await rdma.pd.create_qp(QPType.UD, cq, cq, srq=srq)
+    await v.to_rts(port=2, qkey=QKEY)
+    ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
+    await srq.post_recv([RecvWR(sink.sge(4096 * k, 4096), wr_id=k) for k in range(3)])
+
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 3000), wr_id=0xA1))
+    await c.post_send(work_request(WROpcode.SEND, local.sge(4096, 3000), wr_id=0xC1))
+    await u.post_send(ud_send(local.sge(0, 900), ah, v.qp_num, QKEY, wr_id=0xD1))
+    recvs = {wc.qp_num: wc for wc in await rdma.poll_until(cq, 6) if wc.is_recv}
+    assert sorted(recvs) == sorted((b.qp_num, d.qp_num, v.qp_num))
+    for qp, offset, length, lead in ((b, 0, 3000, 0), (d, 4096, 3000, 0),
+                                     (v, 0, 900, GRH_BYTES)):
+        wc = recvs[qp.qp_num]
+        assert_wc(wc, status=WCStatus.SUCCESS, byte_len=length + lead)
+        assert sink.read(4096 * wc.wr_id + lead, length) == local.read(offset, length), \
+            f"QP {qp.qp_num}'s message in receive {wc.wr_id}"
+
+    before = await counters(rdma, 2)
+    await a.post_send(work_request(WROpcode.SEND, local.sge(0, 100), wr_id=0xA2))
+    await rdma.cycles(4000)
+    assert await cq.poll() == [], "completed without a receive"
+    assert moved(before, await counters(rdma, 2), PortCounter.XMIT_PKTS) >= 1, \
+        "port 2 answered the SEND with no RNR NAK"
+    await srq.post_recv(RecvWR(sink.sge(3 * 4096, 4096), wr_id=3))
+    wcs = await rdma.poll_until(cq, 2)
+    assert {(wc.wr_id, wc.status) for wc in wcs} == {(0xA2, WCStatus.SUCCESS),
+                                                     (3, WCStatus.SUCCESS)}
+    assert sink.read(3 * 4096, 100) == local.read(0, 100)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
 @cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD], remote=list(Remote))
 async def test_not_loopback(dut, transport, remote):
     """A message to an address that is not the sending port's own (the other port's LID, a
