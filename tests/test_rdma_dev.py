@@ -1695,21 +1695,23 @@ async def test_memory_windows(dut, path):
 
 
 # Writes to addresses the register map does not list (holes between registers, a hole in a
-# port block, past CMD_STATUS, past the CQ doorbells).
-UNLISTED = [0x001C, 0x0030, 0x00FC, 0x0120, 0x0448, 0x0818, 0x3000, 0xFFFC]
+# port block, past CMD_STATUS, between and past the SRQ doorbells).
+UNLISTED = [0x001C, 0x0034, 0x00FC, 0x0120, 0x0448, 0x0818, 0x3004, 0x4000, 0xFFFC]
 
 
 @cocotb.test()
 async def test_register_hygiene(dut):
     """Writes that address nothing change nothing and count in REG_ERRORS: SQ/RQ doorbells for
-    QPNs beyond NUM_QP and CQ doorbells for CQNs beyond NUM_CQ (each chosen to alias a live
-    QP or CQ if only the low bits were decoded), registers of a port 3 that does not exist
+    QPNs beyond NUM_QP, CQ doorbells for CQNs beyond NUM_CQ and SRQ doorbells beyond NUM_SRQ
+    (each chosen to alias a live QP, CQ or SRQ if only the low bits were decoded), registers
+    of a port 3 that does not exist
     (aliasing port 1), and writes to unlisted addresses, which still read 0. The write-only
     registers (doorbells, CMD) read 0 even after use."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
     a, b = await rdma.connected_pair(QPType.RC)
     cq = a.send_cq
+    srq = await rdma.pd.create_srq(4)
     port_regs = [await dev.read_reg(port_reg(p, r)) for p in (1, 2) for r in PortReg]
 
     await dev.write_reg(sq_db(dev.num_qp + a.qp_num), 1)
@@ -1718,15 +1720,16 @@ async def test_register_hygiene(dut):
     await dev.write_reg(cq_arm_db(dev.num_cq + cq.cqn), 1)
     await dev.write_reg(port_reg(3, PortReg.LID), 0x77)
     await dev.write_reg(port_reg(3, PortReg.LMC), 7)
-    assert (await rdma.counter_moves()).reg_errors == 6
+    await dev.write_reg(srq_db(dev.num_srq + srq.srqn), 1)
+    assert (await rdma.counter_moves()).reg_errors == 7
     for addr in UNLISTED:
         await dev.write_reg(addr, 0xFFFFFFFF)
-    assert (await rdma.counter_moves()).reg_errors == 6 + len(UNLISTED)
+    assert (await rdma.counter_moves()).reg_errors == 7 + len(UNLISTED)
     for addr in UNLISTED:
         assert await dev.read_reg(addr) == 0, f"unlisted address {addr:#06x} reads nonzero"
 
     assert [await dev.read_reg(port_reg(p, r)) for p in (1, 2) for r in PortReg] == port_regs
-    assert ((await a.query()).sq_pi, (await b.query()).rq_pi) == (0, 0)
+    assert ((await a.query()).sq_pi, (await b.query()).rq_pi, (await srq.query()).pi) == (0, 0, 0)
     local = await rdma.region(4096)
     remote = await rdma.region(4096)
     await a.post_send(work_request(WROpcode.RDMA_WRITE, local.sge(0, 64), remote.remote(0),
@@ -1736,7 +1739,7 @@ async def test_register_hygiene(dut):
     assert not await rdma.irq_within(500), "the out-of-range arm doorbell armed a CQ"
     for name, addr in [("SQ_DB", sq_db(a.qp_num)), ("RQ_DB", rq_db(b.qp_num)),
                        ("CQ_CI_DB", cq_ci_db(cq.cqn)), ("CQ_ARM_DB", cq_arm_db(cq.cqn)),
-                       ("CMD", Reg.CMD)]:
+                       ("SRQ_DB", srq_db(srq.srqn)), ("CMD", Reg.CMD)]:
         assert await dev.read_reg(addr) == 0, f"write-only {name} reads nonzero"
     await rdma.finish()
 
@@ -1881,32 +1884,40 @@ def qp_block(qp_type, pd, cqn, ring, sq_log=2, rq_log=2, sq_offset=0):
 
 @cocotb.test()
 async def test_destroyed_objects_free_their_numbers(dut):
-    """DESTROY_QP, DESTROY_AH, DEREG_MR and DESTROY_CQ answer OK and free their numbers: the
-    driver gets the same numbers again, and a message through the new QPs, CQ and MR lands."""
+    """DESTROY_QP, DESTROY_AH, DEREG_MR, DESTROY_CQ and DESTROY_SRQ answer OK and free their
+    numbers: the driver gets the same numbers again, and a WRITE and a SEND (into the new
+    SRQ) through the new QPs, CQ and MR land."""
     rdma = await Rdma.open(dut)
     dev, pd = rdma.dev, rdma.pd
     cq = await dev.create_cq(16)
-    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq)
+    srq = await pd.create_srq(4)
+    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq, srq=srq)
     ah = await pd.create_ah(1, dev.ports[1].lid)
     region = await rdma.region(4096)
-    numbers = (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index)
+    numbers = (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index, srq.srqn)
     for qp in (a, b):
         await qp.destroy()
+    await srq.destroy()
     await ah.destroy()
     await region.mr.dereg()
     await cq.destroy()
 
     cq = await dev.create_cq(16)
-    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq)
+    srq = await pd.create_srq(4)
+    a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq, srq=srq)
     ah = await pd.create_ah(1, dev.ports[1].lid)
     region = await rdma.region(4096)
-    assert (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index) == numbers
+    assert (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index, srq.srqn) == numbers
     await connect(a, b, port_a=1)
-    await a.post_send(work_request(WROpcode.RDMA_WRITE, region.sge(0, 100), region.remote(2048),
-                                   wr_id=7))
-    [wc] = await rdma.poll_until(cq, 1)
-    assert_wc(wc, wr_id=7, status=WCStatus.SUCCESS)
-    assert region.read(2048, 100) == region.read(0, 100)
+    await srq.post_recv(RecvWR(region.sge(3072, 100), wr_id=9))
+    await a.post_send([work_request(WROpcode.RDMA_WRITE, region.sge(0, 100), region.remote(2048),
+                                    wr_id=7),
+                       work_request(WROpcode.SEND, region.sge(0, 100), wr_id=8)])
+    wcs = await rdma.poll_until(cq, 3)
+    assert sorted((wc.wr_id, wc.status) for wc in wcs) == [(7, WCStatus.SUCCESS),
+                                                          (8, WCStatus.SUCCESS),
+                                                          (9, WCStatus.SUCCESS)]
+    assert region.read(2048, 100) == region.read(0, 100) == region.read(3072, 100)
     await rdma.finish()
 
 

@@ -62,7 +62,7 @@ CONFIGS = (
     Config("xcup-512", "xcup", 512),
     # the 64-QP device is 3.7 times an LFE5UM-85F (docs/synthesis.md): ECP5 builds a smaller one
     Config("ecp5-64", "ecp5", 64, (("NUM_QP", 8), ("SQ_WIN_LOG", 3), ("NUM_MR", 16), ("NUM_CQ", 8),
-                                   ("NUM_AH", 8), ("BYPASS_MOVERS", 1))),
+                                   ("NUM_AH", 8), ("NUM_SRQ", 4), ("BYPASS_MOVERS", 1))),
 )
 
 # What a mapped cell costs, by family: (column, amount). LUT-RAM counts the LUTs a primitive
