@@ -39,7 +39,8 @@ localparam integer TXD_START = 945;         // 32: byte offset of the first pack
 localparam integer TXD_ATOMIC_A = 977;      // 64: AtomicETH swap/add data, AtomicAckETH original
 localparam integer TXD_ATOMIC_B = 1041;     // 64: AtomicETH compare data
 localparam integer TXD_INV = 1105;          // 1: an RC SEND with invalidate (TXD_IMM: its IETH)
-localparam integer TXD_WIDTH = 1106;
+localparam integer TXD_AWRITE = 1106;       // 1: an RC WRITE of 8 bytes that is an ATOMIC WRITE
+localparam integer TXD_WIDTH = 1107;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8

@@ -12,7 +12,7 @@ localparam [2:0] QPT_RC = 3'd2, QPT_UC = 3'd3, QPT_UD = 3'd4;
 localparam [7:0] WR_RDMA_WRITE = 8'd0, WR_RDMA_WRITE_IMM = 8'd1, WR_SEND = 8'd2,
                  WR_SEND_IMM = 8'd3, WR_RDMA_READ = 8'd4, WR_ATOMIC_CMP_AND_SWP = 8'd5,
                  WR_ATOMIC_FETCH_AND_ADD = 8'd6, WR_LOCAL_INV = 8'd7, WR_BIND_MW = 8'd8,
-                 WR_SEND_INV = 8'd9;
+                 WR_SEND_INV = 8'd9, WR_ATOMIC_WRITE = 8'd15;
 
 // send flags (enum ibv_send_flags)
 localparam integer SF_FENCE = 0, SF_SIGNALED = 1, SF_SOLICITED = 2;   // bit positions
@@ -26,7 +26,8 @@ localparam [7:0] WC_SUCCESS = 8'd0, WC_LOC_LEN_ERR = 8'd1, WC_LOC_QP_OP_ERR = 8'
 // completion opcodes (enum ibv_wc_opcode)
 localparam [7:0] WCO_SEND = 8'd0, WCO_RDMA_WRITE = 8'd1, WCO_RDMA_READ = 8'd2,
                  WCO_COMP_SWAP = 8'd3, WCO_FETCH_ADD = 8'd4, WCO_BIND_MW = 8'd5,
-                 WCO_LOCAL_INV = 8'd6, WCO_RECV = 8'd128, WCO_RECV_RDMA_IMM = 8'd129;
+                 WCO_LOCAL_INV = 8'd6, WCO_ATOMIC_WRITE = 8'd9, WCO_RECV = 8'd128,
+                 WCO_RECV_RDMA_IMM = 8'd129;
 
 // access flags (enum ibv_access_flags), bit positions
 localparam integer ACC_LOCAL_WRITE = 0, ACC_REMOTE_WRITE = 1, ACC_REMOTE_READ = 2,

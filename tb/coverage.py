@@ -168,8 +168,10 @@ def align_class(src, dst):
             items=["rdma.wr.opcode", "rdma.wr.transport", "rdma.wr.path"])
 @CoverCross("rdma.wr.transport_path_size",
             items=["rdma.wr.transport", "rdma.wr.path", "rdma.wr.size"])
+# an ATOMIC WRITE's source is its own WQE and its target 8-byte aligned: no alignment to vary
 @CoverCross("rdma.wr.opcode_align", items=["rdma.wr.opcode", "rdma.wr.align"],
-            ign_bins=[("invalid", None)] + [(op, None) for op in MW_OPCODES])
+            ign_bins=[("invalid", None), ("ATOMIC_WRITE", None)]
+            + [(op, None) for op in MW_OPCODES])
 @CoverCross("rdma.wr.status_transport", items=["rdma.wr.status", "rdma.wr.transport"])
 @CoverPoint("rdma.wr.sges", xf=lambda r: r["sges"], bins=SGE_COUNTS)
 @CoverCross("rdma.wr.sges_path", items=["rdma.wr.sges", "rdma.wr.path"])

@@ -274,11 +274,12 @@ _OPERATIONS = {
     0x14: ("FETCH_ADD", "FETCH_ADD", ONLY, ("atomic_eth",), False),
     0x16: ("SEND_LAST_WITH_INVALIDATE", "SEND", LAST, ("ieth",), True),
     0x17: ("SEND_ONLY_WITH_INVALIDATE", "SEND", ONLY, ("ieth",), True),
+    0x1D: ("ATOMIC_WRITE", "ATOMIC_WRITE", ONLY, ("reth",), True),     # IBTA 1.5: 8 bytes
 }
 
 # Transport -> (opcode base, the low five-bit codes it uses, headers every packet adds first)
 _TRANSPORTS = {
-    "RC": (0x00, (*range(0x00, 0x15), 0x16, 0x17), ()),
+    "RC": (0x00, (*range(0x00, 0x15), 0x16, 0x17, 0x1D), ()),
     "UC": (0x20, range(0x00, 0x0C), ()),         # SEND and RDMA WRITE only
     "UD": (0x60, (0x04, 0x05), ("deth",)),       # SEND only, always with a DETH
 }
@@ -472,7 +473,7 @@ class Segment:
     ackreq: bool
 
 
-SEGMENTED_OPERATIONS = ("SEND", "RDMA_WRITE", "RDMA_READ_RESPONSE")
+SEGMENTED_OPERATIONS = ("SEND", "RDMA_WRITE", "RDMA_READ_RESPONSE", "ATOMIC_WRITE")
 
 # (transport, operation, position, with immediate) -> opcode
 _BY_ROLE = {(op.transport, op.operation, op.position, "immdt" in op.headers): op.code

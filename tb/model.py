@@ -43,7 +43,8 @@ RNR_RETRY_FOREVER = 7
 
 _ALLOWED_OPCODES = {
     QPType.RC: set(WROpcode),
-    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ, *ATOMIC_OPS, WROpcode.SEND_WITH_INV},
+    QPType.UC: set(WROpcode) - {WROpcode.RDMA_READ, *ATOMIC_OPS, WROpcode.SEND_WITH_INV,
+                                WROpcode.ATOMIC_WRITE},
     QPType.UD: {WROpcode.SEND, WROpcode.SEND_WITH_IMM},
 }
 _WC_OPCODE = {
@@ -57,6 +58,7 @@ _WC_OPCODE = {
     WROpcode.BIND_MW: WCOpcode.BIND_MW,
     WROpcode.LOCAL_INV: WCOpcode.LOCAL_INV,
     WROpcode.SEND_WITH_INV: WCOpcode.SEND,
+    WROpcode.ATOMIC_WRITE: WCOpcode.ATOMIC_WRITE,
 }
 # work requests the requester finishes itself: a memory window bound or invalidated
 _MW_OPS = {WROpcode.BIND_MW, WROpcode.LOCAL_INV}
@@ -826,7 +828,10 @@ class Model(Observer):
         return WCStatus.RNR_RETRY_EXC_ERR, why
 
     def _local_bytes(self, wr):
-        """The bytes the sender's SGEs name, in order (validated by the requester checks)."""
+        """The bytes the sender's SGEs name, in order (validated by the requester checks); an
+        ATOMIC WRITE's 8 come from its WQE."""
+        if wr.opcode == WROpcode.ATOMIC_WRITE:
+            return wr.atomic_data
         return b"".join(self.image.read(at, n) for at, n in self._local_parts(wr))
 
     def _write_local(self, wr, data):
@@ -897,7 +902,7 @@ class Model(Observer):
         return WCStatus.SUCCESS, ""
 
     def _deliver_rdma(self, q, w, dest):
-        """RDMA WRITE (WITH_IMM) and READ. The rkey is checked before a WRITE_WITH_IMM looks
+        """RDMA WRITE (WITH_IMM), ATOMIC WRITE and READ. The rkey is checked before a WRITE_WITH_IMM looks
         for its receive: a failed check consumes none, and fails even with none posted."""
         wr = w.wr
         length = wr.length
@@ -917,6 +922,10 @@ class Model(Observer):
                 return WCStatus.SUCCESS, f"nothing written, {why}"
         if with_imm and not dest.rq:
             return self._no_receive(q, dest)
+        if rmr is not None and wr.opcode == WROpcode.ATOMIC_WRITE and wr.remote_addr % ATOMIC_BYTES:
+            if q.type == QPType.RC:
+                self._set_err(dest)
+            return WCStatus.REM_INV_REQ_ERR, "an ATOMIC WRITE's address is not 8-byte aligned"
         if rmr is not None:
             remote = rmr.host_addr(wr.remote_addr)
             local = self._local_parts(wr)
@@ -1041,6 +1050,9 @@ class Model(Observer):
         if wr.opcode == WROpcode.RDMA_READ:
             return [Packet(lrh=lrh, grh=grh, reth=reth,
                            bth=BTH(opcode=0x0C, dest_qp=dest_qp, psn=psn, pkey=pkey))]
+        if wr.opcode == WROpcode.ATOMIC_WRITE:
+            return packetize("RC", "ATOMIC_WRITE", wr.atomic_data, self._path_mtu(q), lrh=lrh,
+                             dest_qp=dest_qp, psn=psn, pkey=pkey, grh=grh, reth=reth)
         write = wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
         inv = wr.opcode == WROpcode.SEND_WITH_INV
         deth = DETH(qkey=self._qkey(q, wr), src_qp=q.qpn) if q.type == QPType.UD else None
@@ -1252,6 +1264,8 @@ class Model(Observer):
             answer, why, responses, taken = self._arrive_atomic(port, dest, first)
         elif operation == "RDMA_WRITE":
             answer, why, responses, taken = self._arrive_write(port, dest, packets, what)
+        elif operation == "ATOMIC_WRITE":
+            answer, why, responses, taken = self._arrive_atomic_write(port, dest, first)
         else:
             answer, why, responses, taken = self._arrive_send(port, dest, packets, what)
         if counted:
@@ -1386,6 +1400,24 @@ class Model(Observer):
         if rmr is not None and not dest.attr.qp_access_flags & need:
             rmr, why = None, f"QP {dest.qpn} access flags lack {need.name}"
         return rmr, f"rkey: {why}"
+
+    def _arrive_atomic_write(self, port, dest, req):
+        """(answer, why, answer packets, request packets taken): the rkey allows the write,
+        then the 8 bytes at an 8-byte aligned address (else an invalid request), written at
+        once and acknowledged."""
+        rmr, why = self._rkey_check(dest, req.reth, Access.REMOTE_WRITE)
+        if not rmr:
+            self._set_err(dest)
+            return (*self._nak(port, dest, req, WCStatus.REM_ACCESS_ERR, why), 1)
+        if req.reth.va % ATOMIC_BYTES or req.reth.dma_len != ATOMIC_BYTES:
+            self._set_err(dest)
+            return (*self._nak(port, dest, req, WCStatus.REM_INV_REQ_ERR,
+                               "an ATOMIC WRITE of other than 8 aligned bytes"), 1)
+        at = rmr.host_addr(req.reth.va)
+        if self._fails(at, ATOMIC_BYTES):
+            return (*self._store_refused(port, dest, [req], 1, [(at, ATOMIC_BYTES)]), 1)
+        self.image.write(at, req.payload)
+        return (*self._ack(port, dest, req, 1), 1)
 
     def _arrive_read(self, port, dest, req, what):
         """(answer, why, answer packets, request packets taken)"""

@@ -181,6 +181,7 @@ class WROpcode(IntEnum):
     LOCAL_INV = 7       # rkey: the type 2 window to invalidate
     BIND_MW = 8         # rkey: the window; SGE 0: the region's range; bind_rkey, bind_access
     SEND_WITH_INV = 9   # rkey: the type 2 window the receiver invalidates (RC)
+    ATOMIC_WRITE = 15   # RC: `swap`'s 8 bytes (little-endian) written at remote_addr at once
 
 
 ATOMIC_OPS = (WROpcode.ATOMIC_CMP_AND_SWP, WROpcode.ATOMIC_FETCH_AND_ADD)
@@ -225,6 +226,7 @@ class WCOpcode(IntEnum):
     FETCH_ADD = 4
     BIND_MW = 5
     LOCAL_INV = 6
+    ATOMIC_WRITE = 9
     RECV = 128  # bit 7 marks every receive opcode, as in rdma-core
     RECV_RDMA_WITH_IMM = 129
 
@@ -380,6 +382,7 @@ NO_SGE = SGE(0, 0, 0)
 MAX_SGE = 4     # scatter/gather elements a WQE can hold (a QP's max_send_sge / max_recv_sge)
 MAX_SGE_RD = 1  # ... that an RDMA READ or an atomic may have (the device's max_sge_rd)
 MAX_MSG_BYTES = 1 << 31     # a message's bytes at most (the sum of its SGEs)
+ATOMIC_WRITE_BYTES = 8      # what an ATOMIC WRITE writes, from its WQE
 
 
 class _ScatterGather:
@@ -411,9 +414,19 @@ class SendWR(_ScatterGather):
     remote_qpn: int = 0
     remote_qkey: int = 0
     compare_add: int = 0    # atomics: CompareSwap's compare value, FetchAdd's addend
-    swap: int = 0           # CompareSwap's new value
+    swap: int = 0           # CompareSwap's new value; ATOMIC_WRITE's 8 bytes
     bind_rkey: int = 0      # BIND_MW: the key the window takes (its index, a new variant)
     bind_access: Access = Access(0)     # BIND_MW: the remote rights the window gives
+
+    @property
+    def length(self):
+        """The message's bytes: its SGEs', or an ATOMIC WRITE's 8 (it has no SGE)."""
+        return ATOMIC_WRITE_BYTES if self.opcode == WROpcode.ATOMIC_WRITE else super().length
+
+    @property
+    def atomic_data(self):
+        """ATOMIC_WRITE: the 8 bytes it writes, as the WQE holds them."""
+        return (self.swap & (2**64 - 1)).to_bytes(ATOMIC_WRITE_BYTES, "little")
 
     @property
     def ahn(self):
@@ -450,6 +463,12 @@ def atomic_cmp_and_swp(sge, remote, compare, swap, wr_id=0, flags=SendFlags.SIGN
     """CompareSwap on the 8 bytes at `remote`; the original value lands in `sge` (8 bytes)."""
     return SendWR(WROpcode.ATOMIC_CMP_AND_SWP, sge, wr_id, flags, 0, remote.addr, remote.rkey,
                   compare_add=compare, swap=swap)
+
+
+def atomic_write(remote, data, wr_id=0, flags=SendFlags.SIGNALED):
+    """ATOMIC WRITE (RC): the 8 bytes `data` written at `remote` (8-byte aligned) at once."""
+    return SendWR(WROpcode.ATOMIC_WRITE, NO_SGE, wr_id, flags, 0, remote.addr, remote.rkey,
+                  swap=int.from_bytes(bytes(data), "little"))
 
 
 def atomic_fetch_and_add(sge, remote, add, wr_id=0, flags=SendFlags.SIGNALED):
@@ -590,7 +609,7 @@ def encode_send_wqe(wr, size=WQE_BYTES):
     """The WQE's `size` bytes (64, or 128 with room for SGEs 1-3)."""
     sges = wr.sg_list or (NO_SGE,)
     first = sges[0]
-    if wr.opcode in ATOMIC_OPS:
+    if wr.opcode in ATOMIC_OPS or wr.opcode == WROpcode.ATOMIC_WRITE:   # 0x38: its 8 bytes
         head = _ATOMIC_WQE.pack(wr.opcode, wr.flags, len(sges), wr.imm.to_bytes(4, "big"),
                                 wr.wr_id, first.addr, first.length, first.lkey, wr.remote_addr,
                                 wr.rkey, wr.ahn, wr.compare_add & (2**64 - 1), wr.swap & (2**64 - 1))

@@ -28,9 +28,9 @@ from tb.seed import rng_for
 
 MAX_PAYLOAD = 4096
 
-# Opcodes the depacketizer accepts, by transport (RC with the atomics, 0x12-0x14, and SEND
-# LAST/ONLY with invalidate, 0x16 and 0x17).
-RC_OPS = list(range(0x00, 0x15)) + [0x16, 0x17]
+# Opcodes the depacketizer accepts, by transport (RC with the atomics, 0x12-0x14, SEND
+# LAST/ONLY with invalidate, 0x16 and 0x17, and ATOMIC WRITE, 0x1D).
+RC_OPS = list(range(0x00, 0x15)) + [0x16, 0x17, 0x1D]
 ATOMIC_OPS = [0x12, 0x13, 0x14]
 UC_OPS = list(range(0x20, 0x2C))
 UD_OPS = [0x64, 0x65]
@@ -513,12 +513,13 @@ def bad_frames(tb):
         b[2:4] = above.to_bytes(2, "big")
     out.append(("DLID just above the port's LMC range", mutate(dlid_above), 0))
     out.append(("BTH TVer 1", mutate(lambda b: b.__setitem__(9, (b[9] & 0xF0) | 1)), 0))
-    for opcode in (0x15, 0x18, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
+    for opcode in (0x15, 0x18, 0x1C, 0x1E, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
                    0x72, 0x73, 0x80, 0xC4, 0xE4, 0xFF):
         out.append((f"unknown opcode {opcode:#04x}",
                     mutate(lambda b, o=opcode: b.__setitem__(8, o), n=16), 0))
     for opcode, keep in ((0x0A, 8), (0x0C, 12), (0x11, 0), (0x64, 4), (0x0B, 16), (0x65, 8),
-                         (0x10, 0), (0x13, 24), (0x14, 20), (0x12, 8), (0x12, 0), (0x17, 0)):
+                         (0x10, 0), (0x13, 24), (0x14, 20), (0x12, 8), (0x12, 0), (0x17, 0),
+                         (0x1D, 12)):
         out.append((f"opcode {opcode:#04x} headers cut to {keep} bytes",
                     mutate(lambda b, k=keep: b.__delitem__(slice(20 + k, None)), opcode=opcode,
                            n=0), 0))
@@ -663,7 +664,8 @@ async def test_back_to_back_max_throughput(dut):
 # Packets from the real packetizer
 
 KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7}
+        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7,
+        "ATOMIC_WRITE": 1}      # a WRITE with desc_awrite
 # Operations sent as one packet without payload, and their opcodes (RC).
 SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
           "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
@@ -678,7 +680,8 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
     payload = rng.randbytes(length)
     fields = {
         "kind": KIND[operation], "transport": TRANSPORT[transport], "imm_valid": int(imm),
-        "inv": 0, "imm": rng.randrange(1 << 32), "solicited": int(se), "len": length,
+        "inv": 0, "awrite": int(operation == "ATOMIC_WRITE"), "imm": rng.randrange(1 << 32),
+        "solicited": int(se), "len": length,
         "mtu": MTU_ENUM[mtu], "dlid": port.lid | rng.randrange(1 << port.lmc),
         "slid": rng.randrange(1 << 16), "sl": rng.randrange(16), "is_global": int(grh),
         "tclass": rng.randrange(256), "flow_label": rng.randrange(1 << 20),
@@ -714,7 +717,7 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
             transport, operation, payload, mtu, lrh=lrh, dest_qp=f["dest_qpn"], psn=f["psn"],
             pkey=f["pkey"], grh=g,
             deth=ib.DETH(qkey=f["qkey"], src_qp=f["src_qpn"]) if transport == "UD" else None,
-            reth=reth if operation == "RDMA_WRITE" else None,
+            reth=reth if operation in ("RDMA_WRITE", "ATOMIC_WRITE") else None,
             aeth=aeth if operation == "RDMA_READ_RESPONSE" else None,
             immdt=ib.ImmDt(imm_le(f["imm"])) if imm else None, se=se)
     for p in pkts:
@@ -753,7 +756,7 @@ async def test_from_packetizer(dut):
     combos = [("RC", "SEND"), ("RC", "RDMA_WRITE"), ("UC", "SEND"), ("UC", "RDMA_WRITE"),
               ("UD", "SEND"), ("RC", "RDMA_READ_REQUEST"), ("RC", "RDMA_READ_RESPONSE"),
               ("RC", "ACKNOWLEDGE"), ("RC", "COMPARE_SWAP"), ("RC", "FETCH_ADD"),
-              ("RC", "ATOMIC_ACKNOWLEDGE")]
+              ("RC", "ATOMIC_ACKNOWLEDGE"), ("RC", "ATOMIC_WRITE")]
     total = 0
     for tr, op in combos:
         for grh in (False, True):
@@ -761,6 +764,8 @@ async def test_from_packetizer(dut):
                 mtu = rng.choice(ib.VALID_MTUS)
                 if op in SINGLE:
                     length = 0
+                elif op == "ATOMIC_WRITE":
+                    length = 8
                 elif tr == "UD":
                     length = rng.choice([0, 1, 7, mtu - 1, mtu])
                 else:

@@ -29,6 +29,7 @@ SPEC_HEADERS = {
     0x0B: ("reth", "immdt"), 0x0C: ("reth",), 0x0D: ("aeth",), 0x0F: ("aeth",),
     0x10: ("aeth",), 0x11: ("aeth",), 0x12: ("aeth", "atomic_ack_eth"),
     0x13: ("atomic_eth",), 0x14: ("atomic_eth",), 0x16: ("ieth",), 0x17: ("ieth",),
+    0x1D: ("reth",),            # ATOMIC WRITE (IBTA 1.5): a RETH and 8 bytes of payload
 }
 NO_PAYLOAD = {0x0C, 0x11, 0x12, 0x13, 0x14}   # READ request, ACK, atomics
 
@@ -89,7 +90,7 @@ def resealed(wire, change):
 # Opcode table and round trips
 
 def test_opcode_table_matches_spec():
-    expected = ({code for code in range(0x00, 0x15)} | {0x16, 0x17}
+    expected = ({code for code in range(0x00, 0x15)} | {0x16, 0x17, 0x1D}
                 | {0x20 | low for low in range(0x0C)} | {0x64, 0x65})
     assert set(OPCODES) == expected
     for code, op in OPCODES.items():
@@ -101,7 +102,7 @@ def test_opcode_table_matches_spec():
     # names as Linux's ib_pack.h spells them
     for name, code in (("RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 0x0B), ("UC_SEND_LAST", 0x22),
                        ("RC_ATOMIC_ACKNOWLEDGE", 0x12), ("UD_SEND_ONLY_WITH_IMMEDIATE", 0x65),
-                       ("RC_SEND_ONLY_WITH_INVALIDATE", 0x17)):
+                       ("RC_SEND_ONLY_WITH_INVALIDATE", 0x17), ("RC_ATOMIC_WRITE", 0x1D)):
         assert OPCODES_BY_NAME[name].code == code
 
 

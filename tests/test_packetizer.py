@@ -33,7 +33,9 @@ from tb.seed import rng_for
 ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
 
 KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7}
+        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7,
+        "ATOMIC_WRITE": 1}      # a WRITE with desc_awrite: one packet of its 8 bytes
+ATOMIC_WRITE_BYTES = 8
 # Operations sent as one packet without payload, whatever the descriptor's length says.
 SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
           "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
@@ -99,7 +101,7 @@ class Message:
         return ib.packetize(
             tr, op, self.payload, self.mtu, lrh=self.lrh, dest_qp=self.dest_qp, psn=self.psn,
             pkey=self.pkey, grh=self.grh, deth=self.deth if tr == "UD" else None,
-            reth=self.reth if op == "RDMA_WRITE" else None,
+            reth=self.reth if op in ("RDMA_WRITE", "ATOMIC_WRITE") else None,
             aeth=self.aeth if op == "RDMA_READ_RESPONSE" else None, immdt=self.immdt,
             se=self.solicited, start=self.start)
 
@@ -108,7 +110,7 @@ class Message:
         fields = {
             "kind": KIND[self.operation], "transport": TRANSPORT[self.desc_transport],
             "imm_valid": int(self.immdt is not None),
-            "inv": 0,
+            "inv": 0, "awrite": int(self.operation == "ATOMIC_WRITE"),
             "imm": imm_le(self.immdt.data) if self.immdt else 0,
             "solicited": int(self.solicited),
             "len": len(self.payload), "mtu": MTU_ENUM[self.mtu],
@@ -298,6 +300,7 @@ def combos():
     yield "RC", "ACKNOWLEDGE"
     for op in ATOMICS:
         yield "RC", op
+    yield "RC", "ATOMIC_WRITE"
 
 
 @cocotb.test()
@@ -316,6 +319,8 @@ async def test_kinds(dut):
                 mtu = rng.choice(ib.VALID_MTUS)
                 if op in SINGLE:
                     length = 0
+                elif op == "ATOMIC_WRITE":
+                    length = ATOMIC_WRITE_BYTES
                 elif tr == "UD":
                     length = rng.choice([0, 1, mtu - 1, mtu, rng.randrange(mtu)])
                 else:
@@ -342,7 +347,8 @@ async def test_messages_back_to_back(dut):
     msgs = []
     for tr, op in list(combos()) * 2:
         mtu = rng.choice(ib.VALID_MTUS)
-        length = 0 if op in SINGLE else rng.randrange(mtu if tr == "UD" else 3 * mtu)
+        length = (0 if op in SINGLE else ATOMIC_WRITE_BYTES if op == "ATOMIC_WRITE"
+                  else rng.randrange(mtu if tr == "UD" else 3 * mtu))
         msgs.append(Message(rng, op, tr, length, mtu, grh=rng.random() < 0.5))
     rng.shuffle(msgs)
     tb.next_payloads = [m.payload for m in msgs if m.payload and m.operation not in SINGLE]
@@ -561,7 +567,7 @@ async def test_no_mover_stall(dut):
     messages = [Message(rng, "RDMA_WRITE", "RC", 6 * 4096 + 100, 4096, grh=True)]
     # messages with payload: packets without any request no chunk, and with short ones the
     # link would be held too seldom to test anything
-    with_payload = [(tr, op) for tr, op in combos() if op not in SINGLE]
+    with_payload = [(tr, op) for tr, op in combos() if op not in SINGLE and op != "ATOMIC_WRITE"]
     for _ in range(14):
         tr, op = rng.choice(with_payload)
         mtu = rng.choice(ib.VALID_MTUS)

@@ -7,8 +7,9 @@ and its ports, PDs, CQ creation refused as a provider refuses it, QPs created wi
 capabilities the suite draws from the device's (scatter/gather lists), RC atomics through the
 bridge (post, poll, the device's completion status), memory windows (a type 1 window bound
 with ibv_bind_mw, a type 2 one bound by a work request and invalidated by a SEND with
-invalidate), traffic posted with the extended QP's ibv_wr_* calls and polled from an extended
-CQ, a skip for a missing feature, and one
+invalidate), traffic posted with the extended QP's ibv_wr_* calls (ATOMIC WRITE among them) and
+polled from an extended CQ, SRQs (this layer's own suite-style module), a skip for a missing
+feature, and one
 test of each module that only imports against a layer exporting every name real pyverbs
 exports (fork, flow steering, RSS work queues, tag matching, ODP, parent domains, RDMA-CM),
 each passing or skipped with the suite's own reason.
@@ -41,6 +42,7 @@ SUBSET = {
     "test_cqex.CqExTestCase.test_rc_traffic_cq_ex": ("passed", ""),
     "test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm": ("passed", ""),
     "test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow": ("passed", ""),
+    "test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write": ("passed", ""),
     "test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write":
         ("skipped", "Importing a device is not supported"),
     "test_flow.FlowTest.test_udp_spec_flow_traffic":

@@ -32,6 +32,7 @@ from tb.verbs import (
     COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, AsyncEvent, Cmd,
     CmdResult, CommandError, PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr,
     SendFlags, SendWR, VerbsError, WCFlags, WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add,
+    atomic_write,
     connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe, local_inv, port_counter_reg,
     port_reg, rdma_read, rq_db, send_with_inv, sq_db, srq_db, ud_send,
 )
@@ -1178,6 +1179,45 @@ async def test_unreliable_without_receive_drops(dut, transport, opcode):
     assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=need)
     assert remote.read(1024 + need - 100, 100) == local.read(0, 100)
     await rdma.assert_loopback_moves(2, 200)
+    await rdma.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(path=["bypass", "packets"])
+async def test_atomic_write(dut, path):
+    """ATOMIC WRITE (IBTA 1.5, RC) on the bypass and through the packetizer: the WQE's 8 bytes
+    (it has no SGE) land at the 8-byte aligned remote address, the bytes around untouched, and
+    the WR completes ATOMIC_WRITE; a run of them to one address leaves the last one's bytes.
+    Refused: a misaligned address (REM_INV_REQ_ERR, the receiver's QP to ERR), a region
+    without REMOTE_WRITE (REM_ACCESS_ERR), an ATOMIC WRITE on a UC QP (LOC_QP_OP_ERR)."""
+    rdma = await Rdma.open(dut)
+    await rdma.dev.set_bypass(path == "bypass")
+    a, b = await rdma.connected_pair(QPType.RC)
+    remote = await rdma.region(4096)
+    before = remote.read()
+    data = [rdma.payload(8) for _ in range(4)]
+    await a.post_send(atomic_write(remote.remote(64), data[0], wr_id=0xA1))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.ATOMIC_WRITE)
+    assert remote.read() == before[:64] + data[0] + before[72:]
+    await a.post_send([atomic_write(remote.remote(128), d, wr_id=0xA2 + k)
+                       for k, d in enumerate(data[1:])])
+    assert [wc.wr_id for wc in await rdma.poll_until(a.send_cq, 3)] == [0xA2, 0xA3, 0xA4]
+    assert remote.read(128, 8) == data[-1]
+
+    read_only = await rdma.region(4096, Access.LOCAL_WRITE | Access.REMOTE_READ)
+    for target, status in ((read_only.remote(0), WCStatus.REM_ACCESS_ERR),
+                           (remote.remote(3), WCStatus.REM_INV_REQ_ERR)):
+        c, d = await rdma.connected_pair(QPType.RC)
+        await c.post_send(atomic_write(target, data[0], wr_id=0xC1))
+        [wc] = await rdma.poll_until(c.send_cq, 1)
+        assert_wc(wc, wr_id=0xC1, status=status)
+        await rdma.assert_state(d, QPState.ERR)
+    assert read_only.read(0, 8) != data[0] and remote.read(3, 8) != data[0]
+    e, _ = await rdma.connected_pair(QPType.UC)
+    await e.post_send(atomic_write(remote.remote(256), data[0], wr_id=0xE1))
+    [wc] = await rdma.poll_until(e.send_cq, 1)
+    assert_wc(wc, wr_id=0xE1, status=WCStatus.LOC_QP_OP_ERR)
     await rdma.finish()
 
 

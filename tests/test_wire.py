@@ -26,8 +26,8 @@ from tb.rdma_program import (
 )
 from tb.verbs import (
     GRH_BYTES, MTU, SGE, Access, RemoteAddr, GlobalRoute, PortCounter, QPState, QPType, RecvWR, WCFlags,
-    WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, rdma_read,
-    send_with_inv, ud_send,
+    WCOpcode, WCStatus, WROpcode, atomic_cmp_and_swp, atomic_fetch_and_add, atomic_write,
+    rdma_read, send_with_inv, ud_send,
 )
 
 PEER = {1: 2, 2: 1}
@@ -185,6 +185,29 @@ async def test_memory_windows_across_the_cable(dut):
                                    mw.remote(region.mr.addr), wr_id=0xA3))
     [wc] = await rdma.poll_until(a.send_cq, 1)
     assert_wc(wc, wr_id=0xA3, status=WCStatus.REM_ACCESS_ERR)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_atomic_write_across_the_cable(dut):
+    """An ATOMIC WRITE from port 1 to port 2 is one RC_ATOMIC_WRITE packet (opcode 0x1D, a RETH
+    of 8 bytes and the WQE's 8 bytes, as the sniffer decodes it), acknowledged; its bytes land
+    at the remote address. One to a misaligned address is NAKed invalid request."""
+    rdma = await Rdma.open(dut, cabled=True)
+    a, b = await wire_pair(rdma, QPType.RC)
+    remote = await rdma.region(4096)
+    data = rdma.payload(8)
+    seen = len(rdma.tb.sniffers[1].captures)
+    await a.post_send(atomic_write(remote.remote(8), data, wr_id=0xA1))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.ATOMIC_WRITE)
+    [sent] = rdma.tb.sniffers[1].captures[seen:]
+    assert sent.packet.bth.opcode == 0x1D and sent.packet.payload == data
+    assert (sent.packet.reth.va, sent.packet.reth.dma_len) == (remote.mr.addr + 8, 8)
+    assert remote.read(8, 8) == data
+    await a.post_send(atomic_write(remote.remote(12), data, wr_id=0xA2))
+    [wc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(wc, wr_id=0xA2, status=WCStatus.REM_INV_REQ_ERR)
     await rdma.finish(links_idle=False)
 
 

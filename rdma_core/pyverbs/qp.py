@@ -31,7 +31,7 @@ DEVICE_QP_TYPES = (e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD)
 DEVICE_WR_OPCODES = (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_SEND,
                      e.IBV_WR_SEND_WITH_IMM, e.IBV_WR_RDMA_READ, e.IBV_WR_ATOMIC_CMP_AND_SWP,
                      e.IBV_WR_ATOMIC_FETCH_AND_ADD, e.IBV_WR_LOCAL_INV, e.IBV_WR_BIND_MW,
-                     e.IBV_WR_SEND_WITH_INV)
+                     e.IBV_WR_SEND_WITH_INV, e.IBV_WR_ATOMIC_WRITE)
 # the WRs whose imm_data is the rkey to invalidate (a union in C)
 INVALIDATING = (e.IBV_WR_LOCAL_INV, e.IBV_WR_SEND_WITH_INV)
 ATOMIC_OPCODES = (e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_FETCH_AND_ADD)
@@ -41,7 +41,8 @@ SEND_OPS = {
                    | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
                    | e.IBV_QP_EX_WITH_RDMA_READ | e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
                    | e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | e.IBV_QP_EX_WITH_LOCAL_INV
-                   | e.IBV_QP_EX_WITH_BIND_MW | e.IBV_QP_EX_WITH_SEND_WITH_INV),
+                   | e.IBV_QP_EX_WITH_BIND_MW | e.IBV_QP_EX_WITH_SEND_WITH_INV
+                   | e.IBV_QP_EX_WITH_ATOMIC_WRITE),
     e.IBV_QPT_UC: (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM
                    | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
                    | e.IBV_QP_EX_WITH_LOCAL_INV | e.IBV_QP_EX_WITH_BIND_MW),
@@ -582,6 +583,13 @@ class QP(DeviceObject, PyverbsCM):
             if wr.bind is None:
                 raise rdma_error(f"{what}: a BIND_MW WR without set_bind_wr", errno.EINVAL)
             return DriverSendWR(**fields, **bind_fields(*wr.bind))
+        if wr.opcode == e.IBV_WR_ATOMIC_WRITE:
+            data = getattr(wr, "atomic_wr", None)
+            if data is None or len(data) != 8:
+                raise rdma_error(f"{what}: an ATOMIC WRITE takes its 8 bytes from "
+                                 f"ibv_wr_atomic_write", errno.EINVAL)
+            return DriverSendWR(**fields, remote_addr=wr.remote_addr & (2**64 - 1),
+                                rkey=wr._rkey & 0xFFFFFFFF, swap=int.from_bytes(data, "little"))
         fields["sge"] = self._driver_sges(wr, self._qp.max_send_sge, what)
         if wr.opcode in INVALIDATING:
             fields["rkey"] = wr.imm_data & 0xFFFFFFFF
@@ -790,12 +798,16 @@ class QPEx(QP):
         self._begin(e.IBV_QP_EX_WITH_BIND_MW, e.IBV_WR_BIND_MW)
         self._batch[-1].set_bind_wr(mw, bind_info, rkey)
 
-    def _no_builder(self, *args, **kwargs):
-        """The builders of opcodes the device has not (atomic write, TSO): a QP cannot be
-        created with them, so they are outside its send_ops_flags."""
-        self._refuse("the device has no such work request")
+    def wr_atomic_write(self, rkey, remote_addr, atomic_wr):
+        """ATOMIC WRITE (IBTA 1.5): the 8 bytes `atomic_wr` written at `remote_addr` at once."""
+        self._begin(e.IBV_QP_EX_WITH_ATOMIC_WRITE, e.IBV_WR_ATOMIC_WRITE, _rkey=rkey,
+                    remote_addr=remote_addr)
+        self._batch[-1].atomic_wr = bytes(atomic_wr)
 
-    wr_atomic_write = wr_send_tso = _no_builder
+    def wr_send_tso(self, *args, **kwargs):
+        """TSO, which the device has not: a QP cannot be created with it, so it is outside
+        its send_ops_flags."""
+        self._refuse("the device has no such work request")
 
     # --- setters -----------------------------------------------------------------------------
 

@@ -282,15 +282,17 @@ wire [23:0]  dest_qpn = be24(bth[40 +: 24]);
 wire         ackreq = bth[71];
 wire [23:0]  psn = be24(bth[72 +: 24]);
 
-// Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD) and 0x16,
-// 0x17 (SEND LAST/ONLY with invalidate), UC 0x20-0x2B, UD 0x64 and 0x65.
+// Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD), 0x16,
+// 0x17 (SEND LAST/ONLY with invalidate) and 0x1D (ATOMIC WRITE: a RETH and 8 bytes), UC
+// 0x20-0x2B, UD 0x64 and 0x65.
 wire [2:0]   tr = opcode[7:5];
 wire [4:0]   low = opcode[4:0];
 wire has_ieth = tr == 3'd0 && (low == 5'h16 || low == 5'h17);
-wire op_known = (tr == 3'd0 && low <= 5'h14) || has_ieth || (tr == 3'd1 && low <= 5'h0B)
-             || opcode == 8'h64 || opcode == 8'h65;
+wire is_awrite = opcode == 8'h1D;
+wire op_known = (tr == 3'd0 && low <= 5'h14) || has_ieth || is_awrite
+             || (tr == 3'd1 && low <= 5'h0B) || opcode == 8'h64 || opcode == 8'h65;
 wire has_deth = tr == 3'd3;
-wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C;
+wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C || is_awrite;
 wire has_atomic_eth = low == 5'h13 || low == 5'h14;
 wire has_aeth = low == 5'h0D || low == 5'h0F || low == 5'h10 || low == 5'h11 || low == 5'h12;
 wire has_atomic_ack = low == 5'h12;

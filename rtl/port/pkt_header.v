@@ -7,7 +7,8 @@
 // message; it decides the extension headers, and with the payload length they decide PktLen,
 // PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload. An RC SEND
 // with `inv` ends with SEND_LAST/ONLY_WITH_INVALIDATE, its IETH (`imm`: the R_Key's bytes in
-// wire order) where ImmDt would be.
+// wire order) where ImmDt would be. An RC WRITE with `awrite` is an ATOMIC WRITE (IBTA 1.5):
+// one packet, opcode 0x1D, a RETH and its 8 bytes.
 `ifndef RDMA_PKT_HEADER_V
 `define RDMA_PKT_HEADER_V
 `default_nettype none
@@ -19,6 +20,7 @@ module pkt_header (
     input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD (ignored for the atomic kinds: always RC)
     input  wire         imm_valid,
     input  wire         inv,        // imm is an IETH (RC SEND with invalidate)
+    input  wire         awrite,     // an RC WRITE that is an ATOMIC WRITE: one packet, 0x1D
     input  wire [31:0]  imm,
     input  wire         solicited,
     input  wire [15:0]  dlid,
@@ -90,7 +92,7 @@ always @* begin
     case (kind)
     K_SEND:      low = only ? (with_ieth ? 5'h17 : with_imm ? 5'h05 : 5'h04) : first ? 5'h00 :
                        last ? (with_ieth ? 5'h16 : with_imm ? 5'h03 : 5'h02) : 5'h01;
-    K_WRITE:     low = only ? (with_imm ? 5'h0B : 5'h0A) : first ? 5'h06 :
+    K_WRITE:     low = awrite ? 5'h1D : only ? (with_imm ? 5'h0B : 5'h0A) : first ? 5'h06 :
                        last ? (with_imm ? 5'h09 : 5'h08) : 5'h07;
     K_READ_REQ:  low = 5'h0C;
     K_READ_RESP: low = only ? 5'h10 : first ? 5'h0D : last ? 5'h0F : 5'h0E;

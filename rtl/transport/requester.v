@@ -297,7 +297,10 @@ loopback_match lb_match (
 // memory windows bind and invalidate on connected QPs; SEND with invalidate is RC's
 wire is_mw_op = w_op == WR_BIND_MW || w_op == WR_LOCAL_INV;
 wire is_inv   = w_op == WR_SEND_INV;
-wire op_ok = qp_type == QPT_RC ? w_op <= WR_SEND_INV :
+// ATOMIC WRITE (RC): the 8 bytes at the WQE's 0x38 go to the remote address as one write; the
+// WQE stays in its ring slot until it completes, so the payload is read from there (no SGE)
+wire is_awrite = w_op == WR_ATOMIC_WRITE;
+wire op_ok = qp_type == QPT_RC ? w_op <= WR_SEND_INV || is_awrite :
              qp_type == QPT_UC ? w_op <= WR_SEND_IMM || is_mw_op :
                                  (w_op == WR_SEND || w_op == WR_SEND_IMM);
 wire ah_ok = ah_valid && ah_pd == qp_pd && ah_port == qp_port;
@@ -422,7 +425,7 @@ wire [31:0] pmtu_mask = (32'd128 << pmtu) - 32'd1;
 wire [31:0] pkts = w_len == 32'd0 ? 32'd1 : (w_len + pmtu_mask) >> ({1'b0, pmtu} + 4'd7);
 wire [23:0] msg_pkts = pkts[23:0];
 wire [2:0]  tx_kind = is_read ? 3'd2 : is_cas ? 3'd5 : is_atomic ? 3'd6 :
-                      (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? 3'd1 : 3'd0;
+                      (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM || is_awrite) ? 3'd1 : 3'd0;
 wire        imm_op = w_op == WR_SEND_IMM || w_op == WR_RDMA_WRITE_IMM;
 // the message consumes a receive WQE: its END writes the receive CQE, before the send CQE
 wire        receives = w_op == WR_SEND || imm_op || is_inv;
@@ -444,7 +447,7 @@ wire [23:0] tx_skip  = tx_psn - first_psn;
 wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
 // AtomicETH: swap/add data, compare data
-assign m_tx_desc = {is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
+assign m_tx_desc = {is_awrite, is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     rd_like ? 32'd0 : tx_bytes, wire_internal, local_sgl,
                     av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,
@@ -472,7 +475,7 @@ assign rec_mtu      = pmtu;
 assign rec_wr_id    = w_wr_id;
 assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ : is_cas ? WCO_COMP_SWAP :
                       is_atomic ? WCO_FETCH_ADD : w_op == WR_BIND_MW ? WCO_BIND_MW :
-                      w_op == WR_LOCAL_INV ? WCO_LOCAL_INV :
+                      w_op == WR_LOCAL_INV ? WCO_LOCAL_INV : is_awrite ? WCO_ATOMIC_WRITE :
                       (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
 assign rec_len      = is_mw_op ? 32'd0 : w_len;
 assign rec_signaled = w_flags[SF_SIGNALED];
@@ -516,6 +519,12 @@ task take_wqe(input [1023:0] wqe);
             sge_addr[n] <= wqe[512 + (n-1)*128 +: 64];
             sge_len[n]  <= wqe[512 + (n-1)*128 + 64 +: 32];
             sge_lkey[n] <= wqe[512 + (n-1)*128 + 96 +: 32];
+        end
+        if (wqe[0*8 +: 8] == WR_ATOMIC_WRITE) begin
+            // its one source: the 8 bytes at 0x38 of the WQE in its ring slot
+            w_nsge      <= 8'd1;
+            sge_len[0]  <= 32'd8;
+            sge_host[0] <= sq_slot + {{(ADDR_WIDTH-6){1'b0}}, 6'd56};
         end
     end
 endtask
@@ -676,7 +685,9 @@ always @(posedge clk) begin
                 state    <= S_IDLE;
             end else begin
                 si <= 2'd0;
-                if (sge_len[0] != 32'd0) begin
+                if (is_awrite) begin
+                    route;          // its payload is in the WQE: no lkey to check
+                end else if (sge_len[0] != 32'd0) begin
                     m_prot_valid <= 1'b1;
                     state <= S_LKEY_WAIT;
                 end else begin

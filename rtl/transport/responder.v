@@ -191,7 +191,8 @@ wire is_ud      = r_type == QPT_UD;
 wire is_rc      = r_type == QPT_RC;
 wire is_read    = r_op == WR_RDMA_READ;
 wire is_atomic  = r_op == WR_ATOMIC_CMP_AND_SWP || r_op == WR_ATOMIC_FETCH_AND_ADD;
-wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM;
+wire is_awrite  = r_op == WR_ATOMIC_WRITE;    // 8 bytes, 8-byte aligned, written at once
+wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM || is_awrite;
 wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
 wire is_inv     = r_op == WR_SEND_INV;
 wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM || is_inv;
@@ -357,7 +358,8 @@ always @(posedge clk) begin
                 // the packet would have been dropped: RC times out, UC and UD never know
                 m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
                 state <= S_RESPOND;
-            end else if ((is_write || is_read || is_atomic) && r_len != 32'd0 && !is_cont) begin
+            end else if ((is_write || is_read || is_atomic) && (r_len != 32'd0 || is_awrite) &&
+                         !is_cont) begin
                 prot_is_rkey <= 1'b1;
                 prot_is_inv  <= 1'b0;
                 m_prot_valid <= 1'b1;
@@ -373,8 +375,10 @@ always @(posedge clk) begin
                 m_rsp_status <= is_rc ? WC_REM_ACCESS_ERR : WC_SUCCESS;
                 r_set_err    <= is_rc;
                 state <= S_RESPOND;
-            end else if (is_atomic && r_raddr[2:0] != 3'd0) begin
-                // a misaligned atomic is an invalid request (as rxe's responder has it)
+            end else if ((is_atomic || is_awrite) && r_raddr[2:0] != 3'd0 ||
+                         is_awrite && r_len != 32'd8) begin
+                // a misaligned atomic, or an ATOMIC WRITE of other than its 8 bytes, is an
+                // invalid request (as rxe's responder has it)
                 m_rsp_status <= WC_REM_INV_REQ_ERR;
                 r_set_err    <= 1'b1;
                 state <= S_RESPOND;

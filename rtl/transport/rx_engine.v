@@ -159,7 +159,8 @@ wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h12;
 wire is_ack        = is_resp && code == 5'h11;
 wire is_atomic_ack = is_resp && code == 5'h12;
 wire h_ackreq      = h[RXH_ACKREQ];
-wire fam_write     = code >= 5'h06 && code <= 5'h0B;
+wire is_awrite     = code == 5'h1D;                  // ATOMIC WRITE: one packet, RC only
+wire fam_write     = (code >= 5'h06 && code <= 5'h0B) || is_awrite;
 // An RDMA WRITE's END consumes no receive WQE and writes no receive CQE: the engine goes on
 // (the ACK, the next packet) once the responder has taken it, and the END's answer, owed,
 // comes before the next message's. A message that receives waits: its receive CQE is written
@@ -173,13 +174,15 @@ wire is_cas        = code == 5'h13;
 wire has_inv       = code == 5'h16 || code == 5'h17;    // SEND LAST/ONLY with invalidate (RC)
 wire fam_send      = code <= 5'h05 || has_inv;
 wire is_first      = code == 5'h00 || code == 5'h04 || code == 5'h05 || code == 5'h06 ||
-                     code == 5'h0A || code == 5'h0B || code == 5'h0C || code == 5'h17 || fam_atomic;
+                     code == 5'h0A || code == 5'h0B || code == 5'h0C || code == 5'h17 || fam_atomic ||
+                     is_awrite;
 wire is_last       = code == 5'h02 || code == 5'h03 || code == 5'h04 || code == 5'h05 ||
                      code == 5'h08 || code == 5'h09 || code == 5'h0A || code == 5'h0B || code == 5'h0C ||
-                     has_inv || fam_atomic;
+                     has_inv || fam_atomic || is_awrite;
 wire has_imm       = code == 5'h03 || code == 5'h05 || code == 5'h09 || code == 5'h0B;
 wire [7:0] ibv_op  = fam_read ? WR_RDMA_READ :
                      fam_atomic ? (is_cas ? WR_ATOMIC_CMP_AND_SWP : WR_ATOMIC_FETCH_AND_ADD) :
+                     is_awrite ? WR_ATOMIC_WRITE :
                      fam_write ? (has_imm ? WR_RDMA_WRITE_IMM : WR_RDMA_WRITE) :
                      has_inv ? WR_SEND_INV : (has_imm ? WR_SEND_IMM : WR_SEND);
 
@@ -304,7 +307,7 @@ reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {1'b0, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
+wire [TXD_WIDTH-1:0] ans = {2'b00, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
                             24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
