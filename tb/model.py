@@ -723,8 +723,8 @@ class Model(Observer):
     def _requester_check(self, q, wr):
         if wr.opcode not in _ALLOWED_OPCODES[q.type]:
             return WCStatus.LOC_QP_OP_ERR, f"opcode not allowed on {q.type.name}"
-        if wr.opcode in _MW_OPS:
-            return WCStatus.SUCCESS, ""
+        if wr.opcode in _MW_OPS or wr.opcode == WROpcode.ATOMIC_WRITE:
+            return WCStatus.SUCCESS, ""     # no SGE to check: an ATOMIC WRITE's bytes are its WQE's
         length, sges = wr.length, wr.sg_list
         if q.type == QPType.UD:
             ah = self.ahs.get(wr.ahn)

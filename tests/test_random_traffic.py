@@ -74,9 +74,9 @@ from tb.rdma_tb import (
 )
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
-    ATOMIC_OPS, GRH_BYTES, MAX_SGE, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
+    ATOMIC_OPS, ATOMIC_WRITE_BYTES, GRH_BYTES, MAX_SGE, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, GlobalRoute, Observer,
     QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, WCFlags, WCOpcode,
-    WCStatus, WROpcode, rdma_read, rdma_write, send, send_with_inv, ud_send,
+    WCStatus, WROpcode, atomic_write, rdma_read, rdma_write, send, send_with_inv, ud_send,
 )
 
 # --- program shape -----------------------------------------------------------------------------
@@ -131,13 +131,14 @@ STALL_CYCLES = 400_000
 OPCODE_WEIGHTS = {
     QPType.RC: {WROpcode.SEND: 25, WROpcode.SEND_WITH_IMM: 15, WROpcode.RDMA_WRITE: 25,
                 WROpcode.RDMA_WRITE_WITH_IMM: 15, WROpcode.RDMA_READ: 20,
-                WROpcode.ATOMIC_CMP_AND_SWP: 6, WROpcode.ATOMIC_FETCH_AND_ADD: 6},
+                WROpcode.ATOMIC_CMP_AND_SWP: 6, WROpcode.ATOMIC_FETCH_AND_ADD: 6,
+                WROpcode.ATOMIC_WRITE: 4},
     QPType.UC: {WROpcode.SEND: 30, WROpcode.SEND_WITH_IMM: 20, WROpcode.RDMA_WRITE: 30,
                 WROpcode.RDMA_WRITE_WITH_IMM: 20},
     QPType.UD: {WROpcode.SEND: 60, WROpcode.SEND_WITH_IMM: 40},
 }
 SENDS = {WROpcode.SEND, WROpcode.SEND_WITH_IMM}
-WRITES = {WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM}
+WRITES = {WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM, WROpcode.ATOMIC_WRITE}
 WITH_IMM = {WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE_WITH_IMM}
 NEEDS_RECV = SENDS | {WROpcode.RDMA_WRITE_WITH_IMM}
 READS_BACK = {WROpcode.RDMA_READ, *ATOMIC_OPS}     # write their local SGE (in RBUF)
@@ -148,7 +149,8 @@ RKEY_ERRORS = ["rkey_variant", "rkey_stale", "rkey_other_pd", "rkey_oob", "rkey_
 RECV_ERRORS = ["recv_short", "recv_bad_lkey"]
 FATAL_ERRORS = {
     QPType.RC: LKEY_ERRORS + RKEY_ERRORS + RECV_ERRORS
-    + ["read_no_local_write", "atomic_misaligned", "atomic_length", "over_2g"],
+    + ["read_no_local_write", "atomic_misaligned", "atomic_length", "awrite_misaligned",
+       "over_2g"],
     QPType.UC: LKEY_ERRORS + ["uc_read", "uc_atomic", "over_2g"],
     QPType.UD: LKEY_ERRORS + ["ud_too_long", "ah_other_pd", "ah_other_port", "ah_invalid",
                               "ud_rdma"],
@@ -365,6 +367,11 @@ class Flow:
             n = cap if self.rng.random() < 0.3 else self.rng.randint(cap // 2, cap)
         return n
 
+    def _sge_opcodes(self):
+        """The flow's opcodes whose WQEs carry SGEs (an ATOMIC WRITE's bytes are in its WQE):
+        the ones a bad SGE or an rkey check sized by the SGE can fail."""
+        return [op for op in self.opcodes if op != WROpcode.ATOMIC_WRITE]
+
     def _opcode(self, choices=None):
         choices = choices or list(self.opcodes)
         return self.rng.choices(choices, [self.opcodes.get(op, 1) for op in choices])[0]
@@ -391,13 +398,18 @@ class Flow:
         return sge.length > 0 and RBUF <= start < RBUF + AREA
 
     def _remote(self, op, length):
-        """WRITEs go to the peer's SINK; READs fetch its SRC, or its SINK to read back what
-        this flow wrote there; atomics work on a word of its ATOM."""
+        """WRITEs go to the peer's SINK (an ATOMIC WRITE to 8 bytes there, 8-byte aligned in
+        its iova); READs fetch its SRC, or its SINK to read back what this flow wrote there;
+        atomics work on a word of its ATOM."""
         if op in ATOMIC_OPS:
             return self.dst_mr.remote(self._atom_offset(self.rng.randrange(ATOM_WORDS)))
         area = SINK if op in WRITES or self.rng.random() < 0.3 else SRC
         self.read_sink |= op == WROpcode.RDMA_READ and area == SINK
-        remote = self.dst_mr.remote(self._offset(area, length))
+        offset = self._offset(area, length)
+        if op == WROpcode.ATOMIC_WRITE:     # offsets `base` mod 8 are aligned in the iova
+            base = (-self.dst_mr.addr) % 8
+            offset = area + base + 8 * min((offset - area) // 8, (AREA - 8 - base) // 8)
+        remote = self.dst_mr.remote(offset)
         # drawn whether or not the window may serve, so every placement runs one program
         through_window = self.window is not None and self.rng.random() < WINDOW_KEY_RATE
         if through_window and (op in WRITES or self.window_reads):
@@ -481,6 +493,9 @@ class Flow:
             wr = send(sge, wr_id, imm, flags)
         elif op == WROpcode.SEND_WITH_INV:
             wr = send_with_inv(sge, self.window.rkey, wr_id, flags)
+        elif op == WROpcode.ATOMIC_WRITE:
+            wr = atomic_write(remote or self._remote(op, ATOMIC_WRITE_BYTES),
+                              self.rng.randbytes(ATOMIC_WRITE_BYTES), wr_id, flags)
         elif op in WRITES:
             wr = rdma_write(sge, remote or self._remote(op, sge.length), wr_id, imm, flags)
         elif op in ATOMIC_OPS:
@@ -492,7 +507,7 @@ class Flow:
             wr = rdma_read(sge, remote or self._remote(op, sge.length), wr_id, flags)
         # Now and then the same bytes as a scatter/gather list: a send's in any order, a
         # receive's in order (its range is what a failed or UD receive leaves undefined)
-        if op not in READS_BACK and self.rng.random() < SPLIT_RATE:
+        if op not in READS_BACK and op != WROpcode.ATOMIC_WRITE and self.rng.random() < SPLIT_RATE:
             wr = replace(wr, sge=self._split(sge, self.src.max_send_sge, shuffle=True))
         if recv is not None and self.rng.random() < SPLIT_RATE:
             recv = replace(recv, sge=self._split(recv.sge, self.dst.max_recv_sge))
@@ -517,6 +532,8 @@ class Flow:
         op = self._opcode()
         if op in ATOMIC_OPS:
             return self._build(seq, op, self._local(op, 8))
+        if op == WROpcode.ATOMIC_WRITE:     # its bytes are in the WQE: no SGE
+            return self._build(seq, op, NO_SGE)
         length = self._length(UD_MAX if self.transport == QPType.UD else MAX_LEN)
         if length == 0 and self.rng.random() < 0.5:
             return self._empty(seq, op)
@@ -574,7 +591,7 @@ class Flow:
         length = self.rng.randint(1, UD_MAX if ud else 4096)
         label = f"error {kind}"
         if kind.startswith("lkey"):
-            op = self._opcode()
+            op = self._opcode(self._sge_opcodes())
             length = 8 if op in ATOMIC_OPS else length
             area = RBUF if op in READS_BACK else SRC
             addr, key = self._bad_key(kind, self.src_mr, self._offset(area, length), length,
@@ -598,8 +615,13 @@ class Flow:
             size = self.rng.choice((0, 1, 4, 7, 9, 16)) if kind == "atomic_length" else 8
             return self._build(seq, op, self._local(op, size), kind=label,
                                remote=self.dst_mr.remote(self._atom_offset(word) + skew))
+        if kind == "awrite_misaligned":     # an ATOMIC WRITE to an address not 8-byte aligned
+            remote = self._remote(WROpcode.ATOMIC_WRITE, ATOMIC_WRITE_BYTES)
+            return self._build(seq, WROpcode.ATOMIC_WRITE, NO_SGE, kind=label,
+                               remote=RemoteAddr(remote.addr + self.rng.randint(1, 7),
+                                                 remote.rkey))
         if kind == "over_2g":      # a message of more than 2^31 bytes (its SGEs need no MR)
-            op = self.rng.choice([op for op in self.opcodes if op not in READS_BACK])
+            op = self.rng.choice([op for op in self._sge_opcodes() if op not in READS_BACK])
             length = (1 << 31) + self.rng.randint(1, 1 << 20)
             return self._build(seq, op, SGE(self.src_mr.addr, length, self.src_mr.lkey),
                                remote=self.dst_mr.remote(SINK),
@@ -621,7 +643,7 @@ class Flow:
                            recv=self._recv_for(seq, op, length), kind=label)
 
     def _bad_remote(self, seq, kind, length, label):
-        ops = [op for op in self.opcodes if op not in SENDS]
+        ops = [op for op in self._sge_opcodes() if op not in SENDS]
         op = self._opcode(ops)
         length = 8 if op in ATOMIC_OPS else length
         if kind == "rkey_access":  # a region without the right the operation needs (the
