@@ -589,10 +589,12 @@ async def test_no_mover_stall(dut):
     chunks = int(dut.pl_chunks.value)
     assert chunks == sum(1 for m in messages for p in m.expected() if p.payload)
     blocked = int(dut.tx_blocked.value)
+    cycles = int(dut.cycle.value) - start
     tb.log.info("%d packets in %d cycles, a beat held back by tx_hold in %d of them; %d chunks, "
                 "all taken one beat per cycle", sum(len(m.expected()) for m in messages),
-                int(dut.cycle.value) - start, blocked, chunks)
-    assert blocked > 1000, "the link was hardly ever held"
+                cycles, blocked, chunks)
+    # a share, not a count: how many cycles the messages take depends on the seed and the width
+    assert blocked * 10 > cycles, f"the link was held in only {blocked} of {cycles} cycles"
 
 
 # ---------------------------------------------------------------------------------------------
