@@ -98,6 +98,9 @@ IMPOSSIBLE_RULES = {
     "rdma.wr.recv_sges_path": lambda b: (
         "a receive is reached only by a message that left the requester" if b[1] == "none"
         else None),
+    "rdma.wr.recv_queue_transport_path": lambda b: (
+        "a receive is reached only by a message that left the requester" if b[2] == "none"
+        else None),
     "rdma.cmd.command_result": lambda b: _why_command(*b),
     "rdma.link.aeth": lambda b: _why_aeth(b),
 }
@@ -197,7 +200,7 @@ def on_send_completed(model, q, w, status):
     far = model if not w.wire or w.internal else model.links.get(q.port, (model, 0))[0]
     first = wr.sg_list[0] if wr.sg_list else None
     local = _host(model, first.lkey, first.addr) if first is not None else None
-    if wr.opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM):
+    if wr.opcode in (WROpcode.SEND, WROpcode.SEND_WITH_IMM, WROpcode.SEND_WITH_INV):
         sge = w.recv_sges[0] if w.recv_sges else None
         remote = _host(far, sge.lkey, sge.addr) if sge is not None else None
     else:

@@ -286,6 +286,36 @@ async def test_write_with_imm_between_equal_unaligned_offsets(dut):
 
 
 @cocotb.test()
+@cocotb.parametrize(opcode=[WROpcode.SEND_WITH_IMM, WROpcode.SEND_WITH_INV])
+async def test_sends_between_equal_unaligned_offsets(dut, opcode):
+    """A SEND with immediate, or with invalidate (of a type 2 window bound on the receiver), of
+    300 bytes from offset 37 into a receive at offset 37 + 64: the bytes land whole and nowhere
+    else, and the receive completes with byte_len 300 and the immediate or the invalidated
+    key."""
+    rdma = await Rdma.open(dut)
+    a, b = await rdma.connected_pair(QPType.RC)
+    local = await rdma.region(4096)
+    remote = await rdma.region(4096, ALL_ACCESS | Access.MW_BIND)
+    if opcode == WROpcode.SEND_WITH_INV:
+        mw = await rdma.pd.alloc_mw(2)
+        await bind_window(rdma, b, mw, remote.sge(2048, 64), Access.REMOTE_WRITE)
+        wr, fields = (send_with_inv(local.sge(37, 300), mw.rkey, wr_id=0xA2),
+                      dict(imm_data=mw.rkey, wc_flags=WCFlags.WITH_INV))
+    else:
+        wr, fields = (work_request(opcode, local.sge(37, 300), wr_id=0xA2, imm=0x5EED),
+                      dict(imm_data=0x5EED, wc_flags=WCFlags.WITH_IMM))
+    before = remote.read()
+    await b.post_recv(RecvWR(remote.sge(101, 300), wr_id=0xB2))
+    await a.post_send(wr)
+    [swc] = await rdma.poll_until(a.send_cq, 1)
+    assert_wc(swc, wr_id=0xA2, status=WCStatus.SUCCESS)
+    [rwc] = await rdma.poll_until(b.recv_cq, 1)
+    assert_wc(rwc, wr_id=0xB2, status=WCStatus.SUCCESS, byte_len=300, **fields)
+    assert remote.read() == before[:101] + local.read(37, 300) + before[401:]
+    await rdma.finish()
+
+
+@cocotb.test()
 @cocotb.parametrize(opcode=[WROpcode.RDMA_WRITE, WROpcode.RDMA_READ, WROpcode.SEND])
 async def test_megabyte_messages(dut, opcode):
     """One message of 1 MiB + 3 bytes between odd offsets, RC (the WRITE over UC, with one of
@@ -1189,7 +1219,7 @@ async def test_atomic_write(dut, path):
     (it has no SGE) land at the 8-byte aligned remote address, the bytes around untouched, and
     the WR completes ATOMIC_WRITE; a run of them to one address leaves the last one's bytes.
     Refused: a misaligned address (REM_INV_REQ_ERR, the receiver's QP to ERR), a region
-    without REMOTE_WRITE (REM_ACCESS_ERR), an ATOMIC WRITE on a UC QP (LOC_QP_OP_ERR)."""
+    without REMOTE_WRITE (REM_ACCESS_ERR), an ATOMIC WRITE on a UC or UD QP (LOC_QP_OP_ERR)."""
     rdma = await Rdma.open(dut)
     await rdma.dev.set_bypass(path == "bypass")
     a, b = await rdma.connected_pair(QPType.RC)
@@ -1215,9 +1245,11 @@ async def test_atomic_write(dut, path):
         await rdma.assert_state(d, QPState.ERR)
     assert read_only.read(0, 8) != data[0] and remote.read(3, 8) != data[0]
     e, _ = await rdma.connected_pair(QPType.UC)
-    await e.post_send(atomic_write(remote.remote(256), data[0], wr_id=0xE1))
-    [wc] = await rdma.poll_until(e.send_cq, 1)
-    assert_wc(wc, wr_id=0xE1, status=WCStatus.LOC_QP_OP_ERR)
+    u = await rdma.ud_qp()
+    for qp in (e, u):
+        await qp.post_send(atomic_write(remote.remote(256), data[0], wr_id=0xE1))
+        [wc] = await rdma.poll_until(qp.send_cq, 1)
+        assert_wc(wc, wr_id=0xE1, status=WCStatus.LOC_QP_OP_ERR)
     await rdma.finish()
 
 
@@ -1241,7 +1273,8 @@ def srq_received(sink, k, length):
 async def test_shared_receive_queue(dut, path):
     """Shared receive queues on the bypass and through the packetizer (docs/host-interface.md,
     "Shared receive queues"): two RC receivers on ports 1 and 2 and a UD receiver take their
-    receive WQEs (two SGEs each) from one SRQ in the order messages arrive: two 1000-byte SENDs
+    receive WQEs (two SGEs each) from one SRQ in the order messages arrive, and so does a UC
+    receiver: two 1000-byte SENDs
     from both ports at once (four packets each at MTU 256, interleaved at the responder on the
     packet path) land whole, each in the WQE it took; the limit event armed at 3 fires once,
     at the take that leaves 2, and disarms (QUERY_SRQ: limit 0). With the SRQ empty a UD SEND
@@ -1249,12 +1282,13 @@ async def test_shared_receive_queue(dut, path):
     WQE of the SRQ, which the others go on taking. Refused: post_recv on a QP of the SRQ (and
     its RQ doorbell: REG_ERRORS), an SRQ doorbell past the free entries (REG_ERRORS), a limit
     not below the entries (BAD_PARAM), an SRQ that does not exist (BUSY) or past NUM_SRQ
-    (BAD_INDEX), CREATE_QP on a missing SRQ (BAD_PARAM), and destroying an SRQ with QPs on it."""
+    (BAD_INDEX), CREATE_SRQ over one (BUSY), CREATE_QP on a missing SRQ (BAD_PARAM), and
+    destroying an SRQ with QPs on it."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
     await dev.set_bypass(path == "bypass")
     local = await rdma.region(4096)
-    sink = await rdma.region(8 * SRQ_RECV_STRIDE)
+    sink = await rdma.region(9 * SRQ_RECV_STRIDE)
     cq = await dev.create_cq(64)
     srq = await rdma.pd.create_srq(8, max_sge=2)
     a, c = await rdma.qp(QPType.RC, cq, cq), await rdma.qp(QPType.RC, cq, cq)
@@ -1319,6 +1353,16 @@ async def test_shared_receive_queue(dut, path):
     wcs = await rdma.poll_until(cq, 2)
     assert_wc(receives(wcs)[7], qp_num=d.qp_num, byte_len=30)
 
+    # a UC receiver takes from the SRQ as well
+    f, g = await rdma.qp(QPType.UC, cq, cq), await rdma.pd.create_qp(QPType.UC, cq, cq, srq=srq)
+    await rdma.connect(f, g.qp_num, 1)
+    await rdma.connect(g, f.qp_num, 1)
+    await srq.post_recv(srq_recv(sink, 8))
+    await f.post_send(work_request(WROpcode.SEND, local.sge(0, 700), wr_id=0xF1))
+    wcs = await rdma.poll_until(cq, 2)
+    assert_wc(receives(wcs)[8], qp_num=g.qp_num, byte_len=700)
+    assert srq_received(sink, 8, 700) == local.read(0, 700)
+
     # refusals
     with pytest.raises(VerbsError):
         await d.post_recv(srq_recv(sink, 0))
@@ -1328,6 +1372,8 @@ async def test_shared_receive_queue(dut, path):
     assert (await rdma.counter_moves()).reg_errors == 2
     await assert_refused(CmdResult.BAD_PARAM, srq.modify(srq.max_wr), "a limit of every entry")
     nobody = free_index(dev.srqs, dev.num_srq)
+    await assert_refused(CmdResult.BUSY, dev.command(Cmd.CREATE_SRQ, srq.srqn, bytes(16)),
+                         "CREATE_SRQ over an SRQ")
     for cmd in (Cmd.MODIFY_SRQ, Cmd.QUERY_SRQ, Cmd.DESTROY_SRQ):
         await assert_refused(CmdResult.BUSY, dev.command(cmd, nobody), f"{cmd.name} of nothing")
         await assert_refused(CmdResult.BAD_INDEX, dev.command(cmd, dev.num_srq),
@@ -1726,7 +1772,8 @@ async def test_memory_windows(dut, path):
             (Cmd.DEREG_MR, mw.index, CmdResult.BUSY, "DEREG_MR of a window"),
             (Cmd.DEALLOC_MW, local.mr.index, CmdResult.BUSY, "DEALLOC_MW of a region"),
             (Cmd.DEALLOC_MW, free, CmdResult.BUSY, "DEALLOC_MW of nothing"),
-            (Cmd.ALLOC_MW, dev.num_mr, CmdResult.BAD_INDEX, "ALLOC_MW past NUM_MR")):
+            (Cmd.ALLOC_MW, dev.num_mr, CmdResult.BAD_INDEX, "ALLOC_MW past NUM_MR"),
+            (Cmd.DEALLOC_MW, dev.num_mr, CmdResult.BAD_INDEX, "DEALLOC_MW past NUM_MR")):
         await assert_refused(result, dev.command(command, index, block), what)
     await assert_refused(CmdResult.BAD_PARAM,
                          dev.command(Cmd.ALLOC_MW, free, struct.pack("<BxHB", 3, rdma.pd.pdn, 1)),
