@@ -12,8 +12,8 @@ inline data; a memory-window WR's fields go where the host interface puts them.
 
 import errno
 
-from tb.verbs import MAX_SGE, SGE as DriverSGE, AHAttr as DriverAV, QPAttr as DriverQPAttr
-from tb.verbs import SendWR as DriverSendWR, RecvWR as DriverRecvWR
+from tb.verbs import MAX_SGE, AHAttr as DriverAV, QPAttr as DriverQPAttr
+from tb.verbs import SendWR as DriverSendWR
 
 from . import enums as e
 from ._sim import DeviceObject, rdma_error
@@ -25,7 +25,7 @@ from .device import MAX_RD_ATOMIC, MAX_WQ_LOG2
 from .pd import PD
 from .pyverbs_error import PyverbsRDMAError
 from .srq import SRQ
-from .wr import SGE, SendWR
+from .wr import SGE, SendWR, driver_sges, post_recv_chain
 
 DEVICE_QP_TYPES = (e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD)
 DEVICE_WR_OPCODES = (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_SEND,
@@ -590,7 +590,7 @@ class QP(DeviceObject, PyverbsCM):
                                  f"ibv_wr_atomic_write", errno.EINVAL)
             return DriverSendWR(**fields, remote_addr=wr.remote_addr & (2**64 - 1),
                                 rkey=wr._rkey & 0xFFFFFFFF, swap=int.from_bytes(data, "little"))
-        fields["sge"] = self._driver_sges(wr, self._qp.max_send_sge, what)
+        fields["sge"] = driver_sges(wr, self._qp.max_send_sge, what)
         if wr.opcode in INVALIDATING:
             fields["rkey"] = wr.imm_data & 0xFFFFFFFF
         else:
@@ -608,36 +608,13 @@ class QP(DeviceObject, PyverbsCM):
                           remote_qkey=wr.remote_qkey & 0xFFFFFFFF)
         return DriverSendWR(**fields)
 
-    def _driver_sges(self, wr, max_sge, what):
-        """The WR's scatter/gather list; more SGEs than the queue takes is EINVAL, as a
-        provider's post verb has it."""
-        if wr.num_sge > max_sge:
-            raise rdma_error(f"{what}: {wr.num_sge} SGEs, QP {self.qp_num} takes {max_sge}",
-                             errno.EINVAL)
-        return tuple(DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
-                     for addr, length, lkey in (wr.sges or [])[:wr.num_sge])
-
     def post_recv(self, wr, bad_wr=None):
         if self.qp_state == RESET:
             if bad_wr is not None:
                 bad_wr.wr_id = wr.wr_id
             raise rdma_error("Failed to post recv: the QP is in RESET", errno.EINVAL)
-        wrs, failed = [], None
-        while wr is not None:
-            try:
-                wrs.append(DriverRecvWR(self._driver_sges(wr, self._qp.max_recv_sge,
-                                                          "Failed to post recv"),
-                                        wr.wr_id & (2**64 - 1)))
-            except Exception as error:
-                failed = (wr, error)
-                break
-            wr = wr.next_wr
-        if wrs:
-            self.sim.verb("Failed to post recv", self._qp.post_recv, wrs)
-        if failed:
-            if bad_wr is not None:
-                bad_wr.wr_id = failed[0].wr_id
-            raise failed[1]
+        post_recv_chain(self.sim, wr, bad_wr, self._qp.max_recv_sge, self._qp.post_recv,
+                        "Failed to post recv")
 
     # --- what the device does not have -------------------------------------------------------
 

@@ -6,7 +6,7 @@ and tag-matching SRQs are EOPNOTSUPP, and so is a change of max_wr (no SRQ resiz
 import errno
 import functools
 
-from tb.verbs import MAX_SGE, RecvWR as DriverRecvWR, SGE as DriverSGE
+from tb.verbs import MAX_SGE
 
 from . import enums as e
 from ._sim import DeviceObject, rdma_error
@@ -14,6 +14,7 @@ from .base import PyverbsCM, PyverbsObject
 from .device import MAX_WQ_LOG2
 from .enums import ibv_ops_flags, ibv_ops_wr_opcode
 from .pd import PD
+from .wr import post_recv_chain
 
 
 class SrqAttr(PyverbsObject):
@@ -88,23 +89,8 @@ class SRQ(DeviceObject, PyverbsCM):
 
     def post_recv(self, wr, bad_wr=None):
         """ibv_post_srq_recv: the chain of RecvWRs, all up to the first bad one."""
-        wrs, failed = [], None
-        while wr is not None:
-            if wr.num_sge > self._srq.max_sge:
-                failed = (wr, rdma_error(f"Failed to post SRQ recv: {wr.num_sge} SGEs, the SRQ "
-                                         f"takes {self._srq.max_sge}", errno.EINVAL))
-                break
-            wrs.append(DriverRecvWR(
-                tuple(DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
-                      for addr, length, lkey in (wr.sges or [])[:wr.num_sge]),
-                wr.wr_id & (2**64 - 1)))
-            wr = wr.next_wr
-        if wrs:
-            self.sim.verb("Failed to post SRQ recv", self._srq.post_recv, wrs)
-        if failed:
-            if bad_wr is not None:
-                bad_wr.wr_id = failed[0].wr_id
-            raise failed[1]
+        post_recv_chain(self.sim, wr, bad_wr, self._srq.max_sge, self._srq.post_recv,
+                        "Failed to post SRQ recv")
 
     def modify(self, attr, comp_mask):
         """ibv_modify_srq: IBV_SRQ_LIMIT arms the limit event (0 disarms); IBV_SRQ_MAX_WR is

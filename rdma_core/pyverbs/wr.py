@@ -1,6 +1,10 @@
 """Work requests: scatter/gather elements, send and receive WRs (values copied as pyverbs
 copies them into the C structs; `next_wr` chains WRs)."""
 
+import errno
+
+from tb.verbs import RecvWR as DriverRecvWR, SGE as DriverSGE
+
 from . import _sim
 from . import enums as e
 from .base import PyverbsCM, inc_rkey
@@ -129,3 +133,33 @@ def send_flags_to_str(flags):
              e.IBV_SEND_SOLICITED: "IBV_SEND_SOLICITED", e.IBV_SEND_INLINE: "IBV_SEND_INLINE",
              e.IBV_SEND_IP_CSUM: "IBV_SEND_IP_CSUM"}
     return "".join(f"{name} " for bit, name in names.items() if flags & bit)
+
+
+def driver_sges(wr, max_sge, what):
+    """The WR's scatter/gather list as the driver's SGEs; more SGEs than the queue takes is
+    EINVAL, as a provider's post verb has it."""
+    if wr.num_sge > max_sge:
+        raise _sim.rdma_error(f"{what}: {wr.num_sge} SGEs, the queue takes {max_sge}",
+                              errno.EINVAL)
+    return tuple(DriverSGE(addr & (2**64 - 1), length & 0xFFFFFFFF, lkey & 0xFFFFFFFF)
+                 for addr, length, lkey in (wr.sges or [])[:wr.num_sge])
+
+
+def post_recv_chain(sim, wr, bad_wr, max_sge, post, what):
+    """ibv_post_recv and ibv_post_srq_recv: the RecvWRs chained from `wr`, posted with one
+    `post` (a driver verb) up to the first bad one, which fails with its errno and gives its
+    wr_id to `bad_wr`."""
+    wrs, failed = [], None
+    while wr is not None:
+        try:
+            wrs.append(DriverRecvWR(driver_sges(wr, max_sge, what), wr.wr_id & (2**64 - 1)))
+        except Exception as error:
+            failed = (wr, error)
+            break
+        wr = wr.next_wr
+    if wrs:
+        sim.verb(what, post, wrs)
+    if failed:
+        if bad_wr is not None:
+            bad_wr.wr_id = failed[0].wr_id
+        raise failed[1]
