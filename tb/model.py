@@ -83,6 +83,14 @@ _DOORBELL_SPAN = 0x1000  # the SQ/RQ doorbells fill 0x1000-0x1FFF, the CQ ones 0
                          # the SRQ ones 0x3000-0x3FFF
 
 
+def _atomic_write_refused(va, length):
+    """Why the responder refuses an ATOMIC WRITE whose rkey passed (an invalid request), or "":
+    it writes 8 bytes at an 8-byte aligned address."""
+    if va % ATOMIC_BYTES or length != ATOMIC_BYTES:
+        return f"an ATOMIC WRITE of {length} bytes at {va:#x}: 8 aligned bytes only"
+    return ""
+
+
 def ud_grh(route, sgid, length, with_imm):
     """The 40-byte GRH a UD packet of `length` payload bytes would have carried: IPVer 6,
     traffic class, flow label, PayLen (BTH + DETH + ImmDt + payload + pad + ICRC), NxtHdr
@@ -407,7 +415,8 @@ class Model(Observer):
             if srqn >= self.num_srq or which:
                 return False        # addresses nothing: counted as such
             srq = self.srqs.get(srqn)
-            return srq is None or (value - srq.posted) & 0xFFFF > srq.size - (srq.posted - srq.taken)
+            return (srq is None or
+                    (value - srq.posted) & 0xFFFF > srq.size - (srq.posted - srq.taken))
         if not Reg.SQ_DB <= offset < Reg.SQ_DB + _DOORBELL_SPAN:
             return False
         qpn, which = divmod(offset - Reg.SQ_DB, 8)
@@ -902,8 +911,9 @@ class Model(Observer):
         return WCStatus.SUCCESS, ""
 
     def _deliver_rdma(self, q, w, dest):
-        """RDMA WRITE (WITH_IMM), ATOMIC WRITE and READ. The rkey is checked before a WRITE_WITH_IMM looks
-        for its receive: a failed check consumes none, and fails even with none posted."""
+        """RDMA WRITE (WITH_IMM), ATOMIC WRITE and READ. The rkey is checked before a
+        WRITE_WITH_IMM looks for its receive: a failed check consumes none, and fails even with
+        none posted."""
         wr = w.wr
         length = wr.length
         read = wr.opcode == WROpcode.RDMA_READ
@@ -922,10 +932,11 @@ class Model(Observer):
                 return WCStatus.SUCCESS, f"nothing written, {why}"
         if with_imm and not dest.rq:
             return self._no_receive(q, dest)
-        if rmr is not None and wr.opcode == WROpcode.ATOMIC_WRITE and wr.remote_addr % ATOMIC_BYTES:
-            if q.type == QPType.RC:
-                self._set_err(dest)
-            return WCStatus.REM_INV_REQ_ERR, "an ATOMIC WRITE's address is not 8-byte aligned"
+        why = (_atomic_write_refused(wr.remote_addr, length)
+               if wr.opcode == WROpcode.ATOMIC_WRITE else "")
+        if rmr is not None and why:     # RC only: the requester refuses it on UC and UD
+            self._set_err(dest)
+            return WCStatus.REM_INV_REQ_ERR, why
         if rmr is not None:
             remote = rmr.host_addr(wr.remote_addr)
             local = self._local_parts(wr)
@@ -1409,10 +1420,10 @@ class Model(Observer):
         if not rmr:
             self._set_err(dest)
             return (*self._nak(port, dest, req, WCStatus.REM_ACCESS_ERR, why), 1)
-        if req.reth.va % ATOMIC_BYTES or req.reth.dma_len != ATOMIC_BYTES:
+        why = _atomic_write_refused(req.reth.va, req.reth.dma_len)
+        if why:
             self._set_err(dest)
-            return (*self._nak(port, dest, req, WCStatus.REM_INV_REQ_ERR,
-                               "an ATOMIC WRITE of other than 8 aligned bytes"), 1)
+            return (*self._nak(port, dest, req, WCStatus.REM_INV_REQ_ERR, why), 1)
         at = rmr.host_addr(req.reth.va)
         if self._fails(at, ATOMIC_BYTES):
             return (*self._store_refused(port, dest, [req], 1, [(at, ATOMIC_BYTES)]), 1)

@@ -25,6 +25,8 @@ from tb import simrun
 from tb.ib_packet import imm_le
 from tb.ib_crc import vcrc_bytes
 from tb.seed import rng_for
+from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
+from tb.verbs import ATOMIC_WRITE_BYTES
 
 MAX_PAYLOAD = 4096
 
@@ -663,15 +665,6 @@ async def test_back_to_back_max_throughput(dut):
 # ---------------------------------------------------------------------------------------------
 # Packets from the real packetizer
 
-KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7,
-        "ATOMIC_WRITE": 1}      # a WRITE with desc_awrite
-# Operations sent as one packet without payload, and their opcodes (RC).
-SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
-          "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
-TRANSPORT = {"RC": 2, "UC": 3, "UD": 4}
-MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
-
 
 async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se, internal):
     """One descriptor through the packetizer into the depacketizer; the packets it must give,
@@ -765,7 +758,7 @@ async def test_from_packetizer(dut):
                 if op in SINGLE:
                     length = 0
                 elif op == "ATOMIC_WRITE":
-                    length = 8
+                    length = ATOMIC_WRITE_BYTES
                 elif tr == "UD":
                     length = rng.choice([0, 1, 7, mtu - 1, mtu])
                 else:

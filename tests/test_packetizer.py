@@ -25,6 +25,8 @@ import tb.ib_packet as ib
 from tb import simrun
 from tb.ib_packet import imm_le
 from tb.seed import rng_for
+from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
+from tb.verbs import ATOMIC_WRITE_BYTES
 
 # On Verilator, cocotb resumes edge triggers after the edge's register updates, so the
 # cocotbext-axi models see post-edge VALID/READY; with their pause generators on, the models
@@ -32,16 +34,7 @@ from tb.seed import rng_for
 # notes). Random TX backpressure and payload pauses run on event simulators only.
 ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
 
-KIND = {"SEND": 0, "RDMA_WRITE": 1, "RDMA_READ_REQUEST": 2, "RDMA_READ_RESPONSE": 3,
-        "ACKNOWLEDGE": 4, "COMPARE_SWAP": 5, "FETCH_ADD": 6, "ATOMIC_ACKNOWLEDGE": 7,
-        "ATOMIC_WRITE": 1}      # a WRITE with desc_awrite: one packet of its 8 bytes
-ATOMIC_WRITE_BYTES = 8
-# Operations sent as one packet without payload, whatever the descriptor's length says.
-SINGLE = {"RDMA_READ_REQUEST": 0x0C, "ACKNOWLEDGE": 0x11, "ATOMIC_ACKNOWLEDGE": 0x12,
-          "COMPARE_SWAP": 0x13, "FETCH_ADD": 0x14}
 ATOMICS = ("COMPARE_SWAP", "FETCH_ADD", "ATOMIC_ACKNOWLEDGE")
-TRANSPORT = {"RC": 2, "UC": 3, "UD": 4}
-MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 TRANSPORT_BASE = {"RC": 0x00, "UC": 0x20, "UD": 0x60}
 
 
