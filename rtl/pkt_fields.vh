@@ -40,7 +40,9 @@ localparam integer TXD_ATOMIC_A = 977;      // 64: AtomicETH swap/add data, Atom
 localparam integer TXD_ATOMIC_B = 1041;     // 64: AtomicETH compare data
 localparam integer TXD_INV = 1105;          // 1: an RC SEND with invalidate (TXD_IMM: its IETH)
 localparam integer TXD_AWRITE = 1106;       // 1: an RC WRITE of 8 bytes that is an ATOMIC WRITE
-localparam integer TXD_WIDTH = 1107;
+localparam integer TXD_DMAC = 1107;         // 48: Ethernet: destination MAC
+localparam integer TXD_VLAN = 1155;         // 13: Ethernet: [12] 802.1Q tagged, [11:0] VLAN ID
+localparam integer TXD_WIDTH = 1168;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8
@@ -69,5 +71,7 @@ localparam integer RXH_PLEN = 635;          // 13
 localparam integer RXH_INTERNAL = 648;      // 1
 localparam integer RXH_ATOMIC_A = 649;      // 64: AtomicETH swap/add data, AtomicAckETH original
 localparam integer RXH_ATOMIC_B = 713;      // 64: AtomicETH compare data
-localparam integer RXH_WIDTH = 777;         // (an IETH's R_Key arrives in RXH_RKEY)
+localparam integer RXH_SMAC = 777;          // 48: Ethernet: source MAC
+localparam integer RXH_VLAN = 825;          // 13: Ethernet: [12] 802.1Q tagged, [11:0] VLAN ID
+localparam integer RXH_WIDTH = 838;         // (an IETH's R_Key arrives in RXH_RKEY)
 /* verilator lint_on UNUSEDPARAM */

@@ -89,6 +89,12 @@ function [127:0] gid_from_block(input [127:0] block);
     for (k = 0; k < 16; k = k + 1)
         gid_from_block[(15 - k)*8 +: 8] = block[k*8 +: 8];
 endfunction
+// a MAC address in a command block (network order): its first byte in bits [47:40]
+function [47:0] mac_from_block(input [47:0] block);
+    integer k;
+    for (k = 0; k < 6; k = k + 1)
+        mac_from_block[(5 - k)*8 +: 8] = block[k*8 +: 8];
+endfunction
 
 // how the completer finishes an issued WQE: done by the requester, done when its last packet
 // has left (UC, UD), done when acknowledged (RC)

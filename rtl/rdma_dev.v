@@ -59,7 +59,8 @@ module rdma_dev #(
     parameter CLOCK_MHZ = 250,       // device clock: the RC transport timers count its cycles
     parameter TIMER_SHIFT = 0,       // RC timers run 2^TIMER_SHIFT times fast (a time scale for short simulations)
     parameter SQ_WIN_LOG = 4,        // send window: 2^SQ_WIN_LOG WQEs per QP issued and not yet completed
-    parameter BYPASS_MOVERS = 4      // bypass payload moves running at once, a DMA mover each
+    parameter BYPASS_MOVERS = 4,     // bypass payload moves running at once, a DMA mover each
+    parameter NUM_GIDS = 4           // GID table entries per port (1 to 4)
 ) (
     input  wire                             clk,
     input  wire                             rst,
@@ -141,6 +142,7 @@ localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam SRQN_BITS = NUM_SRQ > 1 ? $clog2(NUM_SRQ) : 1;
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam GID_BITS = NUM_GIDS > 1 ? $clog2(NUM_GIDS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;   // {data, len, dst, src, mode}
 // CQE, responder, rx engine, the ports' two each, the bypass's movers, WQE fetch
 localparam DMA_CLIENTS = 4 + 2*NUM_PORTS + BYPASS_MOVERS;
@@ -176,7 +178,10 @@ localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, 
 wire [NUM_PORTS*16-1:0]  port_lid;
 wire [NUM_PORTS*3-1:0]   port_lmc;
 wire [NUM_PORTS*3-1:0]   port_mtu;
-wire [NUM_PORTS*128-1:0] port_gid;
+wire [NUM_PORTS*NUM_GIDS*128-1:0] port_gids;
+wire [NUM_PORTS*NUM_GIDS*13-1:0]  port_gid_vlans;
+wire [NUM_PORTS-1:0]     port_eth;
+wire [NUM_PORTS*48-1:0]  port_mac;
 wire [NUM_PORTS*16-1:0]  port_pkey;
 wire         bypass_en;
 wire         cmd_valid;
@@ -213,7 +218,7 @@ assign db_refused = qp_db_refused | srq_db_refused;   // a doorbell has one owne
 rdma_regs #(
     .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH),
     .NUM_PORTS(NUM_PORTS), .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_MR(NUM_MR), .NUM_AH(NUM_AH),
-    .NUM_SRQ(NUM_SRQ)
+    .NUM_SRQ(NUM_SRQ), .NUM_GIDS(NUM_GIDS)
 ) regs (
     .clk(clk), .rst(rst),
     .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
@@ -225,7 +230,8 @@ rdma_regs #(
     .s_axil_arvalid(s_axil_arvalid), .s_axil_arready(s_axil_arready),
     .s_axil_rdata(s_axil_rdata), .s_axil_rresp(s_axil_rresp),
     .s_axil_rvalid(s_axil_rvalid), .s_axil_rready(s_axil_rready),
-    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gids(port_gids),
+    .port_gid_vlans(port_gid_vlans), .port_eth(port_eth), .port_mac(port_mac),
     .port_pkey(port_pkey), .bypass_en(bypass_en),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cmd_done), .cmd_result(cmd_result),
@@ -257,6 +263,8 @@ wire                  a_global;
 wire [7:0]            a_hop, a_tclass;
 wire [19:0]           a_flow;
 wire [127:0]          a_dgid;
+wire [GID_BITS-1:0]   a_sgid;
+wire [47:0]           a_dmac;
 wire [ADDR_WIDTH-1:0] a_sq_base;
 wire [3:0]            a_sq_log;
 wire [2:0]            a_sq_sge;
@@ -318,7 +326,7 @@ always @(posedge clk) now <= rst ? 48'd0 : now + 48'd1;
 
 qp_table #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_SRQ(NUM_SRQ), .NUM_PORTS(NUM_PORTS),
-    .ADDR_WIDTH(ADDR_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG)
+    .ADDR_WIDTH(ADDR_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG), .NUM_GIDS(NUM_GIDS)
 ) qps (
     .clk(clk), .rst(rst), .now(now),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
@@ -331,6 +339,7 @@ qp_table #(
     .a_scq(a_scq), .a_port(a_port), .a_qkey(a_qkey), .a_dest_qpn(a_dest_qpn),
     .a_dlid(a_dlid), .a_sl(a_sl), .a_src_path_bits(a_spb), .a_is_global(a_global),
     .a_hop_limit(a_hop), .a_tclass(a_tclass), .a_flow_label(a_flow), .a_dgid(a_dgid),
+    .a_sgid_index(a_sgid), .a_dmac(a_dmac),
     .a_sq_base(a_sq_base), .a_sq_log(a_sq_log), .a_sq_sge(a_sq_sge), .a_sq_pi(a_sq_pi), .a_sq_ci(a_sq_ci),
     .a_sq_ni(a_sq_ni), .a_max_rd(a_max_rd),
     .a_rnr_left(a_rnr_left), .a_rnr_retry(a_rnr_retry), .a_retry_cnt(a_retry_cnt),
@@ -368,14 +377,17 @@ wire [7:0]            ah_hop, ah_tclass;
 wire [19:0]           ah_flow;
 wire [127:0]          ah_dgid;
 wire [3:0]            ah_rate;
+wire [GID_BITS-1:0]   ah_sgid;
+wire [47:0]           ah_dmac;
 
-ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS)) ahs (
+ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS), .NUM_GIDS(NUM_GIDS)) ahs (
     .clk(clk), .rst(rst),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(ah_cmd_done), .cmd_result(ah_cmd_result),
     .ah(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
     .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
-    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid), .ah_rate(ah_rate)
+    .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid), .ah_rate(ah_rate),
+    .ah_sgid_index(ah_sgid), .ah_dmac(ah_dmac)
 );
 
 // ---------------------------------------------------------------- shared services
@@ -609,16 +621,18 @@ wire [23:0]            ack_psn;
 requester #(
     .NUM_QP(NUM_QP), .NUM_CQ(NUM_CQ), .NUM_PORTS(NUM_PORTS), .ADDR_WIDTH(ADDR_WIDTH),
     .DATA_WIDTH(DATA_WIDTH), .SQ_WIN_LOG(SQ_WIN_LOG), .BYPASS_MOVERS(BYPASS_MOVERS),
-    .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT)
+    .CLOCK_MHZ(CLOCK_MHZ), .TIMER_SHIFT(TIMER_SHIFT), .NUM_GIDS(NUM_GIDS)
 ) req (
     .clk(clk), .rst(rst),
     .sched_valid(sched_valid), .sched_qpn(sched_qpn), .sched_take(sched_take),
-    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gid(port_gid),
+    .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gids(port_gids),
+    .port_gid_vlans(port_gid_vlans), .port_eth(port_eth),
     .port_pkey(port_pkey), .bypass_en(bypass_en),
     .qp_qpn(a_qpn), .qp_type(a_type), .qp_state(a_state), .qp_pd(a_pd),
     .qp_scq(a_scq), .qp_port(a_port), .qp_qkey(a_qkey), .qp_dest_qpn(a_dest_qpn),
     .qp_dlid(a_dlid), .qp_sl(a_sl), .qp_src_path_bits(a_spb), .qp_is_global(a_global),
     .qp_hop_limit(a_hop), .qp_tclass(a_tclass), .qp_flow_label(a_flow), .qp_dgid(a_dgid),
+    .qp_sgid_index(a_sgid), .qp_dmac(a_dmac),
     .qp_sq_base(a_sq_base), .qp_sq_log(a_sq_log), .qp_sq_sge(a_sq_sge), .qp_sq_pi(a_sq_pi), .qp_sq_ci(a_sq_ci),
     .qp_sq_ni(a_sq_ni), .qp_max_rd(a_max_rd),
     .qp_rnr_left(a_rnr_left), .qp_rnr_retry(a_rnr_retry), .qp_rnr_waiting(a_rnr_waiting),
@@ -629,6 +643,7 @@ requester #(
     .ah_num(ah_num), .ah_valid(ah_valid), .ah_pd(ah_pd), .ah_port(ah_port), .ah_dlid(ah_dlid),
     .ah_sl(ah_sl), .ah_src_path_bits(ah_spb), .ah_is_global(ah_global), .ah_hop_limit(ah_hop),
     .ah_tclass(ah_tclass), .ah_flow_label(ah_flow), .ah_dgid(ah_dgid), .ah_rate(ah_rate),
+    .ah_sgid_index(ah_sgid), .ah_dmac(ah_dmac),
     .m_msg_valid(msg_c_valid[0]), .m_msg_ready(msg_c_ready[0]), .m_msg_kind(req_msg_kind),
     .m_msg_op(req_msg_op), .m_msg_type(req_msg_type), .m_msg_dest_qpn(req_msg_dest_qpn),
     .m_msg_src_qpn(req_msg_src_qpn), .m_msg_port(req_msg_port), .m_msg_len(req_msg_len),
@@ -717,7 +732,7 @@ responder #(
     .s_msg_offset(msg[591+PORT_BITS +: 32]),
     .m_rsp_valid(rsp_valid), .m_rsp_status(rsp_status), .m_rsp_place(rsp_place),
     .m_rsp_rnr(rsp_rnr), .m_rsp_rnr_timer(rsp_rnr_timer), .m_rsp_addr(rsp_addr), .m_rsp_sgl(rsp_sgl),
-    .port_lmc(port_lmc),
+    .port_lmc(port_lmc), .port_eth(port_eth),
     .qp_qpn(b_qpn), .qp_valid(b_valid), .qp_type(b_type), .qp_state(b_state), .qp_pd(b_pd),
     .qp_rcq(b_rcq), .qp_port(b_port), .qp_access(b_access), .qp_qkey(b_qkey),
     .qp_min_rnr_timer(b_min_rnr),
@@ -808,6 +823,7 @@ generate
 
         port_tx #(.DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .NUM_QP(NUM_QP)) tx (
             .clk(clk), .rst(rst),
+            .eth(port_eth[p]), .port_mac(port_mac[p*48 +: 48]),
             .s_req_valid(tx_req_valid && tx_req_port == p), .s_req_ready(tx_req_ready[p]),
             .s_req_desc(tx_req_desc), .req_done(tx_req_done[p]), .req_done_error(tx_req_error[p]),
             .going_back(going_back),
@@ -849,13 +865,15 @@ generate
 
         wire        rcv_pkt, rcv_error, rcv_internal;
         wire [10:0] rcv_pktlen;
-        depacketizer #(.DATA_WIDTH(DATA_WIDTH)) rx_dp (
+        depacketizer #(.DATA_WIDTH(DATA_WIDTH), .NUM_GIDS(NUM_GIDS)) rx_dp (
             .clk(clk), .rst(rst),
             .s_axis_rx_tdata(rx_tdata), .s_axis_rx_tkeep(rx_tkeep), .s_axis_rx_tvalid(rx_tvalid),
             .s_axis_rx_tready(rx_tready), .s_axis_rx_tlast(rx_tlast), .s_axis_rx_tuser(rx_tuser),
             .s_axis_rx_tid(rx_tid),
-            .port_lid(port_lid[p*16 +: 16]), .port_lmc(port_lmc[p*3 +: 3]),
-            .port_gid(port_gid[p*128 +: 128]), .port_pkey(port_pkey[p*16 +: 16]),
+            .eth(port_eth[p]), .port_lid(port_lid[p*16 +: 16]), .port_lmc(port_lmc[p*3 +: 3]),
+            .port_gids(port_gids[p*NUM_GIDS*128 +: NUM_GIDS*128]),
+            .port_gid_vlans(port_gid_vlans[p*NUM_GIDS*13 +: NUM_GIDS*13]),
+            .port_mac(port_mac[p*48 +: 48]), .port_pkey(port_pkey[p*16 +: 16]),
             .m_hdr_valid(hdr_valid[p]), .m_hdr_ready(hdr_ready[p]),
             .m_hdr_opcode(hdr_data[p*RXH_WIDTH + RXH_OPCODE +: 8]),
             .m_hdr_se(hdr_data[p*RXH_WIDTH + RXH_SE]),
@@ -871,6 +889,8 @@ generate
             .m_hdr_hop_limit(hdr_data[p*RXH_WIDTH + RXH_HOP +: 8]),
             .m_hdr_sgid(hdr_data[p*RXH_WIDTH + RXH_SGID +: 128]),
             .m_hdr_dgid(hdr_data[p*RXH_WIDTH + RXH_DGID +: 128]),
+            .m_hdr_smac(hdr_data[p*RXH_WIDTH + RXH_SMAC +: 48]),
+            .m_hdr_vlan(hdr_data[p*RXH_WIDTH + RXH_VLAN +: 13]),
             .m_hdr_raddr(hdr_data[p*RXH_WIDTH + RXH_RADDR +: 64]),
             .m_hdr_rkey(hdr_data[p*RXH_WIDTH + RXH_RKEY +: 32]),
             .m_hdr_dma_len(hdr_data[p*RXH_WIDTH + RXH_DMA_LEN +: 32]),

@@ -11,6 +11,9 @@ endfunction
 function [31:0] be32(input [31:0] v);
     be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
 endfunction
+function [47:0] be48(input [47:0] v);
+    be48 = {be16(v[15:0]), be32(v[47:16])};
+endfunction
 function [63:0] be64(input [63:0] v);
     be64 = {be32(v[31:0]), be32(v[63:32])};
 endfunction

@@ -3,15 +3,24 @@ opcode table, `build` (Packet -> wire bytes LRH..VCRC), `parse` (wire bytes -> P
 the packet on its own, independently of any RTL) and the segmentation of a message into
 path-MTU packets that a packetizer must produce.
 
+The same packets travel over Ethernet as RoCE v2 (IBTA Annex A17): a Packet with `roce` in
+place of `lrh` (and no `grh`) is built as the frame, Ethernet header [802.1Q tag] + IPv4 or
+IPv6 + UDP (destination port 4791) + BTH .. pad + ICRC + Ethernet padding + FCS, and
+`parse(..., link="eth")` reads such frames.
+
 Fields the packet layout determines are not stored in the header classes: LRH LVer (0), LNH
 and PktLen, GRH IPVer (6), PayLen and NxtHdr (0x1B), BTH PadCnt and TVer (0), the reserved
-fields, the pad, ICRC and VCRC. `build` computes them and `parse` checks them, so
-`parse(build(p)) == p` for every well-formed packet `p`.
+fields, the pad, ICRC and VCRC; for RoCE v2 the EtherType, the IP version, lengths, header
+checksum, fragmentation and protocol, the UDP destination port and length, the Ethernet
+padding and the FCS. `build` computes them and `parse` checks them, so `parse(build(p)) == p`
+for every well-formed packet `p` (`link="eth"` for RoCE v2). `build` also sends the IPv4
+identification 0 with DF and a UDP checksum of 0, which `parse` does not require of a sender.
 """
 
+import ipaddress
 from dataclasses import dataclass
 
-from .ib_crc import icrc_bytes, vcrc_bytes
+from .ib_crc import fcs_bytes, icrc_bytes, roce_icrc_bytes, vcrc_bytes
 
 LNH_LOCAL = 2           # BTH follows LRH
 LNH_GLOBAL = 3          # GRH follows LRH
@@ -23,6 +32,23 @@ PSN_MASK = 0xFFFFFF     # PSNs are 24 bits and wrap
 DEFAULT_PKEY = 0xFFFF   # the default partition, full member
 VALID_MTUS = (256, 512, 1024, 2048, 4096)
 MAX_MTU = VALID_MTUS[-1]
+
+ROCE_V2_UDP_PORT = 4791
+ETHERTYPE_VLAN = 0x8100
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+IP_PROTO_UDP = 17
+IPV4_DF = 0x4000        # IPv4 flags and fragment offset: don't fragment
+IPV4_FRAGMENT = 0x3FFF  # more fragments, fragment offset
+ETH_HEADER_BYTES = 14
+VLAN_TAG_BYTES = 4
+IPV4_HEADER_BYTES = 20  # IHL 5: RoCE v2 sends no IPv4 options
+IPV6_HEADER_BYTES = 40
+UDP_HEADER_BYTES = 8
+FCS_BYTES = 4
+ETH_MIN_FRAME = 64      # with the FCS: shorter frames are padded with zeros before it
+IPV4_MAPPED_PREFIX = bytes(10) + b"\xff\xff"    # ::ffff:a.b.c.d
+LINKS = ("ib", "eth")
 
 
 class PacketError(ValueError):
@@ -123,6 +149,90 @@ class BTH:
                    psn=int.from_bytes(data[9:12], "big"), pkey=int.from_bytes(data[2:4], "big"),
                    se=bool(data[1] & 0x80), migreq=bool(data[1] & 0x40),
                    ackreq=bool(data[8] & 0x80))
+
+
+def is_ipv4_mapped(gid):
+    """Whether a GID is an IPv4-mapped IPv6 address (::ffff:a.b.c.d): RoCE v2 then sends
+    IPv4."""
+    return len(gid) == 16 and gid[:12] == IPV4_MAPPED_PREFIX
+
+
+def ipv4_gid(address):
+    """The GID of an IPv4 address (text such as "10.0.0.1", 4 bytes or an int)."""
+    return IPV4_MAPPED_PREFIX + ipaddress.IPv4Address(address).packed
+
+
+def ipv4_checksum(header):
+    """The RFC 791 header checksum of an IPv4 header, its checksum field taken as zero: the
+    one's complement of the one's complement sum of its 16-bit words."""
+    words = header[:10] + bytes(2) + header[12:]
+    total = sum(int.from_bytes(words[at:at + 2], "big") for at in range(0, len(words), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total ^ 0xFFFF
+
+
+@dataclass
+class RoCE:
+    """The Ethernet, IP and UDP fields of a RoCE v2 frame, which stand in for LRH and GRH:
+    IPv4 when both GIDs are IPv4-mapped (`tclass` is then the DSCP/ECN byte, `hop_limit` the
+    TTL, and there is no flow label), IPv6 otherwise. `vlan` None sends the frame untagged,
+    else with an 802.1Q tag of that VID and priority `pcp`. `sport` is the UDP source port the
+    sender chose for the flow."""
+    dmac: bytes
+    smac: bytes
+    sgid: bytes
+    dgid: bytes
+    hop_limit: int
+    sport: int
+    tclass: int = 0
+    flow_label: int = 0
+    vlan: int | None = None
+    pcp: int = 0
+
+    @property
+    def ipv4(self):
+        return is_ipv4_mapped(self.sgid) and is_ipv4_mapped(self.dgid)
+
+    def pack_link(self):
+        """The Ethernet header: MACs, the 802.1Q tag when there is a VLAN, the EtherType."""
+        for name in ("dmac", "smac"):
+            if len(getattr(self, name)) != 6:
+                raise ValueError(f"RoCE {name} must be 6 bytes")
+        if self.vlan is None:
+            if self.pcp:
+                raise ValueError(f"PCP={self.pcp} needs a VLAN tag to travel in")
+            tag = b""
+        else:
+            tag = (_field("TPID", ETHERTYPE_VLAN, 2)
+                   + _field("TCI", _bits("PCP", self.pcp, 3) << 13 | _bits("VID", self.vlan, 12),
+                            2))
+        ethertype = ETHERTYPE_IPV4 if self.ipv4 else ETHERTYPE_IPV6
+        return bytes(self.dmac) + bytes(self.smac) + tag + _field("EtherType", ethertype, 2)
+
+    def pack_network(self, udp_length):
+        """The IP and UDP headers of a datagram whose UDP length (UDP header through ICRC) is
+        `udp_length`."""
+        for name in ("sgid", "dgid"):
+            if len(getattr(self, name)) != 16:
+                raise ValueError(f"RoCE {name} must be 16 bytes")
+        if self.ipv4:
+            if self.flow_label:
+                raise ValueError(f"IPv4 has no flow label (flow_label={self.flow_label:#x})")
+            header = (bytes([4 << 4 | IPV4_HEADER_BYTES // 4]) + _field("TOS", self.tclass, 1)
+                      + _field("IPv4 total length", IPV4_HEADER_BYTES + udp_length, 2)
+                      + bytes(2) + _field("flags", IPV4_DF, 2)        # identification 0
+                      + _field("TTL", self.hop_limit, 1) + bytes([IP_PROTO_UDP]) + bytes(2)
+                      + bytes(self.sgid[12:]) + bytes(self.dgid[12:]))
+            ip = header[:10] + ipv4_checksum(header).to_bytes(2, "big") + header[12:]
+        else:
+            first_word = (6 << 28 | _bits("TClass", self.tclass, 8) << 20
+                          | _bits("FlowLabel", self.flow_label, 20))
+            ip = (first_word.to_bytes(4, "big") + _field("IPv6 payload length", udp_length, 2)
+                  + bytes([IP_PROTO_UDP]) + _field("HopLmt", self.hop_limit, 1)
+                  + bytes(self.sgid) + bytes(self.dgid))
+        return (ip + _field("UDP sport", self.sport, 2) + _field("UDP dport", ROCE_V2_UDP_PORT, 2)
+                + _field("UDP length", udp_length, 2) + bytes(2))            # checksum 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,12 +412,14 @@ OPCODES_BY_NAME = {op.name: op for op in OPCODES.values()}
 # ---------------------------------------------------------------------------------------------
 # Packets
 
-@dataclass
+@dataclass(kw_only=True)
 class Packet:
-    """One packet: headers (extension headers None when absent) and payload (without pad)."""
-    lrh: LRH
+    """One packet: headers (extension headers None when absent) and payload (without pad).
+    An InfiniBand packet has an `lrh` (and a `grh` when global), a RoCE v2 one `roce` instead."""
+    lrh: LRH | None = None
     bth: BTH
     grh: GRH | None = None
+    roce: RoCE | None = None
     deth: DETH | None = None
     reth: RETH | None = None
     atomic_eth: AtomicETH | None = None
@@ -323,7 +435,12 @@ class Packet:
         return OPCODES[self.bth.opcode]
 
     def summary(self):
-        return (f"{self.op.name} dlid={self.lrh.dlid:#x} qp={self.bth.dest_qp:#x} "
+        if self.roce is None:
+            to = f"dlid={self.lrh.dlid:#x}"
+        else:
+            dgid = self.roce.dgid
+            to = f"dip={ipaddress.ip_address(dgid[12:] if self.roce.ipv4 else dgid)}"
+        return (f"{self.op.name} {to} qp={self.bth.dest_qp:#x} "
                 f"psn={self.bth.psn:#x} payload={len(self.payload)}")
 
 
@@ -334,28 +451,36 @@ def seal(body):
     return with_icrc + vcrc_bytes(with_icrc)
 
 
-def build(packet):
-    """The wire bytes of `packet`, LRH through VCRC, with LNH, PktLen, GRH PayLen, PadCnt, the
-    pad and both CRCs computed.
+def seal_frame(link, ip_packet):
+    """A RoCE v2 frame from its Ethernet header `link` and `ip_packet` (IP header through the
+    pad): the ICRC, Ethernet padding and FCS appended. `build` uses it; tests use it to make
+    frames whose CRCs are right and whose other fields are wrong."""
+    frame = bytes(link) + bytes(ip_packet) + roce_icrc_bytes(ip_packet)
+    frame += bytes(max(0, ETH_MIN_FRAME - FCS_BYTES - len(frame)))
+    return frame + fcs_bytes(frame)
 
-    The packet must be one `parse` can read back: a known opcode with exactly its extension
-    headers, and no payload where the opcode carries none (ValueError otherwise). Payload sizes
-    are not checked, so a test can build a first packet shorter than the path MTU, or one
-    larger than any MTU, and see the receiver reject it.
+
+def build(packet):
+    """The wire bytes of `packet`: LRH through VCRC, with LNH, PktLen, GRH PayLen, PadCnt, the
+    pad and both CRCs computed; for a RoCE v2 packet the frame, destination MAC through FCS,
+    with the IP and UDP lengths, the IPv4 checksum, PadCnt, the pad, the ICRC, Ethernet
+    padding and the FCS computed.
+
+    The packet must be one `parse` can read back: an LRH or RoCE fields (not both, and no GRH
+    with RoCE), a known opcode with exactly its extension headers, and no payload where the
+    opcode carries none (ValueError otherwise). Payload sizes are not checked, so a test can
+    build a first packet shorter than the path MTU, or one larger than any MTU, and see the
+    receiver reject it.
     """
-    op = OPCODES.get(packet.bth.opcode)
-    if op is None:
-        raise ValueError(f"unknown opcode {packet.bth.opcode:#04x}")
-    for name in EXTENSION_HEADERS:
-        present = getattr(packet, name) is not None
-        if present != (name in op.headers):
-            raise ValueError(f"{op.name} {'needs' if not present else 'has no'} {name}")
-    if packet.payload and not op.payload:
-        raise ValueError(f"{op.name} carries no payload")
-    padcnt = -len(packet.payload) & 3
-    transport = (packet.bth.pack(padcnt)
-                 + b"".join(getattr(packet, name).pack() for name in op.headers)
-                 + bytes(packet.payload) + bytes(padcnt))
+    if (packet.lrh is None) == (packet.roce is None):
+        raise ValueError("a packet has an LRH (InfiniBand) or RoCE fields (RoCE v2), not "
+                         + ("both" if packet.roce else "neither"))
+    if packet.roce is not None and packet.grh is not None:
+        raise ValueError("a RoCE v2 packet has no GRH: its IP header stands in for it")
+    transport = _transport(packet)
+    if packet.roce is not None:
+        network = packet.roce.pack_network(UDP_HEADER_BYTES + len(transport) + ICRC_BYTES)
+        return seal_frame(packet.roce.pack_link(), network + transport)
     if packet.grh is None:
         network = b""
         lnh = LNH_LOCAL
@@ -366,14 +491,36 @@ def build(packet):
     return seal(packet.lrh.pack(lnh, pktlen) + network + transport)
 
 
-def parse(data, mtu=None):
-    """Decode the wire bytes of one packet (LRH through VCRC) into a Packet, checking it on its
-    own: CRCs, lengths, versions, opcode, headers, pad and payload size for the opcode. First
-    and middle packets must carry exactly `mtu` bytes (when given; otherwise one of the valid
-    path MTUs), last and only packets at most `mtu` (or 4096). The first failed check raises
-    PacketError naming it.
+def _transport(packet):
+    """BTH, extension headers, payload and pad: what InfiniBand and RoCE v2 carry alike."""
+    op = OPCODES.get(packet.bth.opcode)
+    if op is None:
+        raise ValueError(f"unknown opcode {packet.bth.opcode:#04x}")
+    for name in EXTENSION_HEADERS:
+        present = getattr(packet, name) is not None
+        if present != (name in op.headers):
+            raise ValueError(f"{op.name} {'needs' if not present else 'has no'} {name}")
+    if packet.payload and not op.payload:
+        raise ValueError(f"{op.name} carries no payload")
+    padcnt = -len(packet.payload) & 3
+    return (packet.bth.pack(padcnt)
+            + b"".join(getattr(packet, name).pack() for name in op.headers)
+            + bytes(packet.payload) + bytes(padcnt))
+
+
+def parse(data, mtu=None, link="ib"):
+    """Decode the wire bytes of one packet into a Packet, checking it on its own: CRCs,
+    lengths, versions, opcode, headers, pad and payload size for the opcode. First and middle
+    packets must carry exactly `mtu` bytes (when given; otherwise one of the valid path MTUs),
+    last and only packets at most `mtu` (or 4096). The first failed check raises PacketError
+    naming it. `link` "ib" reads an InfiniBand packet, LRH through VCRC; "eth" a RoCE v2
+    frame, destination MAC through FCS (`_parse_roce`).
     """
+    if link not in LINKS:
+        raise ValueError(f"link {link!r} is not one of {LINKS}")
     data = bytes(data)
+    if link == "eth":
+        return _parse_roce(data, mtu)
     shortest = LRH.SIZE + BTH.SIZE + ICRC_BYTES + VCRC_BYTES
     if len(data) < shortest:
         raise PacketError("truncated", f"{len(data)} bytes, a packet has at least {shortest}")
@@ -413,8 +560,92 @@ def parse(data, mtu=None):
             raise PacketError("GRH PayLen", f"{paylen}, packet has {len(body) - bth_at} bytes "
                                             "from BTH through ICRC")
         grh = GRH.unpack(grh_bytes)
+    return Packet(lrh=LRH.unpack(data), grh=grh, **_parse_transport(covered, bth_at, mtu))
 
-    bth_bytes = data[bth_at:bth_at + BTH.SIZE]
+
+def _parse_roce(data, mtu):
+    """A RoCE v2 frame's checks, in the order a receiver can make them: length, FCS,
+    EtherType, IP version, IPv4 IHL, checksum and fragmentation, protocol, the IP length
+    against the frame (bytes past the IP packet only as zero padding up to the 64-byte
+    minimum), UDP destination port and length, ICRC, then the transport's as on InfiniBand."""
+    if len(data) < ETH_MIN_FRAME:
+        raise PacketError("truncated", f"{len(data)} bytes, a frame has at least {ETH_MIN_FRAME}")
+    body = data[:-FCS_BYTES]
+    if fcs_bytes(body) != data[-FCS_BYTES:]:
+        raise PacketError("FCS", f"computed {fcs_bytes(body).hex()}, "
+                                 f"frame carries {data[-FCS_BYTES:].hex()}")
+    ethertype = int.from_bytes(body[12:14], "big")
+    ethernet = dict(dmac=body[0:6], smac=body[6:12])
+    ip_at = ETH_HEADER_BYTES
+    if ethertype == ETHERTYPE_VLAN:
+        tci = int.from_bytes(body[14:16], "big")            # DEI ignored
+        ethernet.update(vlan=tci & 0xFFF, pcp=tci >> 13)
+        ethertype = int.from_bytes(body[16:18], "big")
+        ip_at += VLAN_TAG_BYTES
+    version = {ETHERTYPE_IPV4: 4, ETHERTYPE_IPV6: 6}.get(ethertype)
+    if version is None:
+        raise PacketError("EtherType", f"{ethertype:#06x}, must be {ETHERTYPE_IPV4:#06x} (IPv4) "
+                                       f"or {ETHERTYPE_IPV6:#06x} (IPv6)")
+    if body[ip_at] >> 4 != version:
+        raise PacketError("IP version", f"{body[ip_at] >> 4} under EtherType {ethertype:#06x}")
+    if version == 4:
+        ihl = body[ip_at] & 0xF
+        if ihl != IPV4_HEADER_BYTES // 4:
+            raise PacketError("IPv4 IHL", f"{ihl}, must be 5 (no options)")
+        header = body[ip_at:ip_at + IPV4_HEADER_BYTES]
+        checksum = ipv4_checksum(header)
+        if checksum != int.from_bytes(header[10:12], "big"):
+            raise PacketError("IPv4 checksum", f"computed {checksum:#06x}, "
+                                               f"header carries {header[10:12].hex()}")
+        fragment = int.from_bytes(header[6:8], "big")
+        if fragment & IPV4_FRAGMENT:
+            raise PacketError("IPv4 fragment", f"flags and offset {fragment:#06x}: "
+                                               "RoCE v2 is not fragmented")
+        protocol, ip_length = header[9], int.from_bytes(header[2:4], "big")
+        network = dict(sgid=ipv4_gid(header[12:16]), dgid=ipv4_gid(header[16:20]),
+                       hop_limit=header[8], tclass=header[1])
+    else:
+        header = body[ip_at:ip_at + IPV6_HEADER_BYTES]
+        first_word = int.from_bytes(header[0:4], "big")
+        protocol = header[6]
+        ip_length = IPV6_HEADER_BYTES + int.from_bytes(header[4:6], "big")
+        network = dict(sgid=header[8:24], dgid=header[24:40], hop_limit=header[7],
+                       tclass=first_word >> 20 & 0xFF, flow_label=first_word & 0xFFFFF)
+    if protocol != IP_PROTO_UDP:
+        raise PacketError("IP protocol", f"{protocol}, must be {IP_PROTO_UDP} (UDP)")
+
+    udp_at = ip_at + len(header)
+    ip_end = ip_at + ip_length
+    shortest = len(header) + UDP_HEADER_BYTES + BTH.SIZE + ICRC_BYTES
+    if ip_length < shortest:
+        raise PacketError("IP length", f"{ip_length} bytes, RoCE v2 needs at least {shortest}")
+    if ip_end > len(body):
+        raise PacketError("IP length", f"{ip_length} bytes, the frame holds {len(body) - ip_at}")
+    if ip_end < len(body) and len(body) > ETH_MIN_FRAME - FCS_BYTES:
+        raise PacketError("IP length", f"{ip_length} bytes, the frame holds {len(body) - ip_at}: "
+                                       f"more than padding to {ETH_MIN_FRAME} bytes")
+    if any(body[ip_end:]):
+        raise PacketError("Ethernet padding", f"{body[ip_end:].hex()}, must be zero")
+    udp = body[udp_at:udp_at + UDP_HEADER_BYTES]
+    dport = int.from_bytes(udp[2:4], "big")
+    if dport != ROCE_V2_UDP_PORT:
+        raise PacketError("UDP port", f"destination {dport}, must be {ROCE_V2_UDP_PORT}")
+    udp_length = int.from_bytes(udp[4:6], "big")
+    if udp_length != ip_end - udp_at:
+        raise PacketError("UDP length", f"{udp_length}, the IP packet carries {ip_end - udp_at} "
+                                        "bytes from the UDP header on")
+    covered = body[ip_at:ip_end - ICRC_BYTES]
+    if roce_icrc_bytes(covered) != body[ip_end - ICRC_BYTES:ip_end]:
+        raise PacketError("ICRC", f"computed {roce_icrc_bytes(covered).hex()}, "
+                                  f"packet carries {body[ip_end - ICRC_BYTES:ip_end].hex()}")
+    roce = RoCE(sport=int.from_bytes(udp[0:2], "big"), **ethernet, **network)
+    return Packet(roce=roce, **_parse_transport(covered, udp_at - ip_at + UDP_HEADER_BYTES, mtu))
+
+
+def _parse_transport(covered, bth_at, mtu):
+    """The BTH, extension headers and payload of `covered` (a packet through its pad, the BTH
+    at `bth_at`), checked as Packet keyword arguments."""
+    bth_bytes = covered[bth_at:bth_at + BTH.SIZE]
     if bth_bytes[1] & 0xF != 0:
         raise PacketError("BTH TVer", f"{bth_bytes[1] & 0xF}, must be 0")
     op = OPCODES.get(bth_bytes[0])
@@ -443,7 +674,7 @@ def parse(data, mtu=None):
     if any(covered[len(covered) - padcnt:]):
         raise PacketError("pad bytes", f"{covered[len(covered) - padcnt:].hex()}, must be zero")
     _check_payload_length(op, len(payload), mtu)
-    return Packet(lrh=LRH.unpack(data), bth=bth, grh=grh, payload=payload, **extensions)
+    return dict(bth=bth, payload=payload, **extensions)
 
 
 def _check_payload_length(op, size, mtu):
@@ -518,11 +749,12 @@ def segment(transport, operation, length, mtu, psn, immediate=False, start=0):
     return segments
 
 
-def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEFAULT_PKEY,
-              grh=None, deth=None, reth=None, aeth=None, immdt=None, se=False, migreq=False,
-              start=0):
-    """The packets of one message from packet index `start` on (see `segment`), each with
-    the headers its opcode carries:
+def packetize(transport, operation, payload, mtu, *, lrh=None, dest_qp, psn, pkey=DEFAULT_PKEY,
+              grh=None, roce=None, deth=None, reth=None, aeth=None, immdt=None, se=False,
+              migreq=False, start=0):
+    """The packets of one message from packet index `start` on (see `segment`), each
+    addressed by `lrh` (and `grh`) on InfiniBand or by `roce` on RoCE v2, with the headers its
+    opcode carries:
     `deth` on every UD packet, `reth` on the first or only RDMA WRITE packet, `aeth` on the
     first, last and only READ response packets, `immdt` (which makes the message one with
     immediate) and the solicited-event bit `se` on the last or only packet."""
@@ -538,7 +770,7 @@ def packetize(transport, operation, payload, mtu, *, lrh, dest_qp, psn, pkey=DEF
             raise ValueError(f"{op.name} needs {', '.join(missing)}")
         used.update(op.headers)
         packets.append(Packet(
-            lrh=lrh, grh=grh,
+            lrh=lrh, grh=grh, roce=roce,
             bth=BTH(opcode=seg.opcode, dest_qp=dest_qp, psn=seg.psn, pkey=pkey,
                     se=se and op.position in (LAST, ONLY), migreq=migreq, ackreq=seg.ackreq),
             payload=bytes(payload[seg.offset:seg.offset + seg.length]),

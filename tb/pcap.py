@@ -1,8 +1,12 @@
-"""Capture files of InfiniBand packets that Wireshark decodes natively.
+"""Capture files of InfiniBand packets and RoCE v2 frames that Wireshark decodes natively.
 
-A pcap file (nanosecond timestamps) with link type ERF (197); every record is an ERF type 21
-(InfiniBand) record: a 16-byte ERF header, then the packet from LRH through VCRC. Wireshark
-4.0 has no dissector for the InfiniBand link type of its own (247), hence ERF.
+InfiniBand: a pcap file (nanosecond timestamps) with link type ERF (197); every record is an
+ERF type 21 (InfiniBand) record: a 16-byte ERF header, then the packet from LRH through VCRC.
+Wireshark 4.0 has no dissector for the InfiniBand link type of its own (247), hence ERF.
+
+Ethernet: a pcap file (nanosecond timestamps) with link type ETHERNET (1); every record is a
+frame from destination MAC through the Ethernet padding, without its FCS, as a NIC captures
+it. Wireshark decodes UDP port 4791 as RoCE v2 (InfiniBand over UDP) by itself.
 """
 
 import struct
@@ -11,6 +15,8 @@ PCAP_MAGIC_NS = 0xA1B23C4D      # pcap with nanosecond timestamps
 PCAP_VERSION = (2, 4)
 PCAP_SNAPLEN = 65535            # larger than any record: IB packets are at most 8 KiB
 LINKTYPE_ERF = 197
+LINKTYPE_ETHERNET = 1
+FCS_BYTES = 4
 
 ERF_HEADER_BYTES = 16
 ERF_TYPE_INFINIBAND = 21
@@ -40,16 +46,25 @@ def erf_record(packet, time_ns, interface=0, rx_error=False):
 
 
 class PcapWriter:
-    """Writes ERF InfiniBand records to a pcap file: `write()` per packet, then `close()`
-    (or use it as a context manager)."""
+    """Writes packets to a pcap file: `write()` per packet, then `close()` (or use it as a
+    context manager). `link` "ib" writes ERF InfiniBand records, "eth" Ethernet frames."""
 
-    def __init__(self, path):
+    def __init__(self, path, link="ib"):
+        if link not in ("ib", "eth"):
+            raise ValueError(f"link {link!r} is not 'ib' or 'eth'")
+        self.link = link
         self.file = open(path, "wb")
-        self.file.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, *PCAP_VERSION, 0, 0,
-                                    PCAP_SNAPLEN, LINKTYPE_ERF))
+        self.file.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, *PCAP_VERSION, 0, 0, PCAP_SNAPLEN,
+                                    LINKTYPE_ERF if link == "ib" else LINKTYPE_ETHERNET))
 
     def write(self, packet, time_ns, interface=0, rx_error=False):
-        record = erf_record(packet, time_ns, interface, rx_error)
+        """One packet: LRH through VCRC on "ib", where `interface` and `rx_error` go into the
+        ERF header; a frame through its FCS on "eth", written without the FCS, where a pcap
+        record has no place for them and they are not kept."""
+        if self.link == "ib":
+            record = erf_record(packet, time_ns, interface, rx_error)
+        else:
+            record = bytes(packet[:-FCS_BYTES])
         seconds, ns = divmod(time_ns, 10**9)
         self.file.write(struct.pack("<IIII", seconds, ns, len(record), len(record)) + record)
 

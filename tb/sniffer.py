@@ -1,6 +1,7 @@
 """A sniffer for one link of a harness: it takes each packet that crossed the link whole from
 the link's HDL tap (tb/hdl/sim_link_tap.v), decodes it with ib_packet and can write the packets
-to a pcap file Wireshark reads.
+to a pcap file Wireshark reads. The link is InfiniBand (packets LRH through VCRC) or Ethernet
+(RoCE v2 frames, destination MAC through FCS).
 
 The link is an AXI-Stream: byte 0 of a packet is tdata[7:0] of its first beat, the kept bytes
 of every beat are its low bytes (tkeep contiguous from bit 0), tlast marks the last beat, and
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from cocotb.triggers import ReadOnly, ValueChange
 from cocotb_bus.monitors import BusMonitor
 
-from .ib_packet import Packet, PacketError, parse
+from .ib_packet import LINKS, Packet, PacketError, parse
 from .pcap import PcapWriter
 from .signals import read_int
 
@@ -40,15 +41,20 @@ class LinkSniffer(BusMonitor):
     """Watches the sim_link_tap instance `tap` from construction on (start it after reset).
     `clock` and `cycle` are the harness's tb_clk and free-running cycle counter (the scoreboard
     waits on them); `mtu`, when given, is the path MTU packets are checked against;
-    `interface` is the ERF capture interface of the link in pcaps."""
+    `interface` is the ERF capture interface of the link in InfiniBand pcaps; `link` is "ib"
+    or "eth" (RoCE v2 frames, decoded with `parse(..., link="eth")`, written to Ethernet
+    pcaps)."""
 
     _signals = ["packets", "data", "keep", "pkt_beats", "pkt_cycle", "pkt_user", "pkt_x",
                 "pkt_long", "pkt_keep_ok", "pkt_last_keep", "beats", "last_beat_cycle", "tdata"]
 
-    def __init__(self, tap, clock, cycle, mtu=None, interface=0):
+    def __init__(self, tap, clock, cycle, mtu=None, interface=0, link="ib"):
+        if link not in LINKS:
+            raise ValueError(f"link {link!r} is not one of {LINKS}")
         self.cycle = cycle
         self.mtu = mtu
         self.interface = interface
+        self.link = link
         self.captures = []
         self.wakes = 0              # times Python woke for this link: the cost of watching
         super().__init__(tap, None, clock, callback=self.captures.append)
@@ -77,8 +83,9 @@ class LinkSniffer(BusMonitor):
         return [capture for capture in self.captures if capture.error is not None]
 
     def write_pcap(self, path, period_ns=CLOCK_PERIOD_NS):
-        """Every capture as an ERF InfiniBand record, aborted ones flagged as RX errors."""
-        with PcapWriter(path) as pcap:
+        """Every capture: on InfiniBand as an ERF record, aborted ones flagged as RX errors; on
+        Ethernet as a frame without its FCS, aborted ones unflagged (pcap has no flag)."""
+        with PcapWriter(path, self.link) as pcap:
             for capture in self.captures:
                 pcap.write(capture.data, capture.cycle * period_ns, self.interface,
                            rx_error=capture.aborted)
@@ -133,7 +140,7 @@ class LinkSniffer(BusMonitor):
             capture = Capture(cycle, data, error=f"framing: {framing}")
         else:
             try:
-                capture = Capture(cycle, data, packet=parse(data, self.mtu))
+                capture = Capture(cycle, data, packet=parse(data, self.mtu, self.link))
             except PacketError as failure:
                 capture = Capture(cycle, data, error=str(failure))
         if aborted:

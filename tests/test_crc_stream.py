@@ -1,6 +1,7 @@
 """Unit tests of crc_stream and ib_icrc (through tb/hdl/tb_crc_stream.v) against tb/ib_crc.py.
 
-The harness has two input streams: `icrc_*` feeds ib_icrc a packet (LRH through pad), and
+The harness has two input streams: `icrc_*` feeds ib_icrc a packet (LRH through pad, or with
+`icrc_eth` a RoCE v2 frame), and
 `crc_*` feeds a raw CRC-32 and a CRC-16 (VCRC) crc_stream side by side. Inputs change on the
 falling edge; the combinational CRC outputs are read after ReadOnly in that time step, which
 is what the next rising edge sees on any simulator. Disabled bytes and idle cycles carry random
@@ -17,7 +18,8 @@ from cocotb.triggers import FallingEdge, ReadOnly
 import pytest
 
 from tb import simrun
-from tb.ib_crc import KAT_ICRC, KAT_PACKET, icrc, icrc_bytes, icrc_mask, vcrc
+from tb import ib_packet as ib
+from tb.ib_crc import KAT_ICRC, KAT_PACKET, icrc, icrc_bytes, icrc_mask, roce_icrc, vcrc
 from tb.seed import SEED, rng_for
 
 
@@ -35,7 +37,7 @@ class TB:
         self.log.setLevel(logging.INFO)
         self.rng = rng_for(test_name, self.log)
         self.nbytes = len(dut.icrc_data) // 8
-        for name in ("icrc_valid", "icrc_data", "icrc_keep", "icrc_last",
+        for name in ("icrc_eth", "icrc_valid", "icrc_data", "icrc_keep", "icrc_last",
                      "crc_valid", "crc_first", "crc_data", "crc_keep"):
             getattr(dut, name).value = 0
         dut.rst.value = 1
@@ -247,6 +249,68 @@ async def test_icrc_variant_fields(dut):
             assert same == ignored, \
                 (f"{kind} byte {pos} ^= {flip:#04x}: ICRC {'same' if same else 'differs'}"
                  f" (SEED={SEED})")
+
+
+def random_roce_frame(rng):
+    """A RoCE v2 frame (Ethernet .. FCS) of a random opcode and payload, tagged or not, over
+    IPv4 or IPv6, and where its IP packet lies in it."""
+    v4 = rng.random() < 0.5
+    gid = (lambda: ib.ipv4_gid(rng.randbytes(4))) if v4 else (lambda: rng.randbytes(16))
+    tagged = rng.random() < 0.5
+    roce = ib.RoCE(dmac=rng.randbytes(6), smac=rng.randbytes(6), sgid=gid(), dgid=gid(),
+                   hop_limit=rng.randrange(256), sport=rng.randrange(0xC000, 0x10000),
+                   tclass=rng.randrange(256), flow_label=0 if v4 else rng.randrange(1 << 20),
+                   vlan=rng.randrange(4096) if tagged else None,
+                   pcp=rng.randrange(8) if tagged else 0)
+    op = rng.choice(list(ib.OPCODES.values()))
+    headers = {name: ib.EXTENSION_HEADERS[name].unpack(rng.randbytes(ib.EXTENSION_HEADERS[name].SIZE))
+               for name in op.headers}
+    payload = rng.randbytes(rng.choice([0, 1, 3, rng.randint(1, 300)])) if op.payload else b""
+    packet = ib.Packet(roce=roce, payload=payload, **headers,
+                       bth=ib.BTH(opcode=op.code, dest_qp=rng.randrange(1 << 24),
+                                  psn=rng.randrange(1 << 24), pkey=rng.randrange(1 << 16)))
+    frame = ib.build(packet)
+    ip_at = 18 if tagged else 14
+    ip_len = (int.from_bytes(frame[ip_at + 2:ip_at + 4], "big") if v4
+              else 40 + int.from_bytes(frame[ip_at + 4:ip_at + 6], "big"))
+    return frame, ip_at, ip_at + ip_len
+
+
+ICRC_RESIDUE = 0x2144DF1C   # the CRC-32 of anything followed by its own CRC
+
+
+@cocotb.test()
+async def test_icrc_roce_frames(dut):
+    """RoCE v2 frames (icrc_eth): sent as a packetizer feeds the engine (Ethernet header .. pad,
+    before the ICRC) the ICRC is the reference's, over the IP packet with its variant fields
+    masked, whatever the Ethernet header, the tag and the IP version; received whole (ICRC,
+    Ethernet padding and FCS too) the engine stops at the IP packet's end and ends on the CRC
+    residue. Random bytes of the headers changed in turn (not the EtherTypes and the IP
+    version and lengths, which choose the layout) keep the ICRC equal to the reference's."""
+    tb = TB(dut, "test_icrc_roce_frames")
+    await tb.reset()
+    dut.icrc_eth.value = 1
+    rng = tb.rng
+    frames = [random_roce_frame(rng) for _ in range(120)]
+    for frame, ip_at, ip_end in frames[:40]:
+        for _ in range(3):
+            changed = bytearray(frame)
+            pos = rng.randrange(ip_end - 4)
+            # the layout: EtherTypes, IP version, IP lengths
+            if pos not in (12, 13, ip_at - 2, ip_at - 1, ip_at, ip_at + 2, ip_at + 3, ip_at + 4, ip_at + 5):
+                changed[pos] ^= rng.randrange(1, 256)
+            frames.append((bytes(changed), ip_at, ip_end))
+    sent = [frame[:ip_end - 4] for frame, _, ip_end in frames]
+    got = await tb.icrc_packets(sent, gap=0.2)
+    for k, ((frame, ip_at, ip_end), value) in enumerate(zip(frames, got)):
+        want = roce_icrc(frame[ip_at:ip_end - 4])
+        assert value == want, \
+            (f"frame {k} ({len(frame)} bytes, IP at {ip_at}): ICRC {value:#010x}, want "
+             f"{want:#010x} (SEED={SEED})")
+    whole = [frame for frame, _, _ in frames[:120]]
+    for k, value in enumerate(await tb.icrc_packets(whole, gap=0.2)):
+        assert value == ICRC_RESIDUE, \
+            f"received frame {k} ({len(whole[k])} bytes): {value:#010x}, not the residue (SEED={SEED})"
 
 
 @cocotb.test()

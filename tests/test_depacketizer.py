@@ -100,6 +100,10 @@ class Port:
         dut.port_lmc.value = self.lmc
         dut.port_gid.value = int.from_bytes(self.gid, "big")
         dut.port_pkey.value = self.pkey
+        dut.eth.value = 0
+        dut.port_mac.value = 0
+        dut.port_gids_more.value = 0
+        dut.port_gid_vlans.value = 0
 
     def packet(self, rng, opcode, length, grh=None):
         """A well-formed packet to this port: random fields, `length` payload bytes."""
@@ -162,6 +166,8 @@ class TB:
         self.tx_source.log.setLevel(logging.WARNING)
         self.port = Port(self.rng)
         self.port.drive(dut)
+        dut.desc_dmac.value = 0
+        dut.desc_vlan.value = 0
         # what the monitor saw
         self.headers = []           # m_hdr_* fields of each header handshake
         self.payloads = []          # (header index, payload bytes) per finished payload

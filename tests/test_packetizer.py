@@ -155,6 +155,10 @@ class TB:
         self.jitter = 0
         self.pending = []           # (cycle the chunk may start, its bytes)
         dut.desc_valid.value = 0
+        dut.eth.value = 0
+        dut.port_mac.value = 0
+        dut.desc_dmac.value = 0
+        dut.desc_vlan.value = 0
         dut.pl_req_ready.value = 1
         dut.cut_delay.value = 0     # no cut
         dut.rst.value = 1

@@ -5,7 +5,8 @@
 
 module ah_table #(
     parameter NUM_AH = 16,         // address handles
-    parameter NUM_PORTS = 2        // ports, to check port numbers
+    parameter NUM_PORTS = 2,       // ports, to check port numbers
+    parameter NUM_GIDS = 4         // GID table entries per port, to check source GID indices
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -29,6 +30,8 @@ module ah_table #(
     output wire [7:0]               ah_tclass,
     output wire [19:0]              ah_flow_label,
     output wire [127:0]             ah_dgid,
+    output wire [GID_BITS-1:0]      ah_sgid_index, // the port's GID table entry it sends from
+    output wire [47:0]              ah_dmac,       // Ethernet: destination MAC
     output wire [3:0]               ah_rate       // static rate divisor: 0 or 1 full port rate
 );
 
@@ -36,6 +39,7 @@ module ah_table #(
 
 localparam AH_BITS   = $clog2(NUM_AH);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam GID_BITS = NUM_GIDS > 1 ? $clog2(NUM_GIDS) : 1;
 
 reg  [NUM_AH-1:0]    h_valid;
 reg [15:0]           h_pd     [0:NUM_AH-1];
@@ -49,6 +53,8 @@ reg [7:0]            h_tclass [0:NUM_AH-1];
 reg [19:0]           h_flow   [0:NUM_AH-1];
 reg [127:0]          h_dgid   [0:NUM_AH-1];
 reg [3:0]            h_rate   [0:NUM_AH-1];
+reg [GID_BITS-1:0]   h_sgid   [0:NUM_AH-1];
+reg [47:0]           h_dmac   [0:NUM_AH-1];
 
 wire [AH_BITS-1:0] ri = ah[AH_BITS-1:0];
 assign ah_valid         = ah < NUM_AH && h_valid[ri];
@@ -63,18 +69,22 @@ assign ah_tclass        = h_tclass[ri];
 assign ah_flow_label    = h_flow[ri];
 assign ah_dgid          = h_dgid[ri];
 assign ah_rate          = h_rate[ri];
+assign ah_sgid_index    = h_sgid[ri];
+assign ah_dmac          = h_dmac[ri];
 
 wire [AH_BITS-1:0] ci = cmd_index[AH_BITS-1:0];
 wire [7:0] c_port = cmd_data[6*8 +: 8];
+wire [7:0] c_sgid = cmd_data[38*8 +: 8];
 
 // 0x04 bits 7:4 of the static rate and the rest of the block are reserved
-wire unused_cmd = ^{cmd_data[511:256], cmd_data[111:104], cmd_data[47:41], cmd_data[95:84],
-                    cmd_data[39:36], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS]};
+wire unused_cmd = ^{cmd_data[511:312], cmd_data[111:104], cmd_data[47:41], cmd_data[95:84],
+                    cmd_data[39:36], cmd_data[31], cmd_data[23:20], c_port[7:PORT_BITS],
+                    c_sgid[7:GID_BITS]};
 
 wire do_create, do_destroy;
 ctx_cmd #(.CREATE_OP(CMD_CREATE_AH), .DESTROY_OP(CMD_DESTROY_AH), .COUNT(NUM_AH)) cmd (
     .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index),
-    .exists(h_valid[ci]), .params_ok(c_port >= 8'd1 && c_port <= NUM_PORTS),
+    .exists(h_valid[ci]), .params_ok(c_port >= 8'd1 && c_port <= NUM_PORTS && c_sgid < NUM_GIDS),
     .do_create(do_create), .do_destroy(do_destroy), .cmd_done(cmd_done), .cmd_result(cmd_result)
 );
 
@@ -94,6 +104,8 @@ always @(posedge clk) begin
         h_pd[ci]     <= cmd_data[14*8 +: 16];
         h_dgid[ci]   <= gid_from_block(cmd_data[16*8 +: 128]);
         h_rate[ci]   <= cmd_data[4*8 +: 4];
+        h_dmac[ci]   <= mac_from_block(cmd_data[32*8 +: 48]);
+        h_sgid[ci]   <= c_sgid[GID_BITS-1:0];
     end
     if (rst)
         h_valid <= {NUM_AH{1'b0}};

@@ -18,7 +18,8 @@ module qp_table #(
     parameter NUM_SRQ = 16,        // shared receive queues, to check SRQ numbers
     parameter NUM_PORTS = 2,       // ports, to check port numbers
     parameter ADDR_WIDTH = 32,     // host address width
-    parameter SQ_WIN_LOG = 4       // send window: WQEs issued and not yet completed, per QP
+    parameter SQ_WIN_LOG = 4,      // send window: WQEs issued and not yet completed, per QP
+    parameter NUM_GIDS = 4         // GID table entries per port, to check source GID indices
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -66,6 +67,8 @@ module qp_table #(
     output wire [7:0]               a_tclass,
     output wire [19:0]              a_flow_label,
     output wire [127:0]             a_dgid,
+    output wire [GID_BITS-1:0]      a_sgid_index,
+    output wire [47:0]              a_dmac,
     output wire [ADDR_WIDTH-1:0]    a_sq_base,
     output wire [3:0]               a_sq_log,
     output wire [2:0]               a_sq_sge,       // SGEs a send WQE may have: 0..4 (0 counts as 1)
@@ -150,6 +153,7 @@ module qp_table #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam GID_BITS = NUM_GIDS > 1 ? $clog2(NUM_GIDS) : 1;
 localparam SRQN_BITS = NUM_SRQ > 1 ? $clog2(NUM_SRQ) : 1;
 
 reg                   q_valid     [0:NUM_QP-1];
@@ -185,6 +189,8 @@ reg [7:0]             q_hop       [0:NUM_QP-1];
 reg [7:0]             q_tclass    [0:NUM_QP-1];
 reg [19:0]            q_flow      [0:NUM_QP-1];
 reg [127:0]           q_dgid      [0:NUM_QP-1];
+reg [GID_BITS-1:0]    q_sgid      [0:NUM_QP-1];
+reg [47:0]            q_dmac      [0:NUM_QP-1];
 reg [15:0]            q_sq_pi     [0:NUM_QP-1];
 reg [15:0]            q_sq_ci     [0:NUM_QP-1];
 reg [15:0]            q_sq_ni     [0:NUM_QP-1];
@@ -213,6 +219,8 @@ assign a_hop_limit     = q_hop[a_qpn];
 assign a_tclass        = q_tclass[a_qpn];
 assign a_flow_label    = q_flow[a_qpn];
 assign a_dgid          = q_dgid[a_qpn];
+assign a_sgid_index    = q_sgid[a_qpn];
+assign a_dmac          = q_dmac[a_qpn];
 assign a_sq_base       = q_sq_base[a_qpn];
 assign a_sq_log        = q_sq_log[a_qpn];
 assign a_sq_sge        = q_sq_sge[a_qpn];
@@ -309,13 +317,14 @@ wire legal = m_state_byte[7:3] == 5'd0 && (m_state == QPS_RESET || m_state == QP
              (m_state == QPS_INIT && (cur == QPS_RESET || cur == QPS_INIT)) ||
              (m_state == QPS_RTR  && cur == QPS_INIT) ||
              (m_state == QPS_RTS  && (cur == QPS_RTR || cur == QPS_RTS)));
-wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS;
+wire [7:0]  m_sgid   = cmd_data[62*8 +: 8];
+wire port_ok = m_port >= 8'd1 && m_port <= NUM_PORTS && m_sgid < NUM_GIDS;
 assign restart = cmd_valid && idx_ok &&
     ((cmd_op == CMD_CREATE_QP && !q_valid[ci] && create_ok) ||
      (cmd_op == CMD_MODIFY_QP && q_valid[ci] && legal && m_state == QPS_RESET));
 assign restart_qpn = ci;
 
-wire unused_cmd = ^{cmd_data[511:440], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
+wire unused_cmd = ^{cmd_data[511:504], cmd_data[447:440], m_sgid[7:GID_BITS], cmd_data[415:408], cmd_data[255:240], cmd_data[167:164],
                     cr_srqn[15:SRQN_BITS],
                     cmd_data[23:19], cmd_data[103:99], cmd_data[111:107], cmd_data[119:117],
                     cmd_data[127:125], cr_sq_sge[7:3], cr_rq_sge[7:3],
@@ -480,6 +489,8 @@ always @(posedge clk) begin
             q_tclass[ci]    <= cmd_data[23*8 +: 8];
             q_flow[ci]      <= cmd_data[24*8 +: 20];
             q_dgid[ci]      <= gid_from_block(cmd_data[32*8 +: 128]);
+            q_dmac[ci]      <= mac_from_block(cmd_data[56*8 +: 48]);
+            q_sgid[ci]      <= m_sgid[GID_BITS-1:0];
             q_mtu[ci]       <= cmd_data[2*8 +: 3];
             q_rate[ci]      <= cmd_data[20*8 +: 4];
             // the PSNs are taken when the QP enters the state that uses them, so a later

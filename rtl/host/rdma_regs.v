@@ -14,7 +14,8 @@ module rdma_regs #(
     parameter NUM_CQ = 16,           // completion queues (at most 32: one EVENT bit each)
     parameter NUM_MR = 64,           // memory regions
     parameter NUM_AH = 16,           // address handles
-    parameter NUM_SRQ = 16           // shared receive queues (at most 32: one SRQ_EVENT bit each)
+    parameter NUM_SRQ = 16,          // shared receive queues (at most 32: one SRQ_EVENT bit each)
+    parameter NUM_GIDS = 4           // GID table entries per port (1 to 4)
 ) (
     input  wire                        clk,
     input  wire                        rst,
@@ -43,7 +44,10 @@ module rdma_regs #(
     output reg  [NUM_PORTS*16-1:0]     port_lid,
     output reg  [NUM_PORTS*3-1:0]      port_lmc,
     output reg  [NUM_PORTS*3-1:0]      port_mtu,
-    output reg  [NUM_PORTS*128-1:0]    port_gid,
+    output reg  [NUM_PORTS*NUM_GIDS*128-1:0] port_gids,     // port p's entry i in slice p * NUM_GIDS + i
+    output reg  [NUM_PORTS*NUM_GIDS*13-1:0]  port_gid_vlans, // each entry's VLAN: [12] tagged, [11:0] ID
+    output reg  [NUM_PORTS-1:0]        port_eth,       // link layer: 1 Ethernet (RoCE v2)
+    output reg  [NUM_PORTS*48-1:0]     port_mac,
     output reg  [NUM_PORTS*16-1:0]     port_pkey,
     output reg                         bypass_en,      // CTRL[0]: loopback messages take the bypass
 
@@ -93,6 +97,7 @@ localparam integer P_LOG_MR = $clog2(NUM_MR);
 localparam integer P_LOG_AH = $clog2(NUM_AH);
 localparam integer P_LOG_SRQ = $clog2(NUM_SRQ);
 localparam integer P_AW     = ADDR_WIDTH;
+localparam integer P_GIDS   = NUM_GIDS;
 
 // ---- write channel: take address and data together, answer OKAY ----
 wire wr_go = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
@@ -108,6 +113,11 @@ wire [15:0] db_srqn = {3'd0, wa16[15:3]} & 16'h01FF;   // 0x3000 + 8*srq
 wire [15:0] wr_port = {10'd0, wa16[11:6]} - 16'd4;     // 0x100 + 0x40*port
 wire [15:0] wr_pc_port = {12'd0, wa16[10:7]};          // 0x800 + 0x80*port: counters
 wire [4:0]  wr_pc_index = wa16[6:2];
+// 0xC00 + 0x80*port + 0x20*entry: GID table
+wire [15:0] wr_gid = {13'd0, wa16[9:7]} * NUM_GIDS[15:0] + {14'd0, wa16[6:5]};
+wire        wr_gid_ok = wa16[15:10] == 6'b000011 && {13'd0, wa16[9:7]} < NUM_PORTS
+                        && {14'd0, wa16[6:5]} < NUM_GIDS && wa16[4:2] <= 3'd4;
+wire [15:0] wr_port_gid = wr_port * NUM_GIDS[15:0];     // a port's entry 0 (PORT_GID0..3)
 // counter words software may load (port_counters.v map); index 31 clears the port's counters
 wire wr_pc_loadable = wr_pc_index <= 5'd5 || (wr_pc_index >= 5'd8 && wr_pc_index <= 5'd19);
 
@@ -155,15 +165,21 @@ always @(posedge clk) begin
                     4'h1: port_lmc[wr_port*3 +: 3] <= s_axil_wdata[2:0];
                     4'h2: port_mtu[wr_port*3 +: 3] <= s_axil_wdata[2:0];
                     4'h3: port_pkey[wr_port*16 +: 16] <= s_axil_wdata[15:0];
-                    4'h4: port_gid[wr_port*128 + 96 +: 32] <= s_axil_wdata;
-                    4'h5: port_gid[wr_port*128 + 64 +: 32] <= s_axil_wdata;
-                    4'h6: port_gid[wr_port*128 + 32 +: 32] <= s_axil_wdata;
-                    4'h7: port_gid[wr_port*128 +: 32] <= s_axil_wdata;
+                    4'h4, 4'h5, 4'h6, 4'h7:
+                        port_gids[wr_port_gid*128 + (3 - {14'd0, wa16[3:2]})*32 +: 32] <= s_axil_wdata;
+                    4'h8: port_eth[wr_port[PORT_BITS-1:0]] <= s_axil_wdata[0];
+                    4'h9: port_mac[wr_port*48 + 32 +: 16] <= s_axil_wdata[15:0];
+                    4'hA: port_mac[wr_port*48 +: 32] <= s_axil_wdata;
                     default: wr_error <= 1'b1;
                 endcase
             end else begin
                 wr_error <= 1'b1;
             end
+        end else if (wr_gid_ok) begin
+            if (wa16[4:2] == 3'd4)
+                port_gid_vlans[wr_gid*13 +: 13] <= s_axil_wdata[12:0];
+            else
+                port_gids[wr_gid*128 + (3 - {14'd0, wa16[3:2]})*32 +: 32] <= s_axil_wdata;
         end else if (wa16[15:11] == 5'b00001) begin
             // 0x800: port counters
             if (wr_pc_port < NUM_PORTS && wr_pc_index == 5'd31) begin
@@ -233,7 +249,10 @@ always @(posedge clk) begin
         port_lid        <= {NUM_PORTS*16{1'b0}};
         port_lmc        <= {NUM_PORTS*3{1'b0}};
         port_mtu        <= {NUM_PORTS{3'd5}};
-        port_gid        <= {NUM_PORTS*128{1'b0}};
+        port_gids       <= {NUM_PORTS*NUM_GIDS*128{1'b0}};
+        port_gid_vlans  <= {NUM_PORTS*NUM_GIDS*13{1'b0}};
+        port_eth        <= {NUM_PORTS{1'b0}};
+        port_mac        <= {NUM_PORTS*48{1'b0}};
         port_pkey       <= {NUM_PORTS{16'hFFFF}};
         bypass_en       <= 1'b1;
     end
@@ -246,6 +265,10 @@ assign s_axil_rresp   = 2'b00;
 wire [15:0] ra16 = {{(16 > AXIL_ADDR_WIDTH ? 16 - AXIL_ADDR_WIDTH : 0){1'b0}}, s_axil_araddr[AXIL_ADDR_WIDTH-1:0]};
 wire [15:0] rd_port = {10'd0, ra16[11:6]} - 16'd4;
 wire [15:0] rd_pc_port = {12'd0, ra16[10:7]};
+wire [15:0] rd_gid = {13'd0, ra16[9:7]} * NUM_GIDS[15:0] + {14'd0, ra16[6:5]};
+wire        rd_gid_ok = ra16[15:10] == 6'b000011 && {13'd0, ra16[9:7]} < NUM_PORTS
+                        && {14'd0, ra16[6:5]} < NUM_GIDS;
+wire [15:0] rd_port_gid = rd_port * NUM_GIDS[15:0];
 assign pc_rd_index = ra16[6:2];
 
 reg [31:0] rd_word;
@@ -277,12 +300,16 @@ always @* begin
                     4'h1: rd_word = {29'd0, port_lmc[rd_port*3 +: 3]};
                     4'h2: rd_word = {29'd0, port_mtu[rd_port*3 +: 3]};
                     4'h3: rd_word = {16'd0, port_pkey[rd_port*16 +: 16]};
-                    4'h4: rd_word = port_gid[rd_port*128 + 96 +: 32];
-                    4'h5: rd_word = port_gid[rd_port*128 + 64 +: 32];
-                    4'h6: rd_word = port_gid[rd_port*128 + 32 +: 32];
-                    4'h7: rd_word = port_gid[rd_port*128 +: 32];
+                    4'h4, 4'h5, 4'h6, 4'h7:
+                        rd_word = port_gids[rd_port_gid*128 + (3 - {14'd0, ra16[3:2]})*32 +: 32];
+                    4'h8: rd_word = {16'd0, P_GIDS[7:0], 7'd0, port_eth[rd_port[PORT_BITS-1:0]]};
+                    4'h9: rd_word = {16'd0, port_mac[rd_port*48 + 32 +: 16]};
+                    4'hA: rd_word = port_mac[rd_port*48 +: 32];
                     default: rd_word = 32'd0;
                 endcase
+            else if (rd_gid_ok)
+                rd_word = ra16[4:2] == 3'd4 ? {19'd0, port_gid_vlans[rd_gid*13 +: 13]}
+                        : ra16[4:2] < 3'd4 ? port_gids[rd_gid*128 + (3 - {14'd0, ra16[3:2]})*32 +: 32] : 32'd0;
         end
     endcase
 end

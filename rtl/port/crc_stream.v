@@ -44,13 +44,13 @@ localparam CNT_WIDTH = $clog2(KEEP_WIDTH + 1);
 // a zero register (sel is 1 << j). A lone 1 in the last bit leaves POLY; each earlier bit sees one
 // more zero bit after it.
 function [DATA_WIDTH-1:0] matrix_row(input [CRC_WIDTH-1:0] sel);
-    integer i;
+    integer n;
     reg [CRC_WIDTH-1:0] v;
     begin
         matrix_row = {DATA_WIDTH{1'b0}};
         v = POLY;
-        for (i = DATA_WIDTH - 1; i >= 0; i = i - 1) begin
-            matrix_row[i] = |(v & sel);
+        for (n = DATA_WIDTH - 1; n >= 0; n = n - 1) begin
+            matrix_row[n] = |(v & sel);
             v = v[0] ? ((v >> 1) ^ POLY) : (v >> 1);
         end
     end

@@ -1,10 +1,11 @@
 // Depacketizer (one per port): the RX link's packets, checked, to decoded headers and payload
-// (docs/packet-path.md).
+// (docs/packet-path.md). The port's link layer is InfiniBand (LRH .. VCRC) or Ethernet (a
+// RoCE v2 frame: Ethernet .. IP .. UDP .. BTH .. ICRC, padding, FCS).
 //
 // Structure, in the order a packet flows:
 //   write    every beat of a frame goes into one of BUFFERS packet buffers (a ring) as it
-//            arrives, while crc_stream (VCRC, over the whole frame) and ib_icrc (ICRC, over
-//            LRH .. ICRC) run over it and the first 88 bytes are captured into a header
+//            arrives, while crc_stream (the VCRC or the FCS, over the whole frame) and ib_icrc
+//            (the ICRC) run over it and the first 106 bytes are captured into a header
 //            register. Both CRCs are checked by their residue: a CRC run over a message and its
 //            own CRC (least-significant byte first) ends on a constant.
 //   verdict  the cycle after tlast, every check on the captured header and the frame's length
@@ -29,7 +30,8 @@
 module depacketizer #(
     parameter DATA_WIDTH = 256,   // link and payload beat width in bits: 64, 128, 256 or 512
     parameter MAX_PAYLOAD = 4096, // largest payload accepted in bytes (path MTU)
-    parameter BUFFERS = 2         // whole-packet buffers: the link keeps arriving while one drains
+    parameter BUFFERS = 2,        // whole-packet buffers: the link keeps arriving while one drains
+    parameter NUM_GIDS = 4        // entries of the port's GID table
 ) (
     input  wire clk,
     input  wire rst,
@@ -45,10 +47,13 @@ module depacketizer #(
     input  wire                     s_axis_rx_tuser,
     input  wire                     s_axis_rx_tid,      // 1: the frame came from the internal loopback
 
-    // the port's own address
+    // the port: its link layer and own addresses
+    input  wire                     eth,                // 0 InfiniBand, 1 Ethernet (RoCE v2)
     input  wire [15:0]              port_lid,
     input  wire [2:0]               port_lmc,
-    input  wire [127:0]             port_gid,
+    input  wire [NUM_GIDS*128-1:0]  port_gids,          // the GID table (an all-zero entry is empty)
+    input  wire [NUM_GIDS*13-1:0]   port_gid_vlans,     // Ethernet: each entry's VLAN ([12] tagged)
+    input  wire [47:0]              port_mac,
     input  wire [15:0]              port_pkey,
 
     // header of a good packet (valid/ready; stays stable while valid)
@@ -61,13 +66,15 @@ module depacketizer #(
     output wire [23:0]              m_hdr_psn,
     output wire [15:0]              m_hdr_slid,
     output wire [15:0]              m_hdr_dlid,
-    output wire [3:0]               m_hdr_sl,
-    output wire                     m_hdr_is_global,    // the packet had a GRH
+    output wire [3:0]               m_hdr_sl,           // Ethernet: the 802.1Q PCP
+    output wire                     m_hdr_is_global,    // the packet had a GRH (always on Ethernet)
     output wire [7:0]               m_hdr_tclass,
     output wire [19:0]              m_hdr_flow_label,
     output wire [7:0]               m_hdr_hop_limit,
     output wire [127:0]             m_hdr_sgid,         // first GID byte on the wire in [127:120]
-    output wire [127:0]             m_hdr_dgid,
+    output wire [127:0]             m_hdr_dgid,         // (Ethernet: the IP addresses, IPv4 mapped)
+    output wire [47:0]              m_hdr_smac,         // Ethernet: source MAC, 0 on InfiniBand
+    output wire [12:0]              m_hdr_vlan,         // Ethernet: [12] tagged, [11:0] VLAN ID
     output wire [63:0]              m_hdr_raddr,        // RETH or AtomicETH, 0 when absent
     output wire [31:0]              m_hdr_rkey,
     output wire [31:0]              m_hdr_dma_len,      // RETH only
@@ -95,15 +102,15 @@ module depacketizer #(
 
     // verdict events, one cycle each, per packet that arrived
     output reg                      rcv_pkt,            // a good packet ...
-    output reg  [10:0]              rcv_pktlen,         // ... and its LRH PktLen
+    output reg  [10:0]              rcv_pktlen,         // ... and its LRH PktLen (Ethernet: frame words)
     output reg                      rcv_error,          // a bad packet, dropped
     output reg                      rcv_internal        // s_axis_rx_tid of that packet
 );
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam KEEP_BITS = $clog2(KEEP_WIDTH);
-localparam HDR_MAX = 88;                                   // LRH + GRH + BTH + AtomicETH
-localparam FRAME_MAX = HDR_MAX + MAX_PAYLOAD + 3 + 4 + 2;  // + pad, ICRC, VCRC
+localparam HDR_MAX = 106;                     // Ethernet + 802.1Q + IPv6 + UDP + BTH + AtomicETH
+localparam FRAME_MAX = HDR_MAX + MAX_PAYLOAD + 3 + 4 + 4;  // + pad, ICRC, FCS
 localparam BANK_BITS = $clog2((FRAME_MAX + KEEP_WIDTH - 1) / KEEP_WIDTH);
 localparam BANK_WORDS = 1 << BANK_BITS;                    // words per buffer: a power of 2
 localparam BUF_BITS = BUFFERS > 1 ? $clog2(BUFFERS) : 1;
@@ -189,15 +196,25 @@ crc_stream #(
     .s_valid(rx_xfer), .s_first(w_first), .s_data(s_axis_rx_tdata), .s_keep(s_axis_rx_tkeep),
     .m_crc(vcrc)
 );
+wire [31:0] fcs;
+crc_stream #(
+    .DATA_WIDTH(DATA_WIDTH), .CRC_WIDTH(32),
+    .POLY(32'hEDB88320), .INIT(32'hFFFFFFFF), .XOR_OUT(32'hFFFFFFFF)
+) fcs_chk (
+    .clk(clk), .rst(rst),
+    .s_valid(rx_xfer), .s_first(w_first), .s_data(s_axis_rx_tdata), .s_keep(s_axis_rx_tkeep),
+    .m_crc(fcs)
+);
 
-// The ICRC check runs over LRH .. ICRC: the last beat without the VCRC's two bytes (a last
-// beat of only those two enables nothing, which leaves the CRC as it was).
+// The ICRC check runs over LRH .. ICRC: on InfiniBand the last beat without the VCRC's two
+// bytes (a last beat of only those two enables nothing, which leaves the CRC as it was); on
+// Ethernet ib_icrc itself stops at the IP packet's end, before any padding and the FCS.
 wire [31:0] icrc;
 wire icrc_valid_unused;
 ib_icrc #(.DATA_WIDTH(DATA_WIDTH)) icrc_chk (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .eth(eth),
     .s_valid(rx_xfer), .s_data(s_axis_rx_tdata),
-    .s_keep(s_axis_rx_tlast ? s_axis_rx_tkeep >> 2 : s_axis_rx_tkeep),
+    .s_keep(s_axis_rx_tlast && !eth ? s_axis_rx_tkeep >> 2 : s_axis_rx_tkeep),
     .s_last(s_axis_rx_tlast),
     .m_icrc(icrc), .m_icrc_valid(icrc_valid_unused)
 );
@@ -205,7 +222,7 @@ ib_icrc #(.DATA_WIDTH(DATA_WIDTH)) icrc_chk (
 // The frame's tail, registered at tlast for the verdict in the next cycle.
 reg                 t_valid;
 reg  [BUF_BITS-1:0] t_bank;
-reg  [15:0]         t_bytes;        // frame bytes, LRH .. VCRC
+reg  [15:0]         t_bytes;        // frame bytes, LRH .. VCRC or destination MAC .. FCS
 reg                 t_bad_link;     // tuser, a CRC wrong, a hole, or too long for the buffer
 reg                 t_tid;
 
@@ -220,7 +237,7 @@ always @(posedge clk) begin
             t_bank <= w_bank;
             t_bytes <= w_bytes;
             t_bad_link <= w_user | s_axis_rx_tuser | w_holey | w_over | ~w_room | rx_last_holey
-                        | (vcrc != VCRC_RESIDUE) | (icrc != ICRC_RESIDUE);
+                        | (eth ? fcs != ICRC_RESIDUE : vcrc != VCRC_RESIDUE) | (icrc != ICRC_RESIDUE);
             t_tid <= s_axis_rx_tid;
             w_bank <= next_buf(w_bank);
             w_beat <= {CNT_BITS{1'b0}};
@@ -249,29 +266,78 @@ end
 // Verdict: the captured header, decoded
 
 // (VL, the reserved bits, BTH M, Resv8a and the AckReq byte's reserved bits are not checked)
+
+// InfiniBand: LRH, the GRH when LNH is 3, the BTH after them
 /* verilator lint_off UNUSEDSIGNAL */
 wire [63:0]  lrh = cap[0 +: 64];
-wire [95:0]  bth = lrh[9:8] == 2'd3 ? cap[8*48 +: 96] : cap[8*8 +: 96];
 wire [15:0]  lrh_len = {lrh[39:32], lrh[47:40]};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [319:0] grh = cap[64 +: 320];
-wire         glob = lrh[9:8] == 2'd3;
-wire [223:0] ext = glob ? cap[8*60 +: 224] : cap[8*20 +: 224];   // extension headers
-
+wire         ib_glob = lrh[9:8] == 2'd3;
 wire [3:0]   lver = lrh[3:0];
-wire [3:0]   sl = lrh[15:12];
 wire [15:0]  dlid = be16(lrh[16 +: 16]);
 wire [10:0]  pktlen = lrh_len[10:0];
 wire [15:0]  slid = be16(lrh[48 +: 16]);
 
 wire [3:0]   ipver = grh[7:4];
-wire [7:0]   tclass = {grh[3:0], grh[15:12]};
-wire [19:0]  flow_label = {grh[11:8], grh[23:16], grh[31:24]};
 wire [15:0]  paylen = be16(grh[32 +: 16]);
 wire [7:0]   nxthdr = grh[48 +: 8];
-wire [7:0]   hop_limit = grh[56 +: 8];
-wire [127:0] sgid = be128(grh[64 +: 128]);
-wire [127:0] dgid = be128(grh[192 +: 128]);
+
+// Ethernet: destination and source MAC, the 802.1Q tag, the EtherType, then IPv4 (20 bytes,
+// no options) or IPv6 (40), UDP (8) and the BTH
+wire [47:0]  e_dmac = be48(cap[0 +: 48]);
+wire [47:0]  e_smac = be48(cap[48 +: 48]);
+wire         e_tagged = be16(cap[96 +: 16]) == 16'h8100;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [15:0]  e_tci = be16(cap[112 +: 16]);     // PCP, DEI (not checked), VLAN ID
+/* verilator lint_on UNUSEDSIGNAL */
+wire [15:0]  e_type = e_tagged ? be16(cap[128 +: 16]) : be16(cap[96 +: 16]);
+/* verilator lint_off UNUSEDSIGNAL */
+wire [8*HDR_MAX-145:0] e_net = e_tagged ? cap[144 +: 8*HDR_MAX-144] : cap[112 +: 8*HDR_MAX-144];
+/* verilator lint_on UNUSEDSIGNAL */
+wire         e_v6 = e_type == 16'h86DD;
+wire [3:0]   e_ipver = e_net[7:4];
+// IPv4
+wire [15:0]  v4_total = be16(e_net[16 +: 16]);
+/* verilator lint_off UNUSEDSIGNAL */
+wire [15:0]  v4_frag = be16(e_net[48 +: 16]);  // flags (reserved, DF not checked, MF), offset
+/* verilator lint_on UNUSEDSIGNAL */
+wire [19:0]  v4_sum = {4'd0, be16(e_net[0 +: 16])} + {4'd0, be16(e_net[16 +: 16])}
+                    + {4'd0, be16(e_net[32 +: 16])} + {4'd0, be16(e_net[48 +: 16])}
+                    + {4'd0, be16(e_net[64 +: 16])} + {4'd0, be16(e_net[80 +: 16])}
+                    + {4'd0, be16(e_net[96 +: 16])} + {4'd0, be16(e_net[112 +: 16])}
+                    + {4'd0, be16(e_net[128 +: 16])} + {4'd0, be16(e_net[144 +: 16])};
+wire [16:0]  v4_fold = {1'b0, v4_sum[15:0]} + {13'd0, v4_sum[19:16]};
+wire         v4_sum_ok = v4_fold[15:0] + {15'd0, v4_fold[16]} == 16'hFFFF;
+// IPv6 (the GRH's layout)
+wire [15:0]  v6_paylen = be16(e_net[32 +: 16]);
+wire [7:0]   e_proto = e_v6 ? e_net[48 +: 8] : e_net[72 +: 8];
+wire [7:0]   e_tclass = e_v6 ? {e_net[3:0], e_net[15:12]} : e_net[15:8];
+wire [19:0]  e_flow = e_v6 ? {e_net[11:8], e_net[23:16], e_net[31:24]} : 20'd0;
+wire [7:0]   e_hop = e_v6 ? e_net[56 +: 8] : e_net[64 +: 8];
+wire [127:0] e_sgid = e_v6 ? be128(e_net[64 +: 128]) : {96'h0000_0000_0000_0000_0000_FFFF, be32(e_net[96 +: 32])};
+wire [127:0] e_dgid = e_v6 ? be128(e_net[192 +: 128]) : {96'h0000_0000_0000_0000_0000_FFFF, be32(e_net[128 +: 32])};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [8*HDR_MAX-145:0] e_udp = e_v6 ? e_net >> 320 : e_net >> 160;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [15:0]  udp_dport = be16(e_udp[16 +: 16]);
+wire [15:0]  udp_len = be16(e_udp[32 +: 16]);
+wire [6:0]   e_ether_len = e_tagged ? 7'd18 : 7'd14;
+wire [6:0]   e_hdr_len = e_ether_len + (e_v6 ? 7'd40 : 7'd20) + 7'd8;   // to the BTH
+wire [15:0]  ip_len = e_v6 ? v6_paylen + 16'd40 : v4_total;
+wire [15:0]  ip_payload = e_v6 ? v6_paylen : v4_total - 16'd20;
+
+// The BTH and the extension headers after it
+/* verilator lint_off UNUSEDSIGNAL */
+wire [95:0]  bth = eth ? e_udp[64 +: 96] : ib_glob ? cap[8*48 +: 96] : cap[8*8 +: 96];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [223:0] ext = eth ? e_udp[160 +: 224] : ib_glob ? cap[8*60 +: 224] : cap[8*20 +: 224];
+wire         glob = eth || ib_glob;
+wire [7:0]   tclass = eth ? e_tclass : {grh[3:0], grh[15:12]};
+wire [19:0]  flow_label = eth ? e_flow : {grh[11:8], grh[23:16], grh[31:24]};
+wire [7:0]   hop_limit = eth ? e_hop : grh[56 +: 8];
+wire [127:0] sgid = eth ? e_sgid : be128(grh[64 +: 128]);
+wire [127:0] dgid = eth ? e_dgid : be128(grh[192 +: 128]);
 
 wire [7:0]   opcode = bth[7:0];
 wire         se = bth[15];
@@ -318,38 +384,62 @@ wire [63:0]  atomic_b = has_atomic_eth ? be64(ext[160 +: 64]) : 64'd0;
 wire [31:0]  imm_wire = has_deth ? ext[64 +: 32] : has_reth ? ext[128 +: 32] : ext[0 +: 32];
 wire [31:0]  imm = has_imm ? imm_wire : 32'd0;
 
-wire [6:0]   hdr_len = (glob ? 7'd60 : 7'd20) + (has_deth ? 7'd8 : 7'd0)
-                     + (has_reth ? 7'd16 : 7'd0) + (has_atomic_eth ? 7'd28 : 7'd0)
-                     + (has_aeth ? 7'd4 : 7'd0) + (has_atomic_ack ? 7'd8 : 7'd0)
-                     + (has_imm || has_ieth ? 7'd4 : 7'd0);
+wire [6:0]   tr_len = 7'd12 + (has_deth ? 7'd8 : 7'd0)
+                    + (has_reth ? 7'd16 : 7'd0) + (has_atomic_eth ? 7'd28 : 7'd0)
+                    + (has_aeth ? 7'd4 : 7'd0) + (has_atomic_ack ? 7'd8 : 7'd0)
+                    + (has_imm || has_ieth ? 7'd4 : 7'd0);
+wire [6:0]   hdr_len = (eth ? e_hdr_len : ib_glob ? 7'd48 : 7'd8) + tr_len;
 
-// Lengths: body = LRH .. ICRC; the payload is what the headers, the pad and the ICRC leave.
-wire [15:0]  body = t_bytes - 16'd2;
-wire [15:0]  hdr_icrc_pad = {9'd0, hdr_len} + 16'd4 + {14'd0, padcnt};
-wire [15:0]  plen = body - hdr_icrc_pad;
+// Lengths: body = BTH .. ICRC (on InfiniBand what LRH and GRH leave of LRH .. ICRC, on
+// Ethernet what UDP says); the payload is what the headers, the pad and the ICRC leave.
+wire [15:0]  ib_body = t_bytes - 16'd2 - (ib_glob ? 16'd48 : 16'd8);
+wire [15:0]  body = eth ? udp_len - 16'd8 : ib_body;
+wire [15:0]  tr_icrc_pad = {9'd0, tr_len} + 16'd4 + {14'd0, padcnt};
+wire [15:0]  plen = body - tr_icrc_pad;
 wire [15:0]  lmc_mask = (16'd1 << port_lmc) - 16'd1;
 
-wire len_ok = t_bytes[1:0] == 2'b10 && t_bytes >= 16'd26;
-wire pktlen_ok = {3'd0, pktlen, 2'b00} == body;
-wire grh_ok = !glob || (ipver == 4'd6 && nxthdr == 8'h1B && paylen == body - 16'd48
-                        && dgid == port_gid);
-wire dlid_ok = ((dlid ^ port_lid) & ~lmc_mask) == 16'd0;
+// The destination GID is one of the port's (an empty entry matches nothing); on Ethernet the
+// entry's VLAN is the frame's too, as a VLAN interface owns its addresses.
+reg          gid_ok;
+integer g;
+always @* begin
+    gid_ok = 1'b0;
+    for (g = 0; g < NUM_GIDS; g = g + 1)
+        if (port_gids[g*128 +: 128] != 128'd0 && port_gids[g*128 +: 128] == dgid
+                && (!eth || port_gid_vlans[g*13 +: 13] == {e_tagged, e_tagged ? e_tci[11:0] : 12'd0}))
+            gid_ok = 1'b1;
+end
+
+wire ib_ok = t_bytes[1:0] == 2'b10 && t_bytes >= 16'd26 && lver == 4'd0 && lrh[9]
+          && {3'd0, pktlen, 2'b00} == t_bytes - 16'd2
+          && (!ib_glob || (ipver == 4'd6 && nxthdr == 8'h1B && paylen == ib_body && gid_ok))
+          && ((dlid ^ port_lid) & ~lmc_mask) == 16'd0;
+// the frame ends with the IP packet and the FCS, or is padded to 64 bytes after a shorter one
+wire [15:0] ip_end = {9'd0, e_ether_len} + ip_len + 16'd4;
+wire eth_ok = t_bytes >= 16'd64 && (t_bytes == ip_end || (t_bytes == 16'd64 && ip_end < 16'd64))
+           && e_dmac == port_mac && gid_ok
+           && (e_v6 ? e_ipver == 4'd6
+                    : e_type == 16'h0800 && e_net[7:0] == 8'h45 && v4_sum_ok
+                      && v4_frag[13:0] == 14'd0 && ip_len >= 16'd28)
+           && e_proto == 8'h11 && udp_dport == 16'd4791 && udp_len == ip_payload && udp_len >= 16'd8;
 wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
 // READ requests, ACKs and atomics carry no payload: bytes past their headers make them malformed
 wire no_payload = tr == 3'd0 && (low == 5'h0C || (low >= 5'h11 && low <= 5'h14));
-wire fits = body >= hdr_icrc_pad && plen <= MAX_PLEN && !(no_payload && plen != 16'd0);
+wire fits = body >= tr_icrc_pad && plen <= MAX_PLEN && !(no_payload && plen != 16'd0);
 wire pad_ok = !(first_middle && padcnt != 2'd0);
 
-wire v_good = !t_bad_link && len_ok && lver == 4'd0 && lrh[9] && pktlen_ok && grh_ok
-           && dlid_ok && tver == 4'd0 && op_known && fits && pad_ok && pkey_ok;
+wire v_good = !t_bad_link && (eth ? eth_ok : ib_ok) && tver == 4'd0 && op_known && fits && pad_ok
+           && pkey_ok;
 
 // A good packet's fields, kept with its buffer until its header is presented.
-localparam HF_W = 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32 + 32
-                + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1;
+localparam HF_W = 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 48 + 13 + 64 + 32
+                + 32 + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1;
 wire [HF_W-1:0] v_fields = {
-    opcode, se, dest_qpn, ackreq, psn, slid, dlid, sl, glob,
+    opcode, se, dest_qpn, ackreq, psn, eth ? 16'd0 : slid, eth ? 16'd0 : dlid,
+    eth ? {1'b0, e_tagged ? e_tci[15:13] : 3'd0} : lrh[15:12], glob,
     glob ? tclass : 8'd0, glob ? flow_label : 20'd0, glob ? hop_limit : 8'd0,
     glob ? sgid : 128'd0, glob ? dgid : 128'd0,
+    eth ? e_smac : 48'd0, eth ? {e_tagged, e_tagged ? e_tci[11:0] : 12'd0} : 13'd0,
     raddr, rkey, dma_len, qkey, src_qpn, imm, syndrome, msn, atomic_a, atomic_b, plen[12:0],
     t_tid};
 
@@ -360,7 +450,7 @@ always @(posedge clk) begin
     rcv_pkt <= t_valid & v_good;
     rcv_error <= t_valid & ~v_good;
     if (t_valid) begin
-        rcv_pktlen <= pktlen;
+        rcv_pktlen <= eth ? t_bytes[12:2] + {10'd0, t_bytes[1:0] != 2'd0} : pktlen;
         rcv_internal <= t_tid;
         hslot[t_bank] <= v_fields;
         fslot[t_bank] <= {plen[12:0], hdr_len};
@@ -394,7 +484,7 @@ wire hshake = hv & m_hdr_ready;
 assign m_hdr_valid = hv;
 assign {m_hdr_opcode, m_hdr_se, m_hdr_dest_qpn, m_hdr_ackreq, m_hdr_psn, m_hdr_slid, m_hdr_dlid,
         m_hdr_sl, m_hdr_is_global, m_hdr_tclass, m_hdr_flow_label, m_hdr_hop_limit, m_hdr_sgid,
-        m_hdr_dgid, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn, m_hdr_imm,
+        m_hdr_dgid, m_hdr_smac, m_hdr_vlan, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn, m_hdr_imm,
         m_hdr_syndrome, m_hdr_msn, m_hdr_atomic_a, m_hdr_atomic_b, m_hdr_plen,
         m_hdr_internal} = hout;
 

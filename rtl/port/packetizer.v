@@ -19,12 +19,15 @@
 //           so the link never waits on the payload stream within a packet.
 //           The buffer is read combinationally (the send stage registers the beat); a
 //           block-RAM target would move that read one stage earlier.
-//   send    reads a full buffer out in order and builds LRH .. pad one beat a cycle: the
-//           headers (pkt_header) over the first hdr_len bytes, the payload after them (each
-//           beat from the word read now and the one read the beat before, shifted by hdr_len
-//           mod the beat width), zeros over the pad.
-//   icrc    ib_icrc over that stream; pkt_append places the ICRC after the pad.
-//   vcrc    crc_stream (CRC-16) over LRH .. ICRC; a second pkt_append places the VCRC.
+//   send    reads a full buffer out in order and builds the headers .. pad one beat a cycle:
+//           the headers (pkt_header: LRH .. on InfiniBand, Ethernet .. UDP .. on Ethernet)
+//           over the first hdr_len bytes, the payload after them (each beat from the word read
+//           now and the one read the beat before, shifted by hdr_len mod the beat width),
+//           zeros over the pad.
+//   icrc    ib_icrc over that stream; pkt_append places the ICRC after the pad (on Ethernet
+//           with the zero bytes that make a frame of fewer than 64 bytes 64).
+//   vcrc    crc_stream over the frame so far: the VCRC (CRC-16) on InfiniBand, the FCS (CRC-32)
+//           on Ethernet; a second pkt_append places it.
 //   rate    after a packet of N beats the link stays idle (rate - 1) * N cycles.
 // A message is done (done, done_psn, done_user) in the cycle after its last packet's last beat
 // leaves; its place then takes the next descriptor.
@@ -50,6 +53,10 @@ module packetizer #(
     input  wire                     clk,
     input  wire                     rst,
 
+    // the port
+    input  wire                     eth,             // link layer: 0 InfiniBand, 1 Ethernet (RoCE v2)
+    input  wire [47:0]              port_mac,        // Ethernet: the source MAC of every frame
+
     // message descriptor, taken when desc_valid && desc_ready
     input  wire                     desc_valid,
     output wire                     desc_ready,
@@ -73,6 +80,8 @@ module packetizer #(
     input  wire [7:0]               desc_hop_limit,
     input  wire [127:0]             desc_sgid,
     input  wire [127:0]             desc_dgid,
+    input  wire [47:0]              desc_dmac,       // Ethernet: destination MAC
+    input  wire [12:0]              desc_vlan,       // Ethernet: [12] 802.1Q tagged, [11:0] VLAN ID
     input  wire [15:0]              desc_pkey,
     input  wire [23:0]              desc_dest_qpn,
     input  wire [23:0]              desc_psn,        // PSN of the first packet sent
@@ -119,7 +128,7 @@ module packetizer #(
     output wire [USER_WIDTH-1:0]    m_axis_tx_user,  // the beat's message's desc_user
 
     output reg                      pkt_sent,        // one cycle per packet that left
-    output reg  [10:0]              pkt_sent_len,    // its PktLen (4-byte words)
+    output reg  [10:0]              pkt_sent_len,    // its PktLen (4-byte words; Ethernet: the frame's)
     output wire                     done,            // a message's last packet left
     output reg  [23:0]              done_psn,        // the PSN after its last packet, with done
     output reg                      done_error,      // with done: a packet of it was aborted (bad payload)
@@ -128,7 +137,7 @@ module packetizer #(
 
 localparam KEEP_WIDTH = DATA_WIDTH / 8;
 localparam KEEP_BITS = $clog2(KEEP_WIDTH);
-localparam HDR_MAX = 88;                                  // LRH + GRH + BTH + AtomicETH
+localparam HDR_MAX = 106;                         // Ethernet + 802.1Q + IPv6 + UDP + BTH + AtomicETH
 localparam BUF_WORDS = (MAX_PAYLOAD + KEEP_WIDTH - 1) / KEEP_WIDTH;   // payload words a buffer
 localparam MEM_WORDS = BUFFERS * BUF_WORDS;
 localparam ADDR_BITS = $clog2(MEM_WORDS);
@@ -153,9 +162,9 @@ localparam [2:0] K_ACK = 3'd4;
 // filled meanwhile. The header fields are read from the place of the packet being built.
 
 // a place's descriptor: the fill side's fields in the low bits (kind, len, mtu at fixed offsets)
-localparam DESC_BITS = USER_WIDTH + 1 + 1 + 4 + 64 + 64 + 24 + 8 + 32 + 32 + 64 + 24 + 32 + 32 + 24 + 24
+localparam DESC_BITS = USER_WIDTH + 48 + 13 + 1 + 1 + 4 + 64 + 64 + 24 + 8 + 32 + 32 + 64 + 24 + 32 + 32 + 24 + 24
                      + 16 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 1 + 3 + 3 + 32 + 3;
-wire [DESC_BITS-1:0] desc_in = {desc_user, desc_rate, desc_awrite, desc_inv, desc_atomic_b, desc_atomic_a, desc_msn,
+wire [DESC_BITS-1:0] desc_in = {desc_user, desc_rate, desc_dmac, desc_vlan, desc_awrite, desc_inv, desc_atomic_b, desc_atomic_a, desc_msn,
     desc_syndrome, desc_dma_len, desc_rkey, desc_raddr, desc_src_qpn, desc_qkey, desc_start,
     desc_dest_qpn, desc_psn, desc_pkey, desc_dgid, desc_sgid, desc_hop_limit, desc_flow_label,
     desc_tclass, desc_is_global, desc_sl, desc_slid, desc_dlid, desc_solicited, desc_imm,
@@ -354,17 +363,21 @@ wire [3:0]   s_sl;
 wire [7:0]   s_tclass, s_hop_limit, s_syndrome;
 wire [19:0]  s_flow_label;
 wire [127:0] s_sgid, s_dgid;
+wire [47:0]  s_dmac;
+wire [12:0]  s_vlan;
 wire [23:0]  s_dest_qpn, s_src_qpn, s_msn;
 wire [63:0]  s_raddr, s_atomic_a, s_atomic_b;
-assign {s_user, s_rate, s_awrite, s_inv, s_atomic_b, s_atomic_a, s_msn, s_syndrome, s_dma_len, s_rkey, s_raddr,
+assign {s_user, s_rate, s_dmac, s_vlan, s_awrite, s_inv, s_atomic_b, s_atomic_a, s_msn, s_syndrome, s_dma_len, s_rkey, s_raddr,
         s_src_qpn, s_qkey, s_start, s_dest_qpn, s_psn_first, s_pkey, s_dgid, s_sgid, s_hop_limit,
         s_flow_label, s_tclass, s_is_global, s_sl, s_slid, s_dlid, s_solicited, s_imm,
         s_imm_valid, s_transport, s_mtu, s_len, s_kind} = s_desc;
 wire [8*HDR_MAX-1:0] s_hdr;
 wire [6:0]  s_hdr_len;
 wire [10:0] s_pktlen;
+wire [1:0]  s_eth_pad;
 pkt_header s_hdr_gen (
-    .kind(s_kind), .transport(s_transport), .imm_valid(s_imm_valid), .inv(s_inv),
+    .kind(s_kind), .transport(s_transport), .eth(eth), .dmac(s_dmac), .smac(port_mac),
+    .vlan(s_vlan), .imm_valid(s_imm_valid), .inv(s_inv),
     .awrite(s_awrite), .imm(s_imm),
     .solicited(s_solicited), .dlid(s_dlid), .slid(s_slid), .sl(s_sl),
     .is_global(s_is_global), .tclass(s_tclass), .flow_label(s_flow_label),
@@ -374,13 +387,13 @@ pkt_header s_hdr_gen (
     .atomic_a(s_atomic_a), .atomic_b(s_atomic_b),
     .first(m_first[s_buf]), .last(m_last[s_buf]), .psn(m_psn[s_buf]), .plen(s_plen),
     .ackreq_mid(&m_psn[s_buf][ACKREQ_LOG2-1:0]),
-    .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen)
+    .hdr(s_hdr), .hdr_len(s_hdr_len), .pktlen(s_pktlen), .eth_pad(s_eth_pad)
 );
 
 // Byte counts of the frame so far: headers end at s_hdr_len, payload at s_pay_end, pad at
-// s_end (a multiple of 4).
+// s_end (the payload and pad a multiple of 4).
 wire [13:0] s_pay_end = {7'd0, s_hdr_len} + {1'b0, s_plen};
-wire [13:0] s_end = (s_pay_end + 14'd3) & ~14'd3;
+wire [13:0] s_end = s_pay_end + {12'd0, 2'd0 - s_plen[1:0]};
 wire [13:0] s_beat_start = {{(14-BEAT_BITS){1'b0}}, s_beat} << KEEP_BITS;
 wire        s_final = s_end <= s_beat_start + KEEP_WIDTH[13:0];   // this beat holds the frame's end
 // Beat j (from the one the header ends in, hdr_len / KEEP_WIDTH) reads payload word
@@ -426,6 +439,7 @@ reg [DATA_WIDTH-1:0]  a_data;
 reg [KEEP_WIDTH-1:0]  a_keep;
 reg                   a_last;
 reg [SB_WIDTH-1:0]    a_sb;
+reg [1:0]             a_eth_pad;    // with the last beat: zero bytes after the ICRC
 wire                  a_ready;
 
 wire s_go = (n_full != {CNT_BITS{1'b0}}) & (~a_valid | a_ready);
@@ -441,6 +455,7 @@ always @(posedge clk) begin
         a_keep <= s_keep;
         a_last <= s_final;
         a_sb <= {s_msg, m_bad[s_buf], m_end[s_buf], s_pktlen};
+        a_eth_pad <= s_eth_pad;
         s_beat <= s_beat + 1'b1;
         s_prev <= s_mem;
         // the final beat of a packet may read one word past its payload (bytes it does not
@@ -467,13 +482,13 @@ always @(posedge clk) begin
 end
 
 // ------------------------------------------------------------------------------------------
-// ICRC, VCRC
+// ICRC, then the VCRC (InfiniBand) or the FCS (Ethernet)
 
 wire a_xfer = a_valid & a_ready;
 wire [31:0] icrc;
 wire icrc_valid_unused;
 ib_icrc #(.DATA_WIDTH(DATA_WIDTH)) icrc_gen (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .eth(eth),
     .s_valid(a_xfer), .s_data(a_data), .s_keep(a_keep), .s_last(a_last),
     .m_icrc(icrc), .m_icrc_valid(icrc_valid_unused)
 );
@@ -484,10 +499,10 @@ wire [DATA_WIDTH-1:0] b_data;
 wire [KEEP_WIDTH-1:0] b_keep;
 wire                  b_last;
 wire [SB_WIDTH-1:0]   b_sb;
-pkt_append #(.DATA_WIDTH(DATA_WIDTH), .TAIL_BYTES(4), .SB_WIDTH(SB_WIDTH)) icrc_append (
+pkt_append #(.DATA_WIDTH(DATA_WIDTH), .TAIL_BYTES(6), .SB_WIDTH(SB_WIDTH)) icrc_append (
     .clk(clk), .rst(rst),
     .s_valid(a_valid), .s_ready(a_ready), .s_data(a_data), .s_keep(a_keep), .s_last(a_last),
-    .s_sb(a_sb), .s_tail(icrc),
+    .s_sb(a_sb), .s_tail({16'd0, icrc}), .s_tail_len(3'd4 + {1'b0, a_eth_pad}),
     .m_valid(b_valid), .m_ready(b_ready), .m_data(b_data), .m_keep(b_keep), .m_last(b_last),
     .m_sb(b_sb)
 );
@@ -510,14 +525,23 @@ crc_stream #(
     .s_valid(b_xfer), .s_first(b_first), .s_data(b_data), .s_keep(b_keep),
     .m_crc(vcrc)
 );
+wire [31:0] fcs;
+crc_stream #(
+    .DATA_WIDTH(DATA_WIDTH), .CRC_WIDTH(32),
+    .POLY(32'hEDB88320), .INIT(32'hFFFFFFFF), .XOR_OUT(32'hFFFFFFFF)
+) fcs_gen (
+    .clk(clk), .rst(rst),
+    .s_valid(b_xfer), .s_first(b_first), .s_data(b_data), .s_keep(b_keep),
+    .m_crc(fcs)
+);
 
 wire                  c_valid;
 wire                  c_ready;
 wire [SB_WIDTH-1:0]   c_sb;
-pkt_append #(.DATA_WIDTH(DATA_WIDTH), .TAIL_BYTES(2), .SB_WIDTH(SB_WIDTH)) vcrc_append (
+pkt_append #(.DATA_WIDTH(DATA_WIDTH), .TAIL_BYTES(4), .SB_WIDTH(SB_WIDTH)) vcrc_append (
     .clk(clk), .rst(rst),
     .s_valid(b_valid), .s_ready(b_ready), .s_data(b_data), .s_keep(b_keep), .s_last(b_last),
-    .s_sb(b_sb), .s_tail(vcrc),
+    .s_sb(b_sb), .s_tail(eth ? fcs : {16'd0, vcrc}), .s_tail_len(eth ? 3'd4 : 3'd2),
     .m_valid(c_valid), .m_ready(c_ready), .m_data(m_axis_tx_tdata), .m_keep(m_axis_tx_tkeep),
     .m_last(m_axis_tx_tlast), .m_sb(c_sb)
 );

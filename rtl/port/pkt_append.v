@@ -1,4 +1,5 @@
-// Appends a short tail (a CRC) after the last byte of each frame of a byte stream.
+// Appends a short tail (a CRC, and on Ethernet the padding before the FCS) after the last
+// byte of each frame of a byte stream.
 //
 // The packetizer computes the ICRC and the VCRC over the beats that pass into this stage, and
 // the CRC engines give their result in the same cycle as the frame's last beat (s_tail, read
@@ -11,7 +12,7 @@
 
 module pkt_append #(
     parameter DATA_WIDTH = 64,     // beat width in bits, at least 8 * TAIL_BYTES
-    parameter TAIL_BYTES = 4,      // bytes appended to each frame
+    parameter TAIL_BYTES = 4,      // most bytes appended to a frame
     parameter SB_WIDTH = 12        // sideband bits carried with every beat
 ) (
     input  wire                     clk,
@@ -24,6 +25,7 @@ module pkt_append #(
     input  wire                     s_last,
     input  wire [SB_WIDTH-1:0]      s_sb,
     input  wire [8*TAIL_BYTES-1:0]  s_tail,     // least-significant byte goes first
+    input  wire [2:0]               s_tail_len, // bytes of s_tail appended, 1 .. TAIL_BYTES
 
     output reg                      m_valid,
     input  wire                     m_ready,
@@ -69,7 +71,7 @@ endgenerate
 wire [DATA_WIDTH-1:0] clean = s_data & ~({DATA_WIDTH{1'b1}} << {count, 3'b000});
 wire [WIDE-1:0] tail_wide = {{DATA_WIDTH{1'b0}}, s_tail};
 wire [WIDE-1:0] merged = {{(8*TAIL_BYTES){1'b0}}, clean} | (tail_wide << {count, 3'b000});
-wire [CNT_WIDTH-1:0] total = count + TAIL_BYTES[CNT_WIDTH-1:0];
+wire [CNT_WIDTH-1:0] total = count + {{(CNT_WIDTH-3){1'b0}}, s_tail_len};
 wire fits = total <= KEEP_WIDTH[CNT_WIDTH-1:0];
 
 // A contiguous keep of n bytes.

@@ -1,7 +1,14 @@
-// The headers of one packet of a message (combinational): LRH, GRH, BTH and the extension
-// headers its opcode carries, as a byte string with byte 0 (LRH byte 0) in hdr[7:0], and their
-// length. Multi-byte fields go on the wire most-significant byte first; GIDs too
-// (sgid[127:120] is the first SGID byte on the wire).
+// The headers of one packet of a message (combinational), as a byte string with the first
+// wire byte in hdr[7:0], and their length: on InfiniBand LRH, GRH (a global path) and BTH;
+// on Ethernet (RoCE v2, IBTA Annex A17) the Ethernet header (an 802.1Q tag with the SL as
+// its PCP when the path has a VLAN), IPv4 (both GIDs IPv4-mapped) or IPv6, UDP to port 4791,
+// then the BTH; then the extension headers the opcode carries. Multi-byte fields go on the wire
+// most-significant byte first; GIDs and MACs too (sgid[127:120] is the first SGID byte).
+//
+// RoCE v2 has no LRH, so the path is always global there (the GIDs are the IP addresses) and
+// the LIDs are not sent. The UDP source port is the flow's entropy for ECMP: from the flow
+// label when the path has one, else from the two QP numbers (XOR, so both directions of a
+// connection take the same), in 0xC000 .. 0xFFFF.
 //
 // The opcode follows from the message kind, the transport and the packet's place in the
 // message; it decides the extension headers, and with the payload length they decide PktLen,
@@ -18,6 +25,10 @@ module pkt_header (
     // 5 COMPARE_SWAP request, 6 FETCH_ADD request, 7 ATOMIC_ACKNOWLEDGE
     input  wire [2:0]   kind,
     input  wire [2:0]   transport,  // 2 RC, 3 UC, 4 UD (ignored for the atomic kinds: always RC)
+    input  wire         eth,        // the port's link layer is Ethernet: a RoCE v2 frame
+    input  wire [47:0]  dmac,       // Ethernet: destination and source MAC
+    input  wire [47:0]  smac,
+    input  wire [12:0]  vlan,       // Ethernet: [12] 802.1Q tagged, [11:0] VLAN ID
     input  wire         imm_valid,
     input  wire         inv,        // imm is an IETH (RC SEND with invalidate)
     input  wire         awrite,     // an RC WRITE that is an ATOMIC WRITE: one packet, 0x1D
@@ -50,9 +61,11 @@ module pkt_header (
     input  wire         ackreq_mid, // an RC request asks for an ACK here even if not its last packet
     input  wire [12:0]  plen,       // payload bytes of this packet
 
-    output reg  [703:0] hdr,        // up to 88 bytes: LRH + GRH + BTH + AtomicETH
-    output reg  [6:0]   hdr_len,    // header bytes, a multiple of 4
-    output reg  [10:0]  pktlen      // LRH PktLen: 4-byte words LRH .. ICRC
+    output reg  [847:0] hdr,        // up to 106 bytes: Ethernet + 802.1Q + IPv6 + UDP + BTH + AtomicETH
+    output reg  [6:0]   hdr_len,    // header bytes
+    output reg  [10:0]  pktlen,     // IB: LRH PktLen (4-byte words LRH .. ICRC); Ethernet: the
+                                    // frame's 4-byte words, destination MAC .. FCS, rounded up
+    output reg  [1:0]   eth_pad     // Ethernet: zero bytes after the ICRC that make 64-byte frames
 );
 
 localparam [2:0] K_SEND = 3'd0;
@@ -68,6 +81,7 @@ localparam [2:0] T_UC = 3'd3;
 localparam [2:0] T_UD = 3'd4;
 
 `include "wire_order.vh"
+`include "ip_headers.vh"
 
 wire ends = last;                           // last or only
 wire middle = ~first & ~last;
@@ -152,14 +166,48 @@ always @* begin
         endcase
 end
 
-// LRH (VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID), then the GRH when there is one, then `tr`
-wire [63:0]  lrh = {be16(slid), be16({5'd0, pktlen}), be16(dlid), sl, 2'b00, is_global ? 2'd3 : 2'd2, 8'd0};
-wire [319:0] grh = {be128(dgid), be128(sgid), hop_limit, 8'h1B, be16({2'd0, paylen}),
-                    be32({4'd6, tclass, flow_label})};
+// InfiniBand: LRH (VL 0, LVer 0; SL, LNH; DLID; PktLen; SLID), then the GRH when there is one
+wire [10:0]  ib_words = {6'd0, tr_len[6:2]} + (is_global ? 11'd10 : 11'd0) + 11'd2
+                      + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
+wire [63:0]  lrh = {be16(slid), be16({5'd0, ib_words}), be16(dlid), sl, 2'b00, is_global ? 2'd3 : 2'd2, 8'd0};
+wire [319:0] grh = ipv6_header(tclass, flow_label, {2'd0, paylen}, 8'h1B, hop_limit, sgid, dgid);
+
+// RoCE v2: Ethernet (+ 802.1Q), IPv4 or IPv6, UDP
+wire         v4 = ipv4_mapped(sgid);
+wire [15:0]  udp_len = {2'd0, paylen} + 16'd8;
+wire [19:0]  qpns = src_qpn[19:0] ^ dest_qpn[19:0];
+wire [19:0]  flow = flow_label != 20'd0 ? flow_label : qpns;
+wire [15:0]  sport = {2'b11, flow[13:0] ^ {8'd0, flow[19:14]}};
+wire [63:0]  udp = {16'd0, be16(udp_len), be16(16'd4791), be16(sport)};
+wire [159:0] ip4 = ipv4_header(tclass, udp_len + 16'd20, hop_limit, sgid[31:0], dgid[31:0]);
+wire [319:0] ip6 = ipv6_header(tclass, flow_label, udp_len, 8'h11, hop_limit, sgid, dgid);
+wire [15:0]  ethertype = v4 ? 16'h0800 : 16'h86DD;
+wire [111:0] ether = {be16(ethertype), be48(smac), be48(dmac)};
+wire [143:0] ether_tagged = {be16(ethertype), be16({sl[2:0], 1'b0, vlan[11:0]}), be16(16'h8100),
+                             be48(smac), be48(dmac)};
+wire [6:0]   eth_hdr_len = (vlan[12] ? 7'd18 : 7'd14) + (v4 ? 7'd20 : 7'd40) + 7'd8 + tr_len;
+// the frame through ICRC and FCS is at least 62 bytes (untagged IPv4, a bare BTH); a MAC pads it to 64
+wire [12:0]  frame = {6'd0, eth_hdr_len} + plen + {11'd0, padcnt} + 13'd8;   // below 4,300
+wire [1:0]   short = frame < 13'd64 ? 2'd0 - frame[1:0] : 2'd0;   // 64 - frame
+wire [12:0]  framed = frame + {11'd0, short};
+
 always @* begin
-    hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
-    pktlen  = {6'd0, hdr_len[6:2]} + plen[12:2] + {10'd0, plen[1:0] != 2'd0} + 11'd1;
-    hdr     = is_global ? {tr, grh, lrh} : {320'd0, tr, lrh};
+    if (eth) begin
+        hdr_len = eth_hdr_len;
+        case ({vlan[12], v4})
+            2'b00:   hdr = {{(848-320-64-320-112){1'b0}}, tr, udp, ip6, ether};
+            2'b01:   hdr = {{(848-320-64-160-112){1'b0}}, tr, udp, ip4, ether};
+            2'b10:   hdr = {tr, udp, ip6, ether_tagged};   // the longest: 106 bytes
+            default: hdr = {{(848-320-64-160-144){1'b0}}, tr, udp, ip4, ether_tagged};
+        endcase
+        pktlen  = framed[12:2] + {10'd0, framed[1:0] != 2'd0};
+        eth_pad = short;
+    end else begin
+        hdr_len = tr_len + (is_global ? 7'd48 : 7'd8);
+        pktlen  = ib_words;
+        hdr     = is_global ? {144'd0, tr, grh, lrh} : {464'd0, tr, lrh};
+        eth_pad = 2'd0;
+    end
 end
 
 endmodule

@@ -21,6 +21,10 @@ module port_tx #(
     input  wire                     clk,
     input  wire                     rst,
 
+    // the port's link layer (0 InfiniBand, 1 Ethernet) and its MAC (Ethernet)
+    input  wire                     eth,
+    input  wire [47:0]              port_mac,
+
     // the requester's message: accepted when the packetizer has room, done when its last
     // packet has left (messages leave in the order they are accepted)
     input  wire                     s_req_valid,
@@ -178,7 +182,7 @@ assign s_axis_pl_tready = {2{pk_pl_tready}} & (2'b01 << stream_from);
 wire [10:0]             pkt_sent_len;
 
 packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .eth(eth), .port_mac(port_mac),
     .desc_valid(!from_req || s_req_valid), .desc_ready(pk_ready),
     .desc_kind(d[TXD_KIND +: 3]), .desc_transport(d[TXD_TRANSPORT +: 3]),
     .desc_imm_valid(d[TXD_IMM_VALID]), .desc_inv(d[TXD_INV]), .desc_awrite(d[TXD_AWRITE]),
@@ -188,6 +192,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk 
     .desc_is_global(d[TXD_GLOBAL]), .desc_tclass(d[TXD_TCLASS +: 8]),
     .desc_flow_label(d[TXD_FLOW +: 20]), .desc_hop_limit(d[TXD_HOP +: 8]),
     .desc_sgid(d[TXD_SGID +: 128]), .desc_dgid(d[TXD_DGID +: 128]),
+    .desc_dmac(d[TXD_DMAC +: 48]), .desc_vlan(d[TXD_VLAN +: 13]),
     .desc_pkey(d[TXD_PKEY +: 16]), .desc_dest_qpn(d[TXD_DEST_QPN +: 24]),
     .desc_psn(d[TXD_PSN +: 24]), .desc_start(d[TXD_START +: 32]), .desc_qkey(d[TXD_QKEY +: 32]),
     .desc_src_qpn(d[TXD_SRC_QPN +: 24]), .desc_raddr(d[TXD_RADDR +: 64]),

@@ -38,7 +38,8 @@ module requester #(
     parameter SQ_WIN_LOG = 4,      // send window: WQEs issued and not yet completed, per QP
     parameter BYPASS_MOVERS = 4,   // bypass payload moves running at once (DMA clients)
     parameter CLOCK_MHZ = 250,     // device clock: the RNR timer counts its cycles
-    parameter TIMER_SHIFT = 0      // timers run 2^TIMER_SHIFT times fast (short simulations)
+    parameter TIMER_SHIFT = 0,     // timers run 2^TIMER_SHIFT times fast (short simulations)
+    parameter NUM_GIDS = 4         // GID table entries per port
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -52,7 +53,9 @@ module requester #(
     input  wire [NUM_PORTS*16-1:0]  port_lid,
     input  wire [NUM_PORTS*3-1:0]   port_lmc,
     input  wire [NUM_PORTS*3-1:0]   port_mtu,
-    input  wire [NUM_PORTS*128-1:0] port_gid,
+    input  wire [NUM_PORTS*NUM_GIDS*128-1:0] port_gids,      // the ports' GID tables
+    input  wire [NUM_PORTS*NUM_GIDS*13-1:0]  port_gid_vlans, // each entry's VLAN
+    input  wire [NUM_PORTS-1:0]     port_eth,         // link layer: 1 Ethernet (RoCE v2)
     input  wire [NUM_PORTS*16-1:0]  port_pkey,
     input  wire                     bypass_en,
 
@@ -73,6 +76,8 @@ module requester #(
     input  wire [7:0]               qp_tclass,
     input  wire [19:0]              qp_flow_label,
     input  wire [127:0]             qp_dgid,
+    input  wire [GID_BITS-1:0]      qp_sgid_index,
+    input  wire [47:0]              qp_dmac,
     input  wire [ADDR_WIDTH-1:0]    qp_sq_base,
     input  wire [3:0]               qp_sq_log,
     input  wire [2:0]               qp_sq_sge,        // SGEs its WQEs may have (0 counts as 1)
@@ -105,6 +110,8 @@ module requester #(
     input  wire [7:0]               ah_tclass,
     input  wire [19:0]              ah_flow_label,
     input  wire [127:0]             ah_dgid,
+    input  wire [GID_BITS-1:0]      ah_sgid_index,
+    input  wire [47:0]              ah_dmac,
     input  wire [3:0]               ah_rate,
 
     // message to the responder
@@ -216,6 +223,7 @@ module requester #(
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
 localparam PORT_BITS = NUM_PORTS > 1 ? $clog2(NUM_PORTS) : 1;
+localparam GID_BITS  = NUM_GIDS > 1 ? $clog2(NUM_GIDS) : 1;
 localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
@@ -278,17 +286,26 @@ wire [7:0]   av_tclass = is_ud ? ah_tclass : qp_tclass;
 wire [19:0]  av_flow   = is_ud ? ah_flow_label : qp_flow_label;
 wire [127:0] av_dgid   = is_ud ? ah_dgid : qp_dgid;
 wire [3:0]   av_rate   = is_ud ? ah_rate : qp_rate;
+wire [GID_BITS-1:0] av_sgid = is_ud ? ah_sgid_index : qp_sgid_index;
+wire [47:0]  av_dmac   = is_ud ? ah_dmac : qp_dmac;
 
 // ---- the port's own address, and the loopback decision ----
 wire [15:0]  my_lid   = port_lid[qp_port*16 +: 16];
 wire [2:0]   my_lmc   = port_lmc[qp_port*3 +: 3];
-wire [127:0] my_gid   = port_gid[qp_port*128 +: 128];
+wire         my_eth   = port_eth[qp_port];
+wire [NUM_GIDS*128-1:0] my_gids = port_gids[qp_port*NUM_GIDS*128 +: NUM_GIDS*128];
+// the source GID: the AV's entry of the port's table, and on Ethernet its VLAN
+wire [127:0] my_gid   = my_gids[av_sgid*128 +: 128];
+wire [NUM_GIDS*13-1:0] my_vlans = port_gid_vlans[qp_port*NUM_GIDS*13 +: NUM_GIDS*13];
+wire [12:0]  my_vlan  = my_vlans[av_sgid*13 +: 13];
+// RoCE v2 has no local route: every message carries its GIDs
+wire         av_grh   = av_global || my_eth;
 wire [2:0]   my_mtu   = port_mtu[qp_port*3 +: 3];
 wire [15:0]  my_pkey  = port_pkey[qp_port*16 +: 16];
 wire [15:0]  lmc_mask = (16'd1 << my_lmc) - 16'd1;     // the source path bits' place in the SLID
 wire loopback;
-loopback_match lb_match (
-    .port_lid(my_lid), .port_lmc(my_lmc), .port_gid(my_gid),
+loopback_match #(.NUM_GIDS(NUM_GIDS)) lb_match (
+    .eth(my_eth), .port_lid(my_lid), .port_lmc(my_lmc), .port_gids(my_gids),
     .dlid(av_dlid), .is_global(av_global), .dgid(av_dgid),
     .loopback(loopback)
 );
@@ -410,7 +427,7 @@ assign m_msg_solicited  = w_flags[SF_SOLICITED];
 assign m_msg_slid       = (my_lid & ~lmc_mask) | ({9'd0, av_spb} & lmc_mask);
 assign m_msg_dlid       = av_dlid;
 assign m_msg_sl         = av_sl;
-assign m_msg_is_global  = av_global;
+assign m_msg_is_global  = av_grh;
 assign m_msg_tclass     = av_tclass;
 assign m_msg_flow_label = av_flow;
 assign m_msg_hop_limit  = av_hop;
@@ -447,14 +464,14 @@ wire [23:0] tx_skip  = tx_psn - first_psn;
 wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
 // AtomicETH: swap/add data, compare data
-assign m_tx_desc = {is_awrite, is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
+assign m_tx_desc = {my_vlan, av_dmac, is_awrite, is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     rd_like ? 32'd0 : tx_bytes, wire_internal, local_sgl,
                     av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,
                     is_read ? w_raddr + {32'd0, tx_bytes} : w_raddr,
                     m_msg_src_qpn, m_msg_qkey, tx_psn,
                     dest_qpn[23:0], my_pkey, av_dgid, my_gid, av_hop, av_flow, av_tclass,
-                    av_global, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
+                    av_grh, av_sl, m_msg_slid, av_dlid, pmtu, rd_like ? 32'd0 : w_len,
                     w_flags[SF_SOLICITED], is_inv ? ieth : w_imm, imm_op, qp_type, tx_kind};
 assign m_msg_offset   = 32'd0;
 // a message that consumes a receive WQE keeps the responder until its END (no other message

@@ -64,6 +64,7 @@ module responder #(
                                                       // (a DMA list, rdma_defs.vh), else no bytes
 
     input  wire [NUM_PORTS*3-1:0]   port_lmc,
+    input  wire [NUM_PORTS-1:0]     port_eth,         // link layer: 1 Ethernet (the GRH area's form)
 
     // destination QP context (qp_table port B)
     output wire [QPN_BITS-1:0]      qp_qpn,
@@ -117,6 +118,8 @@ module responder #(
 );
 
 `include "rdma_defs.vh"
+`include "wire_order.vh"
+`include "ip_headers.vh"
 
 localparam QPN_BITS  = $clog2(NUM_QP);
 localparam CQN_BITS  = $clog2(NUM_CQ);
@@ -247,16 +250,18 @@ wire [31:0] g_len  = m_rsp_sgl[gj*64 + 32 +: 32];
 wire [31:0] g_addr = m_rsp_sgl[gj*64 +: 32];
 wire [31:0] g_left = 32'd40 - {26'd0, gp};
 wire [31:0] g_take = g_len < g_left ? g_len : g_left;
+// The GRH area: the GRH on InfiniBand; on Ethernet the IPv6 header, or 20 zero bytes and the
+// IPv4 header (as rxe and mlx5 give them); first byte in bits [7:0]
 wire [5:0]  pad      = (6'd0 - r_len[5:0]) & 6'd3;
-wire [15:0] pay_len  = 16'd24 + (has_imm ? 16'd4 : 16'd0) + r_len[15:0] + {10'd0, pad};
-wire [319:0] grh_be  = r_global ? {4'd6, r_tclass, r_flow, pay_len, 8'h1B, r_hop, r_sgid, r_dgid} : 320'd0;
-reg  [511:0] grh_le;
-integer k;
-always @* begin
-    grh_le = 512'd0;
-    for (k = 0; k < 40; k = k + 1)
-        grh_le[k*8 +: 8] = grh_be[(39-k)*8 +: 8];
-end
+wire [15:0] pay_len  = 16'd24 + (has_imm ? 16'd4 : 16'd0) + r_len[15:0] + {10'd0, pad};  // BTH .. ICRC
+wire        r_eth    = port_eth[r_port];
+wire [15:0] udp_len  = pay_len + 16'd8;
+wire [319:0] grh_area =
+    !r_global ? 320'd0 :
+    !r_eth    ? ipv6_header(r_tclass, r_flow, pay_len, 8'h1B, r_hop, r_sgid, r_dgid) :
+    ipv4_mapped(r_sgid) ? {ipv4_header(r_tclass, udp_len + 16'd20, r_hop, r_sgid[31:0], r_dgid[31:0]), 160'd0} :
+                ipv6_header(r_tclass, r_flow, udp_len, 8'h11, r_hop, r_sgid, r_dgid);
+wire [511:0] grh_le = {192'd0, grh_area};
 // 64-byte WQEs, or 128-byte ones when the QP's receive WQEs may have more than one SGE
 wire [15:0] srq_mask = (16'd1 << srq_log) - 16'd1;
 wire [15:0] rq_index = taking ? srq_ci & srq_mask : qp_rq_ci & rq_mask;

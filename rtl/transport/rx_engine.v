@@ -307,9 +307,12 @@ reg  [7:0]  ans_syndrome;
 reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
-wire [TXD_WIDTH-1:0] ans = {2'b00, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
+// addressed back along the request's path: its source MAC and VLAN, its GIDs swapped; the
+// answering QP's number is the source QP (the UDP source port's flow is the connection's)
+wire [TXD_WIDTH-1:0] ans = {h[RXH_VLAN +: 13], h[RXH_SMAC +: 48],
+                            2'b00, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
-                            24'd0, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
+                            h_dest, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
                             h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
                             h[RXH_DLID +: 16], h[RXH_SLID +: 16], pmtu,

@@ -11,6 +11,7 @@ module tb_crc_stream #(
 ) (
     input  wire                     rst,
 
+    input  wire                     icrc_eth,       // the ICRC of RoCE v2 frames
     input  wire                     icrc_valid,
     input  wire [DATA_WIDTH-1:0]    icrc_data,
     input  wire [DATA_WIDTH/8-1:0]  icrc_keep,
@@ -39,6 +40,7 @@ ib_icrc #(
 ) dut_icrc (
     .clk(clk),
     .rst(rst),
+    .eth(icrc_eth),
     .s_valid(icrc_valid), .s_data(icrc_data), .s_keep(icrc_keep), .s_last(icrc_last),
     .m_icrc(icrc), .m_icrc_valid(icrc_out_valid)
 );

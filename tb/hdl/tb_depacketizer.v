@@ -30,7 +30,11 @@ module tb_depacketizer #(
 
     input  wire [15:0]              port_lid,
     input  wire [2:0]               port_lmc,
-    input  wire [127:0]             port_gid,
+    input  wire [127:0]             port_gid,           // GID table entry 0 ...
+    input  wire [3*128-1:0]         port_gids_more,     // ... and 1 to 3
+    input  wire [4*13-1:0]          port_gid_vlans,
+    input  wire                     eth,                // the link layer: Ethernet (both ends)
+    input  wire [47:0]              port_mac,
     input  wire [15:0]              port_pkey,
 
     output wire                     m_hdr_valid,
@@ -49,6 +53,8 @@ module tb_depacketizer #(
     output wire [7:0]               m_hdr_hop_limit,
     output wire [127:0]             m_hdr_sgid,
     output wire [127:0]             m_hdr_dgid,
+    output wire [47:0]              m_hdr_smac,
+    output wire [12:0]              m_hdr_vlan,
     output wire [63:0]              m_hdr_raddr,
     output wire [31:0]              m_hdr_rkey,
     output wire [31:0]              m_hdr_dma_len,
@@ -98,6 +104,8 @@ module tb_depacketizer #(
     input  wire [7:0]               desc_hop_limit,
     input  wire [127:0]             desc_sgid,
     input  wire [127:0]             desc_dgid,
+    input  wire [47:0]              desc_dmac,
+    input  wire [12:0]              desc_vlan,
     input  wire [15:0]              desc_pkey,
     input  wire [23:0]              desc_dest_qpn,
     input  wire [23:0]              desc_psn,
@@ -143,7 +151,8 @@ wire [31:0]             d_req_offset;
 wire [12:0]             d_req_len;
 
 packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst), .eth(eth), .port_mac(48'h02_00_00_00_00_FE),
+    .desc_dmac(desc_dmac), .desc_vlan(desc_vlan),
     .desc_valid(desc_valid), .desc_ready(d_desc_ready),
     .desc_kind(desc_kind), .desc_transport(desc_transport), .desc_imm_valid(desc_imm_valid),
     .desc_inv(desc_inv), .desc_awrite(desc_awrite), .desc_imm(desc_imm), .desc_solicited(desc_solicited), .desc_len(desc_len),
@@ -190,6 +199,8 @@ wire [7:0]              d_tclass;
 wire [19:0]             d_flow_label;
 wire [7:0]              d_hop_limit;
 wire [127:0]            d_sgid, d_dgid;
+wire [47:0]             d_smac;
+wire [12:0]             d_vlan;
 wire [63:0]             d_raddr;
 wire [31:0]             d_rkey, d_dma_len, d_qkey;
 wire [23:0]             d_src_qpn;
@@ -205,12 +216,14 @@ wire                    d_pl_tvalid, d_pl_tlast;
 wire                    d_rcv_pkt, d_rcv_error, d_rcv_internal;
 wire [10:0]             d_rcv_pktlen;
 
-depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFFERS)) dut (
+depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFFERS), .NUM_GIDS(4)) dut (
     .clk(clk), .rst(rst),
     .s_axis_rx_tdata(rx_tdata), .s_axis_rx_tkeep(rx_tkeep), .s_axis_rx_tvalid(rx_tvalid),
     .s_axis_rx_tready(rx_tready), .s_axis_rx_tlast(rx_tlast), .s_axis_rx_tuser(rx_tuser),
     .s_axis_rx_tid(rx_tid),
-    .port_lid(port_lid), .port_lmc(port_lmc), .port_gid(port_gid), .port_pkey(port_pkey),
+    .eth(eth), .port_lid(port_lid), .port_lmc(port_lmc), .port_gids({port_gids_more, port_gid}),
+    .port_gid_vlans(port_gid_vlans), .port_mac(port_mac), .port_pkey(port_pkey),
+    .m_hdr_smac(d_smac), .m_hdr_vlan(d_vlan),
     .m_hdr_valid(d_hdr_valid), .m_hdr_ready(m_hdr_ready),
     .m_hdr_opcode(d_opcode), .m_hdr_se(d_se), .m_hdr_dest_qpn(d_dest_qpn),
     .m_hdr_ackreq(d_ackreq), .m_hdr_psn(d_psn), .m_hdr_slid(d_slid), .m_hdr_dlid(d_dlid),
@@ -234,13 +247,13 @@ wire d_rx_beat = rx_tvalid & rx_tready;
 // ------------------------------------------------------------------------------------------
 // What the Python side reads
 
-localparam OUT_W = 1 + 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 64 + 32
+localparam OUT_W = 1 + 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 48 + 13 + 64 + 32
                  + 32 + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1
                  + DATA_WIDTH + DATA_WIDTH / 8 + 1 + 1
                  + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
 wire [OUT_W-1:0] outs = {
     d_hdr_valid, d_opcode, d_se, d_dest_qpn, d_ackreq, d_psn, d_slid, d_dlid, d_sl, d_is_global,
-    d_tclass, d_flow_label, d_hop_limit, d_sgid, d_dgid, d_raddr, d_rkey, d_dma_len, d_qkey,
+    d_tclass, d_flow_label, d_hop_limit, d_sgid, d_dgid, d_smac, d_vlan, d_raddr, d_rkey, d_dma_len, d_qkey,
     d_src_qpn, d_imm, d_syndrome, d_msn, d_atomic_a, d_atomic_b, d_plen, d_internal,
     d_pl_tdata, d_pl_tkeep, d_pl_tvalid, d_pl_tlast,
     d_rcv_pkt, d_rcv_pktlen, d_rcv_error, d_rcv_internal, d_rx_tready, d_rx_stall, d_rx_beat,
@@ -264,7 +277,7 @@ assign tx_pl_tready = d_pl_tready;
 assign {
     m_hdr_valid, m_hdr_opcode, m_hdr_se, m_hdr_dest_qpn, m_hdr_ackreq, m_hdr_psn, m_hdr_slid,
     m_hdr_dlid, m_hdr_sl, m_hdr_is_global, m_hdr_tclass, m_hdr_flow_label, m_hdr_hop_limit,
-    m_hdr_sgid, m_hdr_dgid, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn,
+    m_hdr_sgid, m_hdr_dgid, m_hdr_smac, m_hdr_vlan, m_hdr_raddr, m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_src_qpn,
     m_hdr_imm, m_hdr_syndrome, m_hdr_msn, m_hdr_atomic_a, m_hdr_atomic_b, m_hdr_plen,
     m_hdr_internal,
     m_axis_pl_tdata, m_axis_pl_tkeep, m_axis_pl_tvalid, m_axis_pl_tlast,

@@ -28,6 +28,10 @@ module tb_packetizer #(
     input  wire [7:0]                    desc_hop_limit,
     input  wire [127:0]                  desc_sgid,
     input  wire [127:0]                  desc_dgid,
+    input  wire [47:0]                   desc_dmac,
+    input  wire [12:0]                   desc_vlan,
+    input  wire                          eth,            // the port's link layer: Ethernet
+    input  wire [47:0]                   port_mac,
     input  wire [15:0]                   desc_pkey,
     input  wire [23:0]                   desc_dest_qpn,
     input  wire [23:0]                   desc_psn,
@@ -187,6 +191,7 @@ packetizer #(
 ) dut (
     .clk(clk),
     .rst(rst),
+    .eth(eth), .port_mac(port_mac),
     .desc_valid(desc_valid),
     .desc_ready(desc_ready),
     .desc_kind(desc_kind),
@@ -205,6 +210,7 @@ packetizer #(
     .desc_hop_limit(desc_hop_limit),
     .desc_sgid(desc_sgid),
     .desc_dgid(desc_dgid),
+    .desc_dmac(desc_dmac), .desc_vlan(desc_vlan),
     .desc_pkey(desc_pkey),
     .desc_dest_qpn(desc_dest_qpn),
     .desc_psn(desc_psn),
