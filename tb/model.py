@@ -30,10 +30,11 @@ from dataclasses import dataclass, field, replace
 
 from .ib_packet import (
     AETH, BTH, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH, AtomicETH,
-    ImmDt, Packet, packetize,
+    ImmDt, Packet, RoCE, is_ipv4_mapped, packetize,
 )
 from .verbs import (
-    ATOMIC_OPS, COUNTERS, GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
+    ATOMIC_OPS, COUNTERS, GID_ENTRY_STRIDE, GID_TABLE_BASE, GID_TABLE_PORT_STRIDE, GID_VLAN,
+    GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
     PORT_STRIDE, QKEY_FROM_QP, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
     SendFlags, SendWR, WCFlags, WCOpcode, WCStatus, WROpcode,
@@ -69,8 +70,8 @@ _READS_BACK = {WROpcode.RDMA_READ, *ATOMIC_OPS}
 ATOMIC_BYTES = 8
 U64 = 2**64 - 1
 _WITH_IMM = {WROpcode.SEND_WITH_IMM, WROpcode.RDMA_WRITE_WITH_IMM}
-_PORT_REGS = ({PortReg.LID, PortReg.LMC, PortReg.MTU, PortReg.PKEY}
-              | {PortReg.GID0 + 4 * i for i in range(4)})
+_PORT_REGS = ({PortReg.LID, PortReg.LMC, PortReg.MTU, PortReg.PKEY, PortReg.LINK,
+               PortReg.MAC_HI, PortReg.MAC_LO} | {PortReg.GID0 + 4 * i for i in range(4)})
 _TRANSPORT = {QPType.RC: "RC", QPType.UC: "UC", QPType.UD: "UD"}
 PSN_MASK = 0xFFFFFF
 ACK = 0x1F          # AETH syndrome of an ACK (no credit count)
@@ -91,13 +92,29 @@ def _atomic_write_refused(va, length):
     return ""
 
 
-def ud_grh(route, sgid, length, with_imm):
-    """The 40-byte GRH a UD packet of `length` payload bytes would have carried: IPVer 6,
-    traffic class, flow label, PayLen (BTH + DETH + ImmDt + payload + pad + ICRC), NxtHdr
-    0x1B (BTH), hop limit, SGID, DGID."""
-    pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
-    return struct.pack(">IHBB16s16s", 6 << 28 | route.traffic_class << 20 | route.flow_label,
-                       pay_len, 0x1B, route.hop_limit, sgid, route.dgid)
+def ud_paylen(length, with_imm):
+    """BTH through ICRC of a UD packet of `length` payload bytes: BTH, DETH, ImmDt, payload,
+    pad, ICRC (the GRH's PayLen, the UDP length without its header)."""
+    return 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
+
+
+def network_header(paylen, grh=None, roce=None):
+    """A UD receive buffer's 40-byte GRH area for a packet whose BTH through ICRC take
+    `paylen` bytes: its GRH; on Ethernet (`roce`) its IPv6 header, or 20 zero bytes and its
+    IPv4 header (as rxe and mlx5 give it); 40 zero bytes without either."""
+    if roce is not None:
+        ip = roce.pack_network(paylen + 8)[:-8]     # without the UDP header
+        return bytes(GRH_BYTES - len(ip)) + ip
+    if grh is not None:
+        return grh.pack(paylen)
+    return bytes(GRH_BYTES)
+
+
+def roce_sport(flow_label, qpn, other_qpn):
+    """The UDP source port of a RoCE v2 flow: from the flow label when there is one, else
+    from the two QP numbers (both directions alike), in 0xC000 .. 0xFFFF."""
+    flow = flow_label or (qpn ^ other_qpn) & 0xFFFFF
+    return 0xC000 | ((flow & 0x3FFF) ^ (flow >> 14))
 
 
 def error_fields(wr_id, status, opcode, qp_num):
@@ -370,6 +387,7 @@ class Model(Observer):
         self.num_ports, self.num_qp, self.num_cq = dev.num_ports, dev.num_qp, dev.num_cq
         self.num_srq = dev.num_srq
         self.ports = dict(dev.ports)
+        self.num_gids = len(dev.ports[1].gid_table)
         # opened right after reset: every port counter starts at zero
         self.port_counters = {port: dict.fromkeys(COUNTERS, 0) for port in self.ports}
         self._read_host = dev.read
@@ -377,7 +395,7 @@ class Model(Observer):
     def on_write_reg(self, offset, value):
         if self._addresses_nothing(offset) or self._doorbell_refused(offset, value):
             self.counters.reg_errors += 1
-        elif Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
+        elif Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x400:
             self._write_port_counter(offset, value)
         elif offset == Reg.CTRL:
             self.bypass = bool(value & 1)
@@ -434,6 +452,10 @@ class Model(Observer):
         if Reg.PORT_BASE <= offset < Reg.CMD_DATA:
             port, reg = divmod(offset - Reg.PORT_BASE, PORT_STRIDE)
             return reg not in _PORT_REGS or port + 1 > self.num_ports
+        if GID_TABLE_BASE <= offset < GID_TABLE_BASE + 0x400:
+            port, at = divmod(offset - GID_TABLE_BASE, GID_TABLE_PORT_STRIDE)
+            entry, word = divmod(at, GID_ENTRY_STRIDE)
+            return port + 1 > self.num_ports or entry >= self.num_gids or word > GID_VLAN
         if Reg.SQ_DB <= offset < Reg.SQ_DB + _DOORBELL_SPAN:
             return (offset - Reg.SQ_DB) // 8 >= self.num_qp
         if Reg.CQ_CI_DB <= offset < Reg.CQ_CI_DB + _DOORBELL_SPAN:
@@ -441,7 +463,7 @@ class Model(Observer):
         if Reg.SRQ_DB <= offset < Reg.SRQ_DB + _DOORBELL_SPAN:
             srqn, which = divmod(offset - Reg.SRQ_DB, 8)
             return srqn >= self.num_srq or which != 0
-        if Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x800:
+        if Reg.PORT_COUNTERS <= offset < Reg.PORT_COUNTERS + 0x400:
             port, word = self._port_counter_word(offset)
             loadable = word == PortCounter.CLEAR or any(
                 word in (c, c + 1) if c.bits == 64 else word == c for c in COUNTERS)
@@ -763,10 +785,15 @@ class Model(Observer):
         return self.ahs[wr.ahn].attr if q.type == QPType.UD else q.attr.ah_attr
 
     def _loopback(self, q, av):
+        """The seed's rule: the destination is the sending port's own address. InfiniBand:
+        the DLID under the LMC and, with a GRH, the DGID one of the port's GIDs; Ethernet:
+        the DGID one of the port's GIDs."""
         port = self.ports[q.port]
+        own = av.grh is not None and bytes(av.grh.dgid) in {e.gid for e in port.own_gids()}
+        if port.link_layer == "eth":
+            return own
         mask = ~((1 << port.lmc) - 1) & 0xFFFF
-        return ((av.dlid & mask) == (port.lid & mask)
-                and (av.grh is None or av.grh.dgid == port.gid))
+        return (av.dlid & mask) == (port.lid & mask) and (av.grh is None or own)
 
     @staticmethod
     def _dest_qpn(q, wr):
@@ -987,21 +1014,24 @@ class Model(Observer):
         self._write_local(wr, orig.to_bytes(8, "little"))
 
     def _grh_area(self, q, wr):
-        route = self.ahs[wr.ahn].attr.grh
-        if route is None:
-            return bytes(GRH_BYTES)
-        return ud_grh(route, self.ports[q.port].gid, wr.length,
-                      wr.opcode == WROpcode.SEND_WITH_IMM)
+        """The GRH area a loopback UD SEND leaves: what its packet would have carried."""
+        link = self._link_headers(q, self._av(q, wr), wr.remote_qpn)
+        return network_header(ud_paylen(wr.length, wr.opcode == WROpcode.SEND_WITH_IMM),
+                              link.get("grh"), link.get("roce"))
 
     def _expect_recv(self, q, w, dest, recv, opcode, byte_len):
         wr = w.wr
         av = self._av(q, wr)
-        # Loopback: the sending and the receiving port are the same port.
+        # Loopback: the sending and the receiving port are the same port. Ethernet has no LIDs
+        # and no SL in its completions.
         port = self.ports[q.port]
         path_mask = (1 << port.lmc) - 1
+        eth = port.link_layer == "eth"
         self._expect_recv_fields(dest, recv, w, opcode, byte_len, src_qp=q.qpn,
-                                 slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
-                                 sl=av.sl, dlid=av.dlid, grh=av.grh is not None,
+                                 slid=0 if eth else
+                                 (port.lid & ~path_mask) | (av.src_path_bits & path_mask),
+                                 sl=0 if eth else av.sl, dlid=0 if eth else av.dlid,
+                                 grh=eth or av.grh is not None,
                                  imm=wr.imm if wr.opcode in _WITH_IMM else None,
                                  inv=wr.rkey if wr.opcode == WROpcode.SEND_WITH_INV else None)
 
@@ -1037,39 +1067,55 @@ class Model(Observer):
             return port_mtu.size
         return MTU(q.attr.path_mtu).size
 
-    def _request_packets(self, q, wr, psn):
-        """The packets of a message, as the packetizer builds them."""
-        av = self._av(q, wr)
+    def _link_headers(self, q, av, dest_qp):
+        """What a message of QP `q` to `av` carries in front of its BTH: LRH and GRH on
+        InfiniBand (the source GID the AV's entry of the port's GID table), the Ethernet, IP
+        and UDP fields on Ethernet (the source GID's VLAN, the SL as its priority)."""
         port = self.ports[q.port]
+        if port.link_layer == "eth":
+            route = av.grh
+            source = port.gid_table[route.sgid_index]
+            return dict(roce=RoCE(
+                dmac=bytes(av.dmac), smac=port.mac, sgid=source.gid, dgid=bytes(route.dgid),
+                hop_limit=route.hop_limit, tclass=route.traffic_class,
+                flow_label=0 if is_ipv4_mapped(source.gid) else route.flow_label,
+                vlan=source.vlan, pcp=av.sl & 7 if source.vlan is not None else 0,
+                sport=roce_sport(route.flow_label, q.qpn, dest_qp)))
         path_mask = (1 << port.lmc) - 1
         lrh = LRH(dlid=av.dlid, slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
                   sl=av.sl)
         grh = None
         if av.grh is not None:
-            grh = GRH(sgid=bytes(port.gid), dgid=bytes(av.grh.dgid), hop_limit=av.grh.hop_limit,
-                      tclass=av.grh.traffic_class, flow_label=av.grh.flow_label)
+            grh = GRH(sgid=port.gid_table[av.grh.sgid_index].gid, dgid=bytes(av.grh.dgid),
+                      hop_limit=av.grh.hop_limit, tclass=av.grh.traffic_class,
+                      flow_label=av.grh.flow_label)
+        return dict(lrh=lrh, grh=grh)
+
+    def _request_packets(self, q, wr, psn):
+        """The packets of a message, as the packetizer builds them."""
         dest_qp, pkey, length = self._dest_qpn(q, wr), self.pkeys[q.port], wr.length
+        link = self._link_headers(q, self._av(q, wr), dest_qp)
         reth = RETH(va=wr.remote_addr, rkey=wr.rkey, dma_len=length)
         if wr.opcode in ATOMIC_OPS:
             cas = wr.opcode == WROpcode.ATOMIC_CMP_AND_SWP
             eth = AtomicETH(va=wr.remote_addr, rkey=wr.rkey,
                             swap_add=(wr.swap if cas else wr.compare_add) & U64,
                             compare=wr.compare_add & U64 if cas else 0)
-            return [Packet(lrh=lrh, grh=grh, atomic_eth=eth,
+            return [Packet(**link, atomic_eth=eth,
                            bth=BTH(opcode=0x13 if cas else 0x14, dest_qp=dest_qp, psn=psn,
                                    pkey=pkey, ackreq=True))]
         if wr.opcode == WROpcode.RDMA_READ:
-            return [Packet(lrh=lrh, grh=grh, reth=reth,
+            return [Packet(**link, reth=reth,
                            bth=BTH(opcode=0x0C, dest_qp=dest_qp, psn=psn, pkey=pkey))]
         if wr.opcode == WROpcode.ATOMIC_WRITE:
-            return packetize("RC", "ATOMIC_WRITE", wr.atomic_data, self._path_mtu(q), lrh=lrh,
-                             dest_qp=dest_qp, psn=psn, pkey=pkey, grh=grh, reth=reth)
+            return packetize("RC", "ATOMIC_WRITE", wr.atomic_data, self._path_mtu(q), **link,
+                             dest_qp=dest_qp, psn=psn, pkey=pkey, reth=reth)
         write = wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
         inv = wr.opcode == WROpcode.SEND_WITH_INV
         deth = DETH(qkey=self._qkey(q, wr), src_qp=q.qpn) if q.type == QPType.UD else None
         packets = packetize(_TRANSPORT[q.type], "RDMA_WRITE" if write else "SEND",
-                            self._local_bytes(wr), self._path_mtu(q), lrh=lrh, dest_qp=dest_qp,
-                            psn=psn, pkey=pkey, grh=grh, deth=deth, reth=reth if write else None,
+                            self._local_bytes(wr), self._path_mtu(q), **link, dest_qp=dest_qp,
+                            psn=psn, pkey=pkey, deth=deth, reth=reth if write else None,
                             immdt=ImmDt(wr.imm) if wr.opcode in _WITH_IMM or inv else None,
                             se=bool(wr.flags & SendFlags.SOLICITED))
         if inv:     # the last packet: SEND LAST / ONLY with invalidate, the IETH for the ImmDt
@@ -1081,22 +1127,29 @@ class Model(Observer):
     def _answer_packets(self, port, dest, req, syndrome, data=None, mtu=None, orig=None):
         """An RC responder's answer to request packet `req`: an ACK / NAK, (with `data`)
         the READ responses, or (with `orig`) an atomic ACK, addressed back along the request's
-        path."""
-        lrh = LRH(dlid=req.lrh.slid, slid=req.lrh.dlid, sl=req.lrh.sl)
-        grh = None
-        if req.grh is not None:
-            grh = GRH(sgid=req.grh.dgid, dgid=req.grh.sgid, hop_limit=req.grh.hop_limit,
-                      tclass=req.grh.tclass, flow_label=req.grh.flow_label)
+        path (on Ethernet to its source MAC, in its VLAN, its GIDs swapped)."""
+        if req.roce is not None:
+            r = req.roce
+            link = dict(roce=replace(r, dmac=r.smac, smac=self.ports[port].mac, sgid=r.dgid,
+                                     dgid=r.sgid,
+                                     sport=roce_sport(r.flow_label, dest.qpn,
+                                                      dest.attr.dest_qp_num)))
+        else:
+            grh = None
+            if req.grh is not None:
+                grh = GRH(sgid=req.grh.dgid, dgid=req.grh.sgid, hop_limit=req.grh.hop_limit,
+                          tclass=req.grh.tclass, flow_label=req.grh.flow_label)
+            link = dict(lrh=LRH(dlid=req.lrh.slid, slid=req.lrh.dlid, sl=req.lrh.sl), grh=grh)
         aeth = AETH(syndrome=syndrome, msn=dest.msn)
         if orig is not None:
-            return [Packet(lrh=lrh, grh=grh, aeth=aeth, atomic_ack_eth=AtomicAckETH(orig),
+            return [Packet(**link, aeth=aeth, atomic_ack_eth=AtomicAckETH(orig),
                            bth=BTH(opcode=0x12, dest_qp=dest.attr.dest_qp_num,
                                    psn=req.bth.psn, pkey=self.pkeys[port]))]
         if data is None:
-            return [Packet(lrh=lrh, grh=grh, aeth=aeth,
+            return [Packet(**link, aeth=aeth,
                            bth=BTH(opcode=0x11, dest_qp=dest.attr.dest_qp_num,
                                    psn=req.bth.psn, pkey=self.pkeys[port]))]
-        return packetize("RC", "RDMA_READ_RESPONSE", data, mtu, lrh=lrh, grh=grh, aeth=aeth,
+        return packetize("RC", "RDMA_READ_RESPONSE", data, mtu, **link, aeth=aeth,
                          dest_qp=dest.attr.dest_qp_num, psn=req.bth.psn, pkey=self.pkeys[port])
 
     def links_lossy(self):
@@ -1259,7 +1312,7 @@ class Model(Observer):
             if not internal:
                 self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT,
                             len(packets))
-            return None, f"port {port} drops packets for DLID {first.lrh.dlid:#x}", []
+            return None, f"port {port} drops packets addressed elsewhere: {first.summary()}", []
         counted = not internal
         qp_type = {0: QPType.RC, 1: QPType.UC, 3: QPType.UD}[first.bth.opcode >> 5]
         qkey = first.deth.qkey if first.deth is not None else 0
@@ -1366,13 +1419,20 @@ class Model(Observer):
         return dict(dest=dest, first=pkt, at=at)
 
     def _addressed(self, port, pkt):
-        """`pkt` passes `port`'s address checks: DLID under the LMC mask, DGID, P_Key."""
+        """`pkt` passes `port`'s address checks: InfiniBand: DLID under the LMC mask, a GRH's
+        DGID one of the port's GIDs; Ethernet: the destination MAC the port's, the DGID one of
+        its GIDs in the frame's VLAN; both: P_Key."""
         attr = self.ports[port]
-        mask = ~((1 << attr.lmc) - 1) & 0xFFFF
         mine = self.pkeys[port]
-        return ((pkt.lrh.dlid & mask) == (attr.lid & mask)
-                and (pkt.grh is None or pkt.grh.dgid == bytes(attr.gid))
-                and (pkt.bth.pkey & 0x7FFF) == (mine & 0x7FFF)
+        if attr.link_layer == "eth":
+            to_me = (pkt.roce is not None and pkt.roce.dmac == attr.mac
+                     and any(e.gid == pkt.roce.dgid and e.vlan == pkt.roce.vlan
+                             for e in attr.own_gids()))
+        else:
+            mask = ~((1 << attr.lmc) - 1) & 0xFFFF
+            to_me = (pkt.lrh is not None and (pkt.lrh.dlid & mask) == (attr.lid & mask)
+                     and (pkt.grh is None or pkt.grh.dgid in {e.gid for e in attr.own_gids()}))
+        return (to_me and (pkt.bth.pkey & 0x7FFF) == (mine & 0x7FFF)
                 and (pkt.bth.pkey | mine) & 0x8000)
 
     def count_injected_bad(self, port, n=1):
@@ -1582,19 +1642,18 @@ class Model(Observer):
 
     @staticmethod
     def _grh_of(pkt):
-        """The UD receive buffer's GRH area: the packet's GRH, or 40 zero bytes."""
-        if pkt.grh is None:
-            return bytes(GRH_BYTES)
-        pad = -len(pkt.payload) & 3
-        paylen = 12 + 8 + (4 if pkt.immdt is not None else 0) + len(pkt.payload) + pad + 4
-        return pkt.grh.pack(paylen)
+        """The UD receive buffer's GRH area for a packet that arrived."""
+        return network_header(ud_paylen(len(pkt.payload), pkt.immdt is not None), pkt.grh,
+                              pkt.roce)
 
     @staticmethod
     def _recv_source(dest, last):
-        """Receive completion fields a message's last packet gives."""
+        """Receive completion fields a message's last packet gives (RoCE v2: no LIDs, no
+        SL, always a GRH)."""
+        lrh = last.lrh or LRH(dlid=0, slid=0, sl=0)
         return dict(src_qp=last.deth.src_qp if last.deth is not None else dest.attr.dest_qp_num,
-                    slid=last.lrh.slid, sl=last.lrh.sl, dlid=last.lrh.dlid,
-                    grh=last.grh is not None,
+                    slid=lrh.slid, sl=lrh.sl, dlid=lrh.dlid,
+                    grh=last.grh is not None or last.roce is not None,
                     imm=last.immdt.data if last.immdt is not None else None,
                     inv=last.ieth.rkey if last.ieth is not None else None)
 
@@ -1606,8 +1665,14 @@ class _Named:
 
 
 def pktlen(packet):
-    """LRH PktLen of `packet`: 4-byte words from LRH through ICRC."""
+    """What a packet adds to PortXmitData / PortRcvData: InfiniBand: its LRH PktLen, 4-byte
+    words from LRH through ICRC; Ethernet: its frame's 4-byte words, destination MAC through
+    FCS (padded to 64 bytes), rounded up."""
     headers = sum(getattr(packet, name).SIZE for name in packet.op.headers)
-    size = (LRH.SIZE + (GRH.SIZE if packet.grh is not None else 0) + BTH.SIZE + headers
-            + len(packet.payload) + (-len(packet.payload) & 3) + 4)
-    return size // 4
+    transport = BTH.SIZE + headers + len(packet.payload) + (-len(packet.payload) & 3) + 4
+    if packet.roce is not None:
+        r = packet.roce
+        frame = ((18 if r.vlan is not None else 14) + (20 if r.ipv4 else 40) + 8 + transport
+                 + 4)
+        return -(-max(frame, 64) // 4)
+    return (LRH.SIZE + (GRH.SIZE if packet.grh is not None else 0) + transport) // 4

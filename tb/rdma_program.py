@@ -8,7 +8,7 @@ import struct
 from cocotb.triggers import ClockCycles
 
 from .link_faults import LinkFaults
-from .rdma_tb import open_device, open_fabric
+from .rdma_tb import LINK, open_device, open_fabric
 from .seed import SEED
 from .verbs import (
     Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
@@ -177,7 +177,8 @@ class Rdma:
     async def open(cls, dut, cabled=False, timing=None):
         """`cabled`: the harness has port 1 and port 2 cabled to each other (CABLE = 1);
         `timing`: the host memory's (rdma_tb.MEM_TIMINGS; $MEM_TIMING or "ideal" by default)."""
-        dut._log.info("SEED=%d (replay with SEED=%d)", SEED, SEED)
+        dut._log.info("SEED=%d (replay with SEED=%d), ports on %s (RDMA_LINK)", SEED, SEED,
+                      "Ethernet" if LINK == "eth" else "InfiniBand")
         tb, dev, sb = await open_device(dut, seed=SEED, cabled=cabled, timing=timing)
         return cls(dut, tb, dev, sb)
 
@@ -204,12 +205,41 @@ class Rdma:
         attr = self.dev.ports[port]
         return attr.lid | (path_bits & ((1 << attr.lmc) - 1))
 
+    def ethernet(self, port):
+        return self.dev.ports[port].link_layer == "eth"
+
     def slid(self, port):
-        """The SLID a receive completion reports for a sender on `port` using SRC_PATH_BITS."""
-        return self.own_lid(port, SRC_PATH_BITS)
+        """The SLID a receive completion reports for a sender on `port` using SRC_PATH_BITS
+        (RoCE v2 has no LIDs: 0)."""
+        return 0 if self.ethernet(port) else self.own_lid(port, SRC_PATH_BITS)
 
     def dlid_path_bits(self, port):
-        return DLID_PATH_BITS & ((1 << self.dev.ports[port].lmc) - 1)
+        return 0 if self.ethernet(port) else DLID_PATH_BITS & ((1 << self.dev.ports[port].lmc) - 1)
+
+    def sl(self, port, sl=SL):
+        """The SL a receive completion on `port` reports for a sender using `sl` (RoCE v2
+        carries none: 0)."""
+        return 0 if self.ethernet(port) else sl
+
+    def route(self, port, dlid, **grh):
+        """On an Ethernet `port`, the GRH that stands for an address named by its LID: the
+        GID of the port (of this device, or of a device cabled to it) owning `dlid`; None on
+        InfiniBand, where the LID is the address."""
+        if not self.ethernet(port):
+            return None
+        for attr in self.peers_ports():
+            mask = ~((1 << attr.lmc) - 1) & 0xFFFF
+            if (attr.lid ^ dlid) & mask == 0:
+                return GlobalRoute(attr.gid, **grh)
+        raise ValueError(f"no port has LID {dlid:#x}")
+
+    def peers_ports(self):
+        """The ports this program may address: its device's, then those of every device the
+        scoreboard is cabled to."""
+        ports = list(self.dev.ports.values())
+        for far, _ in self.sb.model.links.values():
+            ports += far.ports.values()
+        return ports
 
     def payload(self, length):
         return self.rng.randbytes(length)
@@ -236,7 +266,7 @@ class Rdma:
         """Take an RC/UC QP to RTS aimed at `dest_qp_num` behind `dlid` (default: the port's
         own LID with DLID_PATH_BITS, i.e. loopback), sending with SRC_PATH_BITS and SL."""
         dlid = self.own_lid(port) if dlid is None else dlid
-        attrs = dict(src_path_bits=SRC_PATH_BITS, sl=SL) | attrs
+        attrs = dict(src_path_bits=SRC_PATH_BITS, sl=SL, grh=self.route(port, dlid)) | attrs
         await qp.to_rts(dest_qp_num, dlid, port, **attrs)
 
     async def connected_pair(self, qp_type, port=1, depth=16, cqs=None, sges=1, **attrs):
@@ -259,7 +289,7 @@ class Rdma:
     async def loopback_ah(self, port=1, global_route=False, **attrs):
         """An AH for `port`'s own address: DLID_PATH_BITS, SRC_PATH_BITS, SL, and with
         `global_route` a GRH aimed at the port's own GID."""
-        grh = None
+        grh = self.route(port, self.own_lid(port))
         if global_route:
             grh = GlobalRoute(self.dev.ports[port].gid, flow_label=0x9ABCD, hop_limit=17,
                               traffic_class=0x5A)

@@ -21,6 +21,8 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
 from . import coverage
 from .host_mem import HostMemory
+from .ib_packet import ipv4_gid
+from .verbs import GidEntry
 from .link_faults import LinkFaults
 from .signals import read_int, write_int
 from .sniffer import LinkSniffer
@@ -186,6 +188,7 @@ class RdmaTB:
         self.irq_cycle = getattr(dut, f"{prefix}irq_cycle")
         self.sniffers = {}
         self.arrivals = {}      # sniffers at the far end of this device's cables
+        self.links = dict.fromkeys(PORTS, "ib")     # each port's link layer, as last set
         self.cables = {}        # port -> the cable model its TX link goes through
         # where the cable models and their arrival taps are: tb_fabric's top (one device's
         # links to the other's), or tb_rdma_dev's `cabled` block (port 1 to port 2 and back)
@@ -234,14 +237,23 @@ class RdmaTB:
     def start_sniffers(self):
         """A sniffer on each port's TX link (after reset; `reset` starts them)."""
         self.sniffers = {p: LinkSniffer(self.tx_tap(p), self.dut.tb_clk, self.dut.cycle,
-                                        interface=self.interface_base + p - 1) for p in PORTS}
+                                        interface=self.interface_base + p - 1,
+                                        link=self.links[p]) for p in PORTS}
+
+    def set_link(self, port, link):
+        """Port `port` now speaks `link` ("ib" or "eth"): its sniffers decode it so."""
+        self.links[port] = link
+        for sniffers in (self.sniffers, self.arrivals):
+            if port in sniffers:
+                sniffers[port].link = link
 
     def watch_arrivals(self):
         """A sniffer also at the far end of each of this device's cables, for what arrived (the
         TX sniffers see what was sent); a cable that loses, duplicates, corrupts or reorders
         packets (tb/link_faults.py) makes the two differ. Returns them, port -> LinkSniffer."""
         self.arrivals = {p: LinkSniffer(self.arrived_tap(p), self.dut.tb_clk, self.dut.cycle,
-                                        interface=self.interface_base + p - 1) for p in PORTS}
+                                        interface=self.interface_base + p - 1,
+                                        link=self.links[p]) for p in PORTS}
         return self.arrivals
 
     def perfect_cables(self):
@@ -272,11 +284,32 @@ class RdmaTB:
                                        f"loopback traffic")
 
 
+# The link layer of every port the tests open: "ib" (InfiniBand), or "eth" (RoCE v2) with
+# RDMA_LINK=eth. The same RDMA programs run on both: on Ethernet a destination is its GID.
+LINK = os.environ.get("RDMA_LINK", "ib").strip() or "ib"
+
 # Port addresses every test starts from: port 1 owns LIDs 0x10-0x13 (LMC 2), port 2 is 0x20.
-PORT_SETUP = {
+IB_PORT_SETUP = {
     1: dict(lid=0x10, lmc=2, gid=bytes.fromhex("fe800000000000000000000000000001")),
     2: dict(lid=0x20, lmc=0, gid=bytes.fromhex("fe800000000000000000000000000002")),
 }
+
+
+def eth_port(lid, lmc, mac, ipv4, ipv6, vlan_ipv4):
+    """An Ethernet port: its MAC, an untagged IPv4 address (entry 0), an IPv6 address and an
+    IPv4 address on VLAN 7. The LIDs are kept (unused on the wire) so that a test may still
+    name a port by a LID: the RDMA programs turn it into that port's GID."""
+    return dict(lid=lid, lmc=lmc, link_layer="eth", mac=bytes.fromhex(mac), gid=ipv4_gid(ipv4),
+                gids=[GidEntry(bytes.fromhex(ipv6)), GidEntry(ipv4_gid(vlan_ipv4), vlan=7)])
+
+
+ETH_PORT_SETUP = {
+    1: eth_port(0x10, 2, "020000000001", "10.0.0.1", "fd000000000000000000000000000001",
+                "10.7.0.1"),
+    2: eth_port(0x20, 0, "020000000002", "10.0.0.2", "fd000000000000000000000000000002",
+                "10.7.0.2"),
+}
+PORT_SETUP = ETH_PORT_SETUP if LINK == "eth" else IB_PORT_SETUP
 
 
 async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=False, timing=None):
@@ -299,14 +332,20 @@ async def open_device(dut, seed=0, ports=PORT_SETUP, mem_size=2**24, cabled=Fals
     await dev.open()
     for port, attrs in ports.items():
         await dev.set_port(port, **attrs)
+        tb.set_link(port, dev.ports[port].link_layer)
     return tb, dev, sb
 
 
 # Port addresses of the two devices of tb_fabric (topology b): dev0's are PORT_SETUP's, dev1's
-# are distinct LIDs (port 1 LMC 1: LIDs 0x40-0x41) and GIDs.
+# are distinct LIDs (port 1 LMC 1: LIDs 0x40-0x41), GIDs and MACs.
 FABRIC_PORT_SETUP = (
     PORT_SETUP,
     {
+        1: eth_port(0x40, 1, "020000000101", "10.0.1.1", "fd000000000000000000000000001001",
+                    "10.7.1.1"),
+        2: eth_port(0x50, 0, "020000000102", "10.0.1.2", "fd000000000000000000000000001002",
+                    "10.7.1.2"),
+    } if LINK == "eth" else {
         1: dict(lid=0x40, lmc=1, gid=bytes.fromhex("fe800000000000000000000000001001")),
         2: dict(lid=0x50, lmc=0, gid=bytes.fromhex("fe800000000000000000000000001002")),
     },
@@ -341,4 +380,9 @@ async def open_fabric(dut, seed=0, ports=FABRIC_PORT_SETUP, mem_size=2**24, timi
         await dev.open()
         for port, attrs in setup.items():
             await dev.set_port(port, **attrs)
+            tb.set_link(port, dev.ports[port].link_layer)
+    # each driver knows the other device's addresses, as its host's neighbour table would
+    for (_, dev, _), (_, peer, _) in (devices, devices[::-1]):
+        dev.neighbours.update({entry.gid: attr.mac for attr in peer.ports.values()
+                               for entry in attr.own_gids()})
     return tuple(devices)

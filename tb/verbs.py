@@ -79,7 +79,20 @@ class PortReg(IntEnum):
     LMC = 0x04
     MTU = 0x08
     PKEY = 0x0C
-    GID0 = 0x10  # GID1..3 follow at +4, +8, +12
+    GID0 = 0x10  # GID1..3 follow at +4, +8, +12: entry 0 of the GID table
+    LINK = 0x20  # [0] Ethernet (RoCE v2); [15:8] GID table entries (RO)
+    MAC_HI = 0x24  # MAC bytes 0-1 in [15:0]
+    MAC_LO = 0x28  # MAC bytes 2-5
+
+
+GID_TABLE_BASE = 0x0C00     # + 0x80 * (port - 1) + 0x20 * entry
+GID_TABLE_PORT_STRIDE = 0x80
+GID_ENTRY_STRIDE = 0x20
+GID_VLAN = 0x10             # an entry's VLAN word: [12] tagged, [11:0] VLAN ID after its GID words
+
+
+def gid_reg(port, entry, offset=0):
+    return GID_TABLE_BASE + GID_TABLE_PORT_STRIDE * (port - 1) + GID_ENTRY_STRIDE * entry + offset
 
 
 def port_reg(port, reg):
@@ -326,16 +339,21 @@ class GlobalRoute:
     flow_label: int = 0
     hop_limit: int = 64
     traffic_class: int = 0
+    sgid_index: int = 0         # the sending port's GID table entry
 
 
 @dataclass(frozen=True)
 class AHAttr:
-    """An address vector: the QP's (RC, UC) or an address handle's (UD)."""
+    """An address vector: the QP's (RC, UC) or an address handle's (UD). On an Ethernet
+    port the GRH is the route (RoCE v2 has no LIDs) and `dmac` the next hop's MAC, which the
+    driver resolves from the DGID when it is not given (as libibverbs does from the kernel's
+    neighbour table)."""
     dlid: int = 0
     sl: int = 0
     src_path_bits: int = 0
     static_rate: int = 0
     grh: GlobalRoute | None = None
+    dmac: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -358,11 +376,26 @@ class QPAttr:
 
 
 @dataclass(frozen=True)
+class GidEntry:
+    """A GID table entry; on Ethernet an IP address of the port (IPv4-mapped or IPv6) and
+    the VLAN of the interface that owns it (None: untagged). An all-zero GID is empty."""
+    gid: bytes = bytes(16)
+    vlan: int | None = None
+
+
+@dataclass(frozen=True)
 class PortAttr:
     lid: int = 0
     lmc: int = 0
-    gid: bytes = bytes(16)
+    gid: bytes = bytes(16)      # entry 0 of the GID table
     mtu: MTU = MTU.MTU4096
+    link_layer: str = "ib"      # "ib" (InfiniBand) or "eth" (Ethernet: RoCE v2)
+    mac: bytes = bytes(6)
+    gid_table: tuple = ()       # every entry (GidEntry), entry 0's GID being `gid`
+
+    def own_gids(self):
+        """The port's addresses: its non-empty GID table entries."""
+        return [entry for entry in self.gid_table if any(entry.gid)]
 
 
 @dataclass(frozen=True)
@@ -582,9 +615,9 @@ _CQ_RESIZE_BLOCK = struct.Struct("<QBxH")          # ring, log2, the consumer in
 _CQ_RESIZE_ANSWER = struct.Struct("<HH")           # CQEs moved, the old producer index
 _MW_BLOCK = struct.Struct("<BxHB")                 # type, PD, key variant
 _MR_BLOCK = struct.Struct("<QIBBHQ")
-_AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s")
+_AH_BLOCK = struct.Struct("<HBBBBBBIBxH16s6sB")
 _QP_CREATE_BLOCK = struct.Struct("<BxHHHBBBBBxHQQ")  # ... on an SRQ (flag, number), rings
-_QP_MODIFY_BLOCK = struct.Struct("<BBBBIIBBBBHBBBBBBIBB2x16sII")
+_QP_MODIFY_BLOCK = struct.Struct("<BBBBIIBBBBHBBBBBBIBB2x16sII6sB")
 _QP_QUERY_BLOCK = struct.Struct("<B3xHHHHBBBBIIBBBB")
 _SRQ_CREATE_BLOCK = struct.Struct("<QBBHH")        # ring, log2, max SGEs, PD, limit
 _SRQ_MODIFY_BLOCK = struct.Struct("<H")            # limit
@@ -643,20 +676,22 @@ def decode_cqe(raw):
 
 
 def encode_av(av):
-    """The AV part shared by the AH and modify blocks: is_global and the GRH fields."""
+    """The AV part shared by the AH and modify blocks: is_global, the GRH fields, the
+    destination MAC."""
     grh = av.grh or GlobalRoute(bytes(16), hop_limit=0)
-    return int(av.grh is not None), grh
+    return int(av.grh is not None), grh, bytes(av.dmac or bytes(6))
 
 
 def encode_modify(state, attr):
     av = attr.ah_attr
-    is_global, grh = encode_av(av)
+    is_global, grh, dmac = encode_av(av)
     return _QP_MODIFY_BLOCK.pack(state, attr.port_num, attr.path_mtu, attr.qp_access_flags,
                                  attr.qkey, attr.dest_qp_num, attr.rnr_retry, attr.retry_cnt,
                                  attr.timeout, attr.min_rnr_timer, av.dlid, av.sl,
                                  av.src_path_bits, av.static_rate, is_global, grh.hop_limit,
                                  grh.traffic_class, grh.flow_label, attr.max_rd_atomic,
-                                 attr.max_dest_rd_atomic, grh.dgid, attr.sq_psn, attr.rq_psn)
+                                 attr.max_dest_rd_atomic, grh.dgid, attr.sq_psn, attr.rq_psn,
+                                 dmac, grh.sgid_index)
 
 
 def _log2_entries(n, what):
@@ -734,6 +769,7 @@ class Device:
         self._next_pdn = 1
         self._key_variants = {}
         self.ports = {}
+        self.neighbours = {}        # GID -> MAC of addresses beyond this device (Ethernet)
         self.mrs, self.ahs, self.cqs, self.qps, self.srqs = {}, {}, {}, {}, {}
         self.async_events = deque()  # (ibv_event_type, SRQ number) read from the device
         self.counters_at_open = Counters()
@@ -830,25 +866,66 @@ class Device:
         self._notify("on_open", self)
 
     async def _read_port(self, port):
-        gid = b""
-        for i in range(4):
-            gid += (await self.read_reg(port_reg(port, PortReg.GID0 + 4 * i))).to_bytes(4, "big")
+        link = await self.read_reg(port_reg(port, PortReg.LINK))
+        table = []
+        for entry in range((link >> 8) & 0xFF):
+            gid = b""
+            for i in range(4):
+                gid += (await self.read_reg(gid_reg(port, entry, 4 * i))).to_bytes(4, "big")
+            vlan = await self.read_reg(gid_reg(port, entry, GID_VLAN))
+            table.append(GidEntry(gid, vlan & 0xFFF if vlan >> 12 & 1 else None))
+        mac = ((await self.read_reg(port_reg(port, PortReg.MAC_HI)) & 0xFFFF).to_bytes(2, "big")
+               + (await self.read_reg(port_reg(port, PortReg.MAC_LO))).to_bytes(4, "big"))
         return PortAttr(await self.read_reg(port_reg(port, PortReg.LID)) & 0xFFFF,
-                        await self.read_reg(port_reg(port, PortReg.LMC)) & 7, gid,
-                        _enum(MTU, await self.read_reg(port_reg(port, PortReg.MTU)) & 7))
+                        await self.read_reg(port_reg(port, PortReg.LMC)) & 7, table[0].gid,
+                        _enum(MTU, await self.read_reg(port_reg(port, PortReg.MTU)) & 7),
+                        "eth" if link & 1 else "ib", mac, tuple(table))
 
-    async def set_port(self, port, lid, lmc=0, gid=bytes(16), mtu=MTU.MTU4096):
+    async def set_port(self, port, lid=0, lmc=0, gid=bytes(16), mtu=MTU.MTU4096,
+                       link_layer="ib", mac=bytes(6), gids=()):
+        """Address port `port`: its link layer ("ib" or "eth"), LID and LMC (InfiniBand),
+        MAC (Ethernet) and GID table: entry 0 is `gid` (untagged), entries 1.. are `gids`
+        (GidEntry; the rest of the table is emptied)."""
         if port not in self.ports:
             raise VerbsError(f"no port {port}: the device has ports 1..{self.num_ports}")
-        gid = bytes(gid)
+        if link_layer not in ("ib", "eth"):
+            raise VerbsError(f"link layer {link_layer!r}: 'ib' or 'eth'")
+        size = len(self.ports[port].gid_table)
+        table = (GidEntry(bytes(gid)),) + tuple(gids)
+        if len(table) > size:
+            raise VerbsError(f"port {port}: {len(table)} GIDs, its table holds {size}")
+        table += (GidEntry(),) * (size - len(table))
+        mac = bytes(mac)
+        await self.write_reg(port_reg(port, PortReg.LINK), int(link_layer == "eth"))
+        await self.write_reg(port_reg(port, PortReg.MAC_HI), int.from_bytes(mac[:2], "big"))
+        await self.write_reg(port_reg(port, PortReg.MAC_LO), int.from_bytes(mac[2:], "big"))
         await self.write_reg(port_reg(port, PortReg.LID), lid)
         await self.write_reg(port_reg(port, PortReg.LMC), lmc)
         await self.write_reg(port_reg(port, PortReg.MTU), mtu)
-        for i in range(4):  # the lowest-numbered GID byte goes in bits [31:24]
-            await self.write_reg(port_reg(port, PortReg.GID0 + 4 * i),
-                                 int.from_bytes(gid[4 * i:4 * i + 4], "big"))
-        self.ports[port] = PortAttr(lid, lmc, gid, MTU(mtu))
+        for entry, (egid, vlan) in enumerate((e.gid, e.vlan) for e in table):
+            for i in range(4):  # the lowest-numbered GID byte goes in bits [31:24]
+                await self.write_reg(gid_reg(port, entry, 4 * i),
+                                     int.from_bytes(egid[4 * i:4 * i + 4], "big"))
+            await self.write_reg(gid_reg(port, entry, GID_VLAN),
+                                 0 if vlan is None else 1 << 12 | vlan)
+        self.ports[port] = PortAttr(lid, lmc, table[0].gid, MTU(mtu), link_layer, mac, table)
         self._notify("on_set_port", port, self.ports[port])
+
+    def resolve_av(self, port, av):
+        """`av` as the device takes it from `port`: on Ethernet with the destination MAC
+        resolved from its DGID (one of this device's ports, or `neighbours`), as libibverbs
+        resolves it; an address it cannot resolve is refused."""
+        if self.ports[port].link_layer != "eth" or av.dmac is not None:
+            return av
+        if av.grh is None:
+            raise VerbsError(f"port {port} is Ethernet: an address needs a GRH (RoCE v2)")
+        dgid = bytes(av.grh.dgid)
+        macs = {entry.gid: attr.mac for attr in self.ports.values()
+                for entry in attr.own_gids()}
+        macs.update(self.neighbours)
+        if dgid not in macs:
+            raise VerbsError(f"no neighbour has GID {dgid.hex()}: its MAC is unknown")
+        return replace(av, dmac=macs[dgid])
 
     async def set_bypass(self, enabled):
         """CTRL.BYPASS: with it cleared, loopback messages go through the packetizer and the
@@ -1010,17 +1087,19 @@ class PD:
         dev._notify("on_alloc_mw", mw)
         return mw
 
-    async def create_ah(self, port, dlid, sl=0, src_path_bits=0, static_rate=0, grh=None):
+    async def create_ah(self, port, dlid=0, sl=0, src_path_bits=0, static_rate=0, grh=None,
+                        dmac=None):
         dev = self.dev
         ahn = dev._free_index(dev.ahs, 0, dev.num_ah, "AH")
-        attr = AHAttr(dlid, sl, src_path_bits, static_rate, grh)
-        is_global, route = encode_av(attr)
+        attr = dev.resolve_av(port, AHAttr(dlid, sl, src_path_bits, static_rate, grh, dmac))
+        is_global, route, mac = encode_av(attr)
         ah = AH(self, ahn, port, attr)
         with dev._claim(dev.ahs, ahn, ah):
             await dev.command(Cmd.CREATE_AH, ahn,
                               _AH_BLOCK.pack(dlid, sl, src_path_bits, static_rate, is_global,
                                              port, route.hop_limit, route.flow_label,
-                                             route.traffic_class, self.pdn, route.dgid))
+                                             route.traffic_class, self.pdn, route.dgid,
+                                             mac, route.sgid_index))
         dev._notify("on_create_ah", ah)
         return ah
 
@@ -1283,6 +1362,8 @@ class QP:
         """Move to `state` (default: stay) with `attrs` (QPAttr field names) changed in the
         shadow; the whole shadow is written. Raises CommandError if the device refuses."""
         attr = replace(self.attr, **attrs)
+        if "ah_attr" in attrs and self.qp_type != QPType.UD:     # UD's AVs are its AHs'
+            attr = replace(attr, ah_attr=self.dev.resolve_av(attr.port_num, attr.ah_attr))
         state = self.state if state is None else QPState(state)
         await self.dev.command(Cmd.MODIFY_QP, self.qp_num, encode_modify(state, attr),
                                what=f"MODIFY_QP {self.qp_num} {self.state.name}->{state.name}")

@@ -7,6 +7,13 @@ are compared with the packet that was sent, every bad one must leave nothing but
 One test feeds the depacketizer from the real rtl/port/packetizer.v (loop_sel) and compares every
 field with what went into the packetizer's descriptor.
 
+Most tests run once per link layer (`link`): InfiniBand, and Ethernet, where the packets are
+RoCE v2 frames (tb/ib_packet.build of a Packet with `roce`) to the port's MAC and one of its
+four GID table entries (IPv4-mapped and IPv6, 802.1Q tagged and untagged, each with its VLAN),
+and the bad ones are broken in one Ethernet, IP, UDP or transport field at a time with every
+other field, the ICRC and the FCS right (test_eth_* cover the GID table and the fields the
+receiver ignores).
+
 All models run on the rising edge of the harness clock; under Verilator the harness hands them
 registered copies of the DUT outputs (their pre-edge values), so the same code is exact on both
 simulators. Randomness comes from one seed, printed at the start of each test; SEED=<n>
@@ -14,6 +21,9 @@ replays a run.
 """
 
 import logging
+import zlib
+from dataclasses import replace
+from typing import NamedTuple
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -23,7 +33,7 @@ import pytest
 import tb.ib_packet as ib
 from tb import simrun
 from tb.ib_packet import imm_le
-from tb.ib_crc import vcrc_bytes
+from tb.ib_crc import fcs_bytes, roce_icrc_bytes, roce_icrc_mask, vcrc_bytes
 from tb.seed import rng_for
 from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
 from tb.verbs import ATOMIC_WRITE_BYTES
@@ -39,25 +49,47 @@ UD_OPS = [0x64, 0x65]
 ACCEPTED = RC_OPS + UC_OPS + UD_OPS
 
 HDR_FIELDS = ("opcode", "se", "dest_qpn", "ackreq", "psn", "slid", "dlid", "sl", "is_global",
-              "tclass", "flow_label", "hop_limit", "sgid", "dgid", "raddr", "rkey", "dma_len",
-              "qkey", "src_qpn", "imm", "syndrome", "msn", "atomic_a", "atomic_b", "plen",
-              "internal")
+              "tclass", "flow_label", "hop_limit", "sgid", "dgid", "smac", "vlan", "raddr",
+              "rkey", "dma_len", "qkey", "src_qpn", "imm", "syndrome", "msn", "atomic_a",
+              "atomic_b", "plen", "internal")
+
+LINKS = ["ib", "eth"]
+PACKETIZER_MAC = bytes.fromhex("0200000000FE")     # the harness's packetizer's port_mac
+
+
+def roce_sport(flow_label, src_qpn, dest_qpn):
+    """The UDP source port pkt_header.v sends: the flow label, or when it is 0 the XOR of the
+    two QP numbers (20 bits), its upper 6 bits folded onto the lower 14, in 0xC000 .. 0xFFFF."""
+    f = flow_label or (src_qpn ^ dest_qpn) & 0xFFFFF
+    return 0xC000 | ((f & 0x3FFF) ^ (f >> 14))
+
+
+def pkt_words(pkt, wire):
+    """The rcv_pktlen of a good packet: InfiniBand its PktLen (LRH .. ICRC, the packet without
+    its VCRC), Ethernet the frame's 4-byte words (destination MAC .. FCS) rounded up."""
+    return (len(wire) - 2) // 4 if pkt.roce is None else -(-len(wire) // 4)
 
 
 def expected_header(pkt, internal):
-    """The m_hdr_* fields the depacketizer must present for `pkt`."""
+    """The m_hdr_* fields the depacketizer must present for `pkt`. A RoCE v2 packet has no
+    LIDs (0), its 802.1Q PCP as the SL (0 untagged), and its IP header as a GRH (IPv4: the
+    addresses IPv4-mapped, no flow label); its source MAC and {tagged, VID} come out too."""
     g, reth, deth, aeth, imm = pkt.grh, pkt.reth, pkt.deth, pkt.aeth, pkt.immdt
+    r = pkt.roce
     atomic, atomic_ack, ieth = pkt.atomic_eth, pkt.atomic_ack_eth, pkt.ieth
     # VA and R_Key come from a RETH or an AtomicETH; an IETH's R_Key comes on its own
     remote = reth or atomic
-    return {
+    out = {
         "opcode": pkt.bth.opcode, "se": int(pkt.bth.se), "dest_qpn": pkt.bth.dest_qp,
-        "ackreq": int(pkt.bth.ackreq), "psn": pkt.bth.psn, "slid": pkt.lrh.slid,
-        "dlid": pkt.lrh.dlid, "sl": pkt.lrh.sl, "is_global": int(g is not None),
+        "ackreq": int(pkt.bth.ackreq), "psn": pkt.bth.psn,
+        "slid": pkt.lrh.slid if not r else 0, "dlid": pkt.lrh.dlid if not r else 0,
+        "sl": pkt.lrh.sl if not r else r.pcp, "is_global": int(g is not None or r is not None),
         "tclass": g.tclass if g else 0, "flow_label": g.flow_label if g else 0,
         "hop_limit": g.hop_limit if g else 0,
         "sgid": int.from_bytes(g.sgid, "big") if g else 0,
         "dgid": int.from_bytes(g.dgid, "big") if g else 0,
+        "smac": int.from_bytes(r.smac, "big") if r else 0,
+        "vlan": (1 << 12 | r.vlan) if r and r.vlan is not None else 0,
         "raddr": remote.va if remote else 0,
         "rkey": remote.rkey if remote else ieth.rkey if ieth else 0,
         "dma_len": reth.dma_len if reth else 0,
@@ -69,6 +101,10 @@ def expected_header(pkt, internal):
         "atomic_b": atomic.compare if atomic else 0,
         "plen": len(pkt.payload), "internal": int(internal),
     }
+    if r:       # the IP header's fields where a GRH's go
+        out.update(tclass=r.tclass, flow_label=r.flow_label, hop_limit=r.hop_limit,
+                   sgid=int.from_bytes(r.sgid, "big"), dgid=int.from_bytes(r.dgid, "big"))
+    return out
 
 
 def fix_lengths(body):
@@ -86,34 +122,140 @@ def body_of(wire):
     return bytearray(wire[:-6])
 
 
-class Port:
-    """The port's address and the packets that are addressed to it."""
+class Layout(NamedTuple):
+    """Where a RoCE v2 frame's IP header, UDP header and BTH start and its IP packet ends."""
+    ip: int
+    udp: int
+    bth: int
+    end: int
+    v4: bool
 
-    def __init__(self, rng):
+
+def layout(wire):
+    """The Layout of a frame as built (its fields still right)."""
+    ip = 18 if wire[12:14] == b"\x81\x00" else 14
+    v4 = wire[ip] >> 4 == 4
+    udp = ip + (20 if v4 else 40)
+    size = (int.from_bytes(wire[ip + 2:ip + 4], "big") if v4
+            else 40 + int.from_bytes(wire[ip + 4:ip + 6], "big"))
+    return Layout(ip, udp, udp + 8, ip + size, v4)
+
+
+def icrc_v4_layout(ip_packet):
+    """The ICRC of an IP packet read as a 20-byte IPv4 header whatever its first byte says
+    (the ICRC masks of an IPv4 header, the first byte as it is): how a receiver reads any IP
+    version but 6. For frames broken in that byte alone."""
+    masked = bytearray(roce_icrc_mask(b"\x45" + bytes(ip_packet[1:])))
+    masked[8] = ip_packet[0]        # after the eight 0xFF bytes that stand for an LRH
+    return zlib.crc32(masked).to_bytes(4, "little")
+
+
+def reframe(body, at, lengths=False, checksum=True, icrc=roce_icrc_bytes, after=b"",
+            pad=True):
+    """A frame of `body` (destination MAC .. pad, laid out as `at` says) with its CRCs right:
+    with `lengths` the IP and UDP lengths made to fit it, with `checksum` the IPv4 header
+    checksum made right; then the ICRC (`icrc` of the IP packet), `after` (bytes past the IP
+    packet), the zero padding to 64 bytes (unless not `pad`) and the FCS."""
+    body = bytearray(body)
+    if lengths:
+        size = len(body) - at.ip + ib.ICRC_BYTES
+        if at.v4:
+            body[at.ip + 2:at.ip + 4] = size.to_bytes(2, "big")
+        else:
+            body[at.ip + 4:at.ip + 6] = (size - 40).to_bytes(2, "big")
+        body[at.udp + 4:at.udp + 6] = (len(body) - at.udp + ib.ICRC_BYTES).to_bytes(2, "big")
+    if checksum and at.v4:
+        header = bytes(body[at.ip:at.ip + 20])
+        body[at.ip + 10:at.ip + 12] = ib.ipv4_checksum(header).to_bytes(2, "big")
+    frame = bytes(body) + icrc(bytes(body[at.ip:])) + bytes(after)
+    if pad:
+        frame += bytes(max(0, ib.ETH_MIN_FRAME - ib.FCS_BYTES - len(frame)))
+    return frame + fcs_bytes(frame)
+
+
+def cut_by_4(pkt):
+    """`pkt`'s wire bytes with its last 4 bytes before the ICRC cut off, lengths and CRCs
+    made right for what is left."""
+    wire = ib.build(pkt)
+    if pkt.roce is None:
+        return ib.seal(fix_lengths(body_of(wire)[:-4]))
+    at = layout(wire)
+    return reframe(wire[:at.end - 8], at, lengths=True)
+
+
+class Port:
+    """The port's address and the packets that are addressed to it. On InfiniBand its LID
+    under the LMC and GID table entry 0 (the others empty); on Ethernet (`link` "eth") its MAC
+    and four GID table entries with their VLANs, one for each of IPv4-mapped or IPv6 GID and
+    802.1Q tagged or untagged, in random order (the two tagged ones on different VLANs)."""
+
+    def __init__(self, rng, link="ib"):
+        self.link = link
         self.lmc = rng.randrange(8)
         self.lid = rng.randrange(1, 0xC000) & ~((1 << self.lmc) - 1) & 0xFFFF
         self.gid = rng.randbytes(16)
         self.pkey = rng.randrange(1 << 15) | 0x8000
+        self.mac = bytes([rng.randrange(256) & 0xFE]) + rng.randbytes(5)    # unicast
+        kinds = rng.sample([(v4, tagged) for v4 in (False, True) for tagged in (False, True)], 4)
+        vids = rng.sample(range(1 << 12), 2)
+        self.gids, self.vlans = [], []      # {tagged, VID} per entry
+        for v4, tagged in kinds:
+            self.gids.append(ib.ipv4_gid(rng.randbytes(4)) if v4 else rng.randbytes(16))
+            self.vlans.append(1 << 12 | vids.pop() if tagged else 0)
 
     def drive(self, dut):
+        eth = self.link == "eth"
+        gids = self.gids if eth else [self.gid] + [bytes(16)] * 3
         dut.port_lid.value = self.lid
         dut.port_lmc.value = self.lmc
-        dut.port_gid.value = int.from_bytes(self.gid, "big")
+        dut.port_gid.value = int.from_bytes(gids[0], "big")
+        dut.port_gids_more.value = sum(int.from_bytes(g, "big") << (128 * i)
+                                       for i, g in enumerate(gids[1:]))
+        dut.port_gid_vlans.value = (sum(v << (13 * i) for i, v in enumerate(self.vlans))
+                                    if eth else 0)
         dut.port_pkey.value = self.pkey
-        dut.eth.value = 0
-        dut.port_mac.value = 0
-        dut.port_gids_more.value = 0
-        dut.port_gid_vlans.value = 0
+        dut.eth.value = int(eth)
+        dut.port_mac.value = int.from_bytes(self.mac, "big") if eth else 0
+
+    def entries(self, v4=None, tagged=None):
+        """The GID table entries (Ethernet) of an IP version and tagging (None: any)."""
+        return [e for e, (gid, vlan) in enumerate(zip(self.gids, self.vlans))
+                if v4 in (None, ib.is_ipv4_mapped(gid)) and tagged in (None, bool(vlan >> 12))]
 
     def packet(self, rng, opcode, length, grh=None):
-        """A well-formed packet to this port: random fields, `length` payload bytes."""
-        op = ib.OPCODES[opcode]
+        """A well-formed packet to this port: random fields, `length` payload bytes. On
+        Ethernet a frame to a random entry of the GID table (`grh` means nothing there)."""
+        if self.link == "eth":
+            return self.frame(rng, opcode, length)
         if grh is None:
             grh = rng.random() < 0.5
         lrh = ib.LRH(dlid=self.lid | rng.randrange(1 << self.lmc), slid=rng.randrange(1 << 16),
                      sl=rng.randrange(16), vl=rng.randrange(16))
         g = ib.GRH(sgid=rng.randbytes(16), dgid=self.gid, hop_limit=rng.randrange(256),
                    tclass=rng.randrange(256), flow_label=rng.randrange(1 << 20)) if grh else None
+        return ib.Packet(lrh=lrh, grh=g, **self.transport(rng, opcode, length))
+
+    def frame(self, rng, opcode, length, entry=None):
+        """A well-formed RoCE v2 frame to this port's MAC and GID table entry `entry` (random
+        when None), with that entry's VLAN (a random PCP when tagged) and IP version, random
+        source MAC, source GID, traffic class, flow label (IPv6), hop limit and UDP source
+        port."""
+        if entry is None:
+            entry = rng.randrange(len(self.gids))
+        gid, vlan = self.gids[entry], self.vlans[entry]
+        v4, tagged = ib.is_ipv4_mapped(gid), bool(vlan >> 12)
+        roce = ib.RoCE(dmac=self.mac, smac=rng.randbytes(6),
+                       sgid=ib.ipv4_gid(rng.randbytes(4)) if v4 else rng.randbytes(16),
+                       dgid=gid, hop_limit=rng.randrange(256), sport=rng.randrange(1 << 16),
+                       tclass=rng.randrange(256), flow_label=0 if v4 else rng.randrange(1 << 20),
+                       vlan=vlan & 0xFFF if tagged else None,
+                       pcp=rng.randrange(8) if tagged else 0)
+        return ib.Packet(roce=roce, **self.transport(rng, opcode, length))
+
+    def transport(self, rng, opcode, length):
+        """BTH (with this port's P_Key), random extension headers for `opcode` and `length`
+        random payload bytes, as Packet keyword arguments."""
+        op = ib.OPCODES[opcode]
         pkey = (self.pkey & 0x7FFF) | (rng.randrange(2) << 15)
         bth = ib.BTH(opcode=opcode, dest_qp=rng.randrange(1 << 24), psn=rng.randrange(1 << 24),
                      pkey=pkey, se=rng.random() < 0.5, migreq=rng.random() < 0.5,
@@ -137,7 +279,7 @@ class Port:
                 ext[name] = ib.AtomicAckETH(orig_data=rng.randrange(1 << 64))
             elif name == "ieth":
                 ext[name] = ib.IETH(rng.randrange(1 << 32))
-        return ib.Packet(lrh=lrh, grh=g, bth=bth, payload=rng.randbytes(length), **ext)
+        return dict(bth=bth, payload=rng.randbytes(length), **ext)
 
 
 def legal_length(rng, opcode, choices):
@@ -153,18 +295,18 @@ def legal_length(rng, opcode, choices):
 
 
 class TB:
-    def __init__(self, dut, test_name):
+    def __init__(self, dut, test_name, link="ib"):
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = rng_for(test_name, self.log)
+        self.rng = rng_for(f"{test_name}/{link}" if link != "ib" else test_name, self.log)
         self.nbytes = len(dut.s_axis_rx_tdata) // 8
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_rx"), dut.clk,
                                       dut.rst)
         self.source.log.setLevel(logging.WARNING)
         self.tx_source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "tx_pl"), dut.clk, dut.rst)
         self.tx_source.log.setLevel(logging.WARNING)
-        self.port = Port(self.rng)
+        self.port = Port(self.rng, link)
         self.port.drive(dut)
         dut.desc_dmac.value = 0
         dut.desc_vlan.value = 0
@@ -296,16 +438,17 @@ class TB:
 
     # -- sending ------------------------------------------------------------------------------
 
-    async def send_good(self, pkt, internal=0, drop=False):
-        """Send a well-formed packet and expect it presented (its payload dropped if `drop`)."""
-        wire = ib.build(pkt)
+    async def send_good(self, pkt, internal=0, drop=False, wire=None):
+        """Send a well-formed packet and expect it presented (its payload dropped if `drop`).
+        `wire`: its bytes, when not ib.build's (fields the receiver ignores changed)."""
+        wire = ib.build(pkt) if wire is None else wire
         index = len(self.expected)
         if drop and pkt.payload:
             self.drop_set.add(index)
             self.full_payloads[index] = bytes(pkt.payload)
         self.expected.append((expected_header(pkt, internal),
                               None if drop and pkt.payload else bytes(pkt.payload)))
-        self.expected_events.append(("pkt", (len(wire) - 2) // 4, internal))
+        self.expected_events.append(("pkt", pkt_words(pkt, wire), internal))
         await self.source.send(AxiStreamFrame(wire, tid=internal))
 
     async def send_bad(self, wire, internal=0, tuser=0):
@@ -369,44 +512,67 @@ def lengths(nbytes):
 # ---------------------------------------------------------------------------------------------
 
 @cocotb.test()
-async def test_every_opcode_and_length(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_every_opcode_and_length(dut, link):
     """Every accepted RC/UC/UD opcode, with and without GRH, every boundary payload length
     (0, 1..8, beat boundaries, 4096) its position allows: every header field and payload byte
-    comes out as sent, one rcv_pkt with PktLen each."""
-    tb = TB(dut, "test_every_opcode_and_length")
+    comes out as sent, one rcv_pkt with PktLen each. On Ethernet every opcode to each of the
+    four GID table entries (IPv4 and IPv6, tagged and untagged) with one of those lengths, a
+    4096-byte SEND ONLY to each entry and the shortest frames (an empty RC and UC SEND ONLY
+    over untagged IPv4: 64 bytes with two of padding): the source MAC, VLAN, PCP (as the SL)
+    and IP header fields (as the GRH's) come out too, rcv_pktlen the frame's words."""
+    tb = TB(dut, "test_every_opcode_and_length", link)
     await tb.reset()
     rng = tb.rng
     count = 0
     for opcode in ACCEPTED:
         op = ib.OPCODES[opcode]
+        if not op.payload:
+            todo = [0]
+        elif op.position in (ib.FIRST, ib.MIDDLE):
+            todo = sorted({max(4, n & ~3) for n in lengths(tb.nbytes)})
+        else:
+            todo = lengths(tb.nbytes)
+        if link == "eth":
+            for entry in rng.sample(range(4), 4):
+                await tb.send_good(tb.port.frame(rng, opcode, rng.choice(todo), entry))
+                count += 1
+            continue
         for grh in (False, True):
-            if not op.payload:
-                todo = [0]
-            elif op.position in (ib.FIRST, ib.MIDDLE):
-                todo = sorted({max(4, n & ~3) for n in lengths(tb.nbytes)})
-            else:
-                todo = lengths(tb.nbytes)
             # every length on the SEND/WRITE only opcodes, a sample on the others
+            sample = todo
             if opcode not in (0x04, 0x0B, 0x64, 0x65, 0x10) and len(todo) > 4:
-                todo = rng.sample(todo, 4) + [todo[-1]]
-            for n in todo:
+                sample = rng.sample(todo, 4) + [todo[-1]]
+            for n in sample:
                 await tb.send_good(tb.port.packet(rng, opcode, n, grh=grh))
                 count += 1
+    if link == "eth":
+        for entry in range(4):
+            await tb.send_good(tb.port.frame(rng, 0x04, MAX_PAYLOAD, entry))
+        [untagged_v4] = tb.port.entries(v4=True, tagged=False)
+        for opcode in (0x04, 0x24):
+            pkt = tb.port.frame(rng, opcode, 0, untagged_v4)
+            assert len(ib.build(pkt)) == ib.ETH_MIN_FRAME
+            await tb.send_good(pkt)
+        count += 6
     await tb.drain()
     tb.check("every opcode")
     tb.log.info("%d packets checked", count)
 
 
 @cocotb.test()
-async def test_atomics(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_atomics(dut, link):
     """RC atomics: COMPARE_SWAP and FETCH_ADD requests (AtomicETH: VA on m_hdr_raddr, R_Key on
     m_hdr_rkey, Swap/Add Data on m_hdr_atomic_a, Compare Data on m_hdr_atomic_b, dma_len 0)
     and ATOMIC_ACKNOWLEDGE (AETH on m_hdr_syndrome / m_hdr_msn, Original Remote Data on
     m_hdr_atomic_a), with and without GRH, operands at their extremes and random, are
     presented and counted as good (rcv_pkt with their PktLen). Each of them cut short by 4
     bytes (PktLen and PayLen made to fit, CRCs right: only its headers do not fit) is dropped
-    with rcv_error, and the good packet after it comes through."""
-    tb = TB(dut, "test_atomics")
+    with rcv_error, and the good packet after it comes through. On Ethernet (GRH or not means
+    nothing) the frames go to random GID table entries; the cut ones have their IP and UDP
+    lengths, IPv4 checksum, ICRC and FCS made right."""
+    tb = TB(dut, "test_atomics", link)
     rng = tb.rng
     await tb.reset()
     top = (1 << 64) - 1
@@ -428,8 +594,8 @@ async def test_atomics(dut):
     tb.check("atomics")
     for opcode in ATOMIC_OPS:
         for grh in (False, True):
-            body = body_of(ib.build(tb.port.packet(rng, opcode, 0, grh=grh)))
-            await tb.send_bad(ib.seal(fix_lengths(body[:-4])), internal=rng.randrange(2))
+            await tb.send_bad(cut_by_4(tb.port.packet(rng, opcode, 0, grh=grh)),
+                              internal=rng.randrange(2))
             other = rng.choice(ACCEPTED)
             await tb.send_good(tb.port.packet(rng, other, legal_length(rng, other, [0, 1, 77])))
             await tb.drain()
@@ -439,10 +605,11 @@ async def test_atomics(dut):
 
 
 @cocotb.test()
-async def test_random_gaps_and_backpressure(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_random_gaps_and_backpressure(dut, link):
     """Random packets with random RX gaps, header and payload backpressure and internal flags;
     everything in order and intact."""
-    tb = TB(dut, "test_random_gaps_and_backpressure")
+    tb = TB(dut, "test_random_gaps_and_backpressure", link)
     rng = tb.rng
     tb.source.set_pause_generator(pauses(rng, 0.3))
     tb.hdr_ready_p = 0.6
@@ -457,7 +624,10 @@ async def test_random_gaps_and_backpressure(dut):
 
 
 def bad_frames(tb):
-    """(name, wire bytes, tuser) for every kind of bad packet; each is otherwise well formed."""
+    """(name, wire bytes, tuser) for every kind of bad packet; each is otherwise well formed.
+    On Ethernet the frames of eth_bad_frames."""
+    if tb.port.link == "eth":
+        return eth_bad_frames(tb)
     rng, port = tb.rng, tb.port
 
     def good(opcode=0x04, n=None, grh=False):
@@ -545,11 +715,162 @@ def bad_frames(tb):
     return out
 
 
+def vlan_mismatches(rng, port):
+    """(name, wire bytes) of a frame to each GID table entry's GID on each VLAN of the table
+    but its own (untagged being one) and on one no entry has."""
+    unused = next(v for v in range(1 << 12) if (1 << 12 | v) not in port.vlans)
+    for entry, vlan in enumerate(port.vlans):
+        for other in sorted({v for v in port.vlans if v != vlan} | {1 << 12 | unused}):
+            pkt = port.frame(rng, 0x04, rng.randrange(200), entry)
+            tagged = bool(other >> 12)
+            pkt.roce = replace(pkt.roce, vlan=other & 0xFFF if tagged else None,
+                               pcp=rng.randrange(8) if tagged else 0)
+            what = f"VLAN {other & 0xFFF}" if tagged else "untagged"
+            yield f"entry {entry}'s GID (VLAN {vlan:#x}) {what}", ib.build(pkt)
+
+
+def eth_bad_frames(tb):
+    """(name, wire bytes, tuser) for every check of a RoCE v2 frame: each frame is well formed
+    but in the one field named, its IPv4 checksum, ICRC and FCS made right for it (but where
+    the check is that CRC). The IP-specific checks come over IPv4 and IPv6, to a random GID
+    table entry of that version (tagged or not)."""
+    rng, port = tb.rng, tb.port
+
+    def good(opcode=0x04, n=None, v4=None, tagged=None):
+        return port.frame(rng, opcode, rng.randrange(1, 200) if n is None else n,
+                          rng.choice(port.entries(v4, tagged)))
+
+    def mutate(fn, opcode=0x04, n=None, v4=None, tagged=None, **how):
+        """A good frame with fn(body, layout) applied to its destination MAC .. pad, then
+        resealed (reframe's keywords in `how`)."""
+        wire = ib.build(good(opcode, n, v4, tagged))
+        at = layout(wire)
+        body = bytearray(wire[:at.end - ib.ICRC_BYTES])
+        fn(body, at)
+        return reframe(body, at, **how)
+
+    def put(where, value):
+        """fn for mutate: `value` (bytes) at where(layout)."""
+        def fn(body, at):
+            body[where(at):where(at) + len(value)] = value
+        return fn
+
+    def flip(where, bit=0x01):
+        def fn(body, at):
+            body[where(at)] ^= bit
+        return fn
+
+    def ips():
+        return (("IPv4", True), ("IPv6", False))
+
+    out = []
+    # the link: tuser, the CRCs, holes, the frame's length against the IP packet
+    w = ib.build(good())
+    out.append(("tuser on the last beat", w, [0] * (len(w) - 1) + [1]))
+    w = bytearray(ib.build(good()))
+    w[-1] ^= 0x01
+    out.append(("FCS wrong", w, 0))
+    w = bytearray(ib.build(good(n=rng.randrange(40, 200))))
+    w[layout(w).end - 2] ^= 0x80                     # an ICRC byte, the FCS made right again
+    out.append(("ICRC wrong", bytes(w[:-4]) + fcs_bytes(bytes(w[:-4])), 0))
+    w = bytearray(ib.build(good(n=100)))
+    w[layout(w).bth + 20] ^= 0x04                    # a payload byte: ICRC and FCS both wrong
+    out.append(("payload corrupted", w, 0))
+    w = ib.build(good(n=3 * tb.nbytes))
+    keep = [1] * len(w)
+    keep[tb.nbytes + 3] = 0                         # a byte missing from a middle beat
+    out.append(("tkeep hole in a middle beat", (w, keep), 0))
+    long = bytearray(rng.randbytes(9000))
+    w = ib.build(good(n=0))
+    long[:layout(w).bth + 12] = w[:layout(w).bth + 12]
+    out.append(("frame longer than the buffer", bytes(long) + fcs_bytes(bytes(long)), 0))
+    [untagged_v4] = port.entries(v4=True, tagged=False)
+    for name, how in (("62 bytes: not padded to 64", {"pad": False}),
+                      ("padded past 64 bytes (6 zero bytes after the IP packet)",
+                       {"after": bytes(6)})):
+        wire = ib.build(port.frame(rng, 0x04, 0, untagged_v4))
+        at = layout(wire)
+        out.append((name, reframe(wire[:at.end - 4], at, **how), 0))
+    for ip, v4 in ips():
+        out.append((f"{ip}: 4 zero bytes after the IP packet, past 64 bytes",
+                    mutate(lambda b, at: None, v4=v4, after=bytes(4)), 0))
+    # Ethernet
+    out.append(("destination MAC not ours", mutate(flip(lambda at: 5)), 0))
+    out.append(("broadcast destination MAC", mutate(put(lambda at: 0, b"\xff" * 6)), 0))
+    out.append(("EtherType 0x0806, untagged",
+                mutate(put(lambda at: at.ip - 2, b"\x08\x06"), v4=True, tagged=False), 0))
+    out.append(("EtherType 0x88B5 after an 802.1Q tag",
+                mutate(put(lambda at: at.ip - 2, b"\x88\xb5"), v4=True, tagged=True), 0))
+
+    def v4_as_v6(body, at):
+        # version 6 in an IPv4 header; its identification read as an IPv6 payload length
+        # gives the same IP end, so a receiver that reads it as IPv6 finds the ICRC right
+        body[at.ip] = 0x65
+        size = int.from_bytes(body[at.ip + 2:at.ip + 4], "big")
+        body[at.ip + 4:at.ip + 6] = (size - 40).to_bytes(2, "big")
+    out.append(("IPv4 header with version 6 under EtherType 0x0800",
+                mutate(v4_as_v6, n=rng.randrange(40, 200), v4=True), 0))
+
+    def v6_as_v4(body, at):
+        # version 4 in an IPv6 header; the flow label's low 16 bits read as an IPv4 total
+        # length give the same IP end (the ICRC is the one an IPv4 reading computes)
+        body[at.ip] = 0x40 | body[at.ip] & 0x0F
+        body[at.ip + 2:at.ip + 4] = (at.end - at.ip).to_bytes(2, "big")
+    out.append(("IPv6 header with version 4 under EtherType 0x86DD",
+                mutate(v6_as_v4, v4=False, icrc=icrc_v4_layout), 0))
+    # IPv4
+    out.append(("IPv4 IHL 6", mutate(put(lambda at: at.ip, b"\x46"), v4=True,
+                                     icrc=icrc_v4_layout), 0))
+    out.append(("IPv4 header checksum wrong",
+                mutate(flip(lambda at: at.ip + 11), v4=True, checksum=False), 0))
+    for name, flags in (("more fragments", 0x2000), ("fragment offset 1", 0x4001),
+                        ("fragment offset 0x1000", 0x5000)):
+        out.append((f"IPv4 {name}",
+                    mutate(put(lambda at: at.ip + 6, flags.to_bytes(2, "big")), v4=True), 0))
+    out.append(("IPv4 protocol 6 (TCP)", mutate(put(lambda at: at.ip + 9, b"\x06"), v4=True),
+                0))
+    out.append(("IPv6 next header 6 (TCP)",
+                mutate(put(lambda at: at.ip + 6, b"\x06"), v4=False), 0))
+    # UDP, the destination GID
+    for ip, v4 in ips():
+        out.append((f"{ip}: UDP destination port 4790",
+                    mutate(put(lambda at: at.udp + 2, (4790).to_bytes(2, "big")), v4=v4), 0))
+        for delta in (4, -4):
+            def udp_len(body, at, delta=delta):
+                size = int.from_bytes(body[at.udp + 4:at.udp + 6], "big") + delta
+                body[at.udp + 4:at.udp + 6] = size.to_bytes(2, "big")
+            out.append((f"{ip}: UDP length {delta:+d} from the IP packet's",
+                        mutate(udp_len, v4=v4), 0))
+        last = 19 if v4 else 39
+        out.append((f"{ip}: destination address in no GID table entry",
+                    mutate(flip(lambda at, last=last: at.ip + last), v4=v4), 0))
+    out += [(name, wire, 0) for name, wire in vlan_mismatches(rng, port)]
+    # the transport's checks over Ethernet: its lengths come from the UDP length
+    out.append(("BTH TVer 1", mutate(lambda b, at: b.__setitem__(at.bth + 1,
+                                                                 b[at.bth + 1] & 0xF0 | 1)), 0))
+    for opcode in (0x15, 0x1E, 0x2C, 0x66, 0xFF):
+        out.append((f"unknown opcode {opcode:#04x}",
+                    mutate(put(lambda at: at.bth, bytes([opcode])), n=16), 0))
+    out.append(("P_Key other partition", mutate(flip(lambda at: at.bth + 3, 0x10)), 0))
+    for opcode in (0x00, 0x26):
+        out.append((f"PadCnt on {ib.OPCODES[opcode].name}",
+                    ib.build(good(opcode, n=rng.choice([5, 62, 101]))), 0))
+    for opcode in (0x13, 0x12, 0x0A):
+        out.append((f"{ib.OPCODES[opcode].name} headers cut by 4 bytes",
+                    cut_by_4(good(opcode, n=0)), 0))
+    out.append(("RDMA_READ_REQUEST with 4 payload bytes",
+                mutate(lambda b, at: b.extend(rng.randbytes(4)), opcode=0x0C, n=0,
+                       lengths=True), 0))
+    out.append(("payload larger than MAX_PAYLOAD", ib.build(good(n=MAX_PAYLOAD + 4)), 0))
+    return out
+
+
 @cocotb.test()
-async def test_bad_packets_dropped(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_bad_packets_dropped(dut, link):
     """Every kind of bad packet is dropped: rcv_error (with rcv_internal), nothing presented,
     and the good packet sent right after it comes through intact."""
-    tb = TB(dut, "test_bad_packets_dropped")
+    tb = TB(dut, "test_bad_packets_dropped", link)
     rng = tb.rng
     await tb.reset()
     frames = bad_frames(tb)
@@ -565,9 +886,10 @@ async def test_bad_packets_dropped(dut):
 
 
 @cocotb.test()
-async def test_pkey_membership(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_pkey_membership(dut, link):
     """P_Key: the low 15 bits must match and at least one side be a full member."""
-    tb = TB(dut, "test_pkey_membership")
+    tb = TB(dut, "test_pkey_membership", link)
     rng = tb.rng
     await tb.reset()
     for port_full in (1, 0):
@@ -585,9 +907,78 @@ async def test_pkey_membership(dut):
 
 
 @cocotb.test()
-async def test_bad_packets_back_to_back(dut):
+async def test_eth_gid_table(dut):
+    """Ethernet: a frame is taken only for a nonzero GID table entry on that entry's VLAN.
+    Each entry's GID on its own VLAN comes through; on every other VLAN of the table (untagged
+    included) and on one no entry has it is dropped. An entry made empty (all zeros) takes
+    nothing: neither a frame to the GID it held nor one to the all-zero GID on its VLAN; given
+    its GID back, it takes frames again."""
+    tb = TB(dut, "test_eth_gid_table", "eth")
+    rng, port = tb.rng, tb.port
+    await tb.reset()
+    for entry in range(4):
+        await tb.send_good(port.frame(rng, 0x04, rng.randrange(100), entry))
+    for _, wire in vlan_mismatches(rng, port):
+        await tb.send_bad(wire)
+    await tb.drain()
+    tb.check("the GID table's entries and VLANs")
+    for entry in range(4):
+        gid = port.gids[entry]
+        to_old = port.frame(rng, 0x0A, rng.randrange(100), entry)
+        port.gids[entry] = bytes(16)
+        port.drive(dut)
+        await tb.send_bad(ib.build(to_old))
+        await tb.send_bad(ib.build(port.frame(rng, 0x04, rng.randrange(100), entry)))  # to ::
+        await tb.drain()
+        tb.check(f"entry {entry} empty")
+        port.gids[entry] = gid
+        port.drive(dut)
+        await tb.send_good(port.frame(rng, 0x0A, rng.randrange(100), entry))
+        await tb.drain()
+        tb.check(f"entry {entry} given back")
+
+
+@cocotb.test()
+async def test_eth_ignored_fields(dut):
+    """Ethernet: fields a RoCE v2 receiver does not check leave a frame good, its headers and
+    payload presented as sent: IPv4 with DF clear, IPv4 identification nonzero, a nonzero
+    UDP checksum (IPv4 and IPv6; the ICRC does not cover it), the 802.1Q DEI bit set."""
+    tb = TB(dut, "test_eth_ignored_fields", "eth")
+    rng, port = tb.rng, tb.port
+    await tb.reset()
+
+    def put(where, value):
+        def fn(body, at):
+            body[where(at):where(at) + len(value)] = value
+        return fn
+
+    cases = [("IPv4 DF clear", True, None, put(lambda at: at.ip + 6, b"\x00\x00")),
+             ("IPv4 identification", True, None,
+              put(lambda at: at.ip + 4, rng.randrange(1, 1 << 16).to_bytes(2, "big"))),
+             ("IPv4 UDP checksum", True, None,
+              put(lambda at: at.udp + 6, rng.randrange(1, 1 << 16).to_bytes(2, "big"))),
+             ("IPv6 UDP checksum", False, None,
+              put(lambda at: at.udp + 6, rng.randrange(1, 1 << 16).to_bytes(2, "big"))),
+             ("802.1Q DEI", None, True, lambda b, at: b.__setitem__(14, b[14] | 0x10))]
+    for name, v4, tagged, change in cases:
+        for entry in port.entries(v4, tagged):
+            pkt = port.frame(rng, rng.choice([0x04, 0x0A, 0x64]), rng.randrange(200), entry)
+            wire = ib.build(pkt)
+            at = layout(wire)
+            body = bytearray(wire[:at.end - ib.ICRC_BYTES])
+            change(body, at)
+            changed = reframe(body, at)
+            assert changed != wire, name
+            await tb.send_good(pkt, wire=changed)
+        await tb.drain()
+        tb.check(name)
+
+
+@cocotb.test()
+@cocotb.parametrize(link=LINKS)
+async def test_bad_packets_back_to_back(dut, link):
     """Bad and good packets back to back with gaps and backpressure, none dropped wrongly."""
-    tb = TB(dut, "test_bad_packets_back_to_back")
+    tb = TB(dut, "test_bad_packets_back_to_back", link)
     rng = tb.rng
     tb.source.set_pause_generator(pauses(rng, 0.2))
     tb.hdr_ready_p = 0.7
@@ -672,10 +1063,15 @@ async def test_back_to_back_max_throughput(dut):
 # Packets from the real packetizer
 
 
-async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se, internal):
+async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se, internal,
+                             entry=None):
     """One descriptor through the packetizer into the depacketizer; the packets it must give,
-    as ib_packet builds them, are the expectation."""
+    as ib_packet builds them, are the expectation. On Ethernet the message goes to the port's
+    MAC and GID table entry `entry` (random when None) on its VLAN, from an IPv4-mapped SGID
+    to an IPv4 entry, the flow label sometimes 0; `grh` (desc_is_global), the LIDs and the
+    SL's top bit mean nothing there."""
     dut, rng, port = tb.dut, tb.rng, tb.port
+    eth = port.link == "eth"
     payload = rng.randbytes(length)
     fields = {
         "kind": KIND[operation], "transport": TRANSPORT[transport], "imm_valid": int(imm),
@@ -692,13 +1088,31 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
         "raddr": rng.randrange(1 << 64), "rkey": rng.randrange(1 << 32),
         "dma_len": rng.randrange(1 << 32), "syndrome": rng.randrange(256),
         "msn": rng.randrange(1 << 24), "atomic_a": rng.randrange(1 << 64),
-        "atomic_b": rng.randrange(1 << 64),
+        "atomic_b": rng.randrange(1 << 64), "dmac": 0, "vlan": 0,
     }
     f = fields
-    lrh = ib.LRH(dlid=f["dlid"], slid=f["slid"], sl=f["sl"])
-    g = ib.GRH(sgid=f["sgid"].to_bytes(16, "big"), dgid=f["dgid"].to_bytes(16, "big"),
-               hop_limit=f["hop_limit"], tclass=f["tclass"], flow_label=f["flow_label"]) \
-        if grh else None
+    if eth:
+        if entry is None:
+            entry = rng.randrange(len(port.gids))
+        gid, vlan = port.gids[entry], port.vlans[entry]
+        v4, tagged = ib.is_ipv4_mapped(gid), bool(vlan >> 12)
+        sgid = ib.ipv4_gid(rng.randbytes(4)) if v4 else rng.randbytes(16)
+        f.update(dmac=int.from_bytes(port.mac, "big"), sgid=int.from_bytes(sgid, "big"),
+                 dgid=int.from_bytes(gid, "big"),
+                 vlan=vlan if tagged else rng.randrange(1 << 12))    # untagged: VID ignored
+        if rng.random() < 0.3:
+            f["flow_label"] = 0         # the UDP source port then comes from the QPNs
+        addressing = {"roce": ib.RoCE(
+            dmac=port.mac, smac=PACKETIZER_MAC, sgid=sgid, dgid=gid, hop_limit=f["hop_limit"],
+            tclass=f["tclass"], flow_label=0 if v4 else f["flow_label"],
+            sport=roce_sport(f["flow_label"], f["src_qpn"], f["dest_qpn"]),
+            vlan=vlan & 0xFFF if tagged else None, pcp=f["sl"] & 7 if tagged else 0)}
+    else:
+        lrh = ib.LRH(dlid=f["dlid"], slid=f["slid"], sl=f["sl"])
+        g = ib.GRH(sgid=f["sgid"].to_bytes(16, "big"), dgid=f["dgid"].to_bytes(16, "big"),
+                   hop_limit=f["hop_limit"], tclass=f["tclass"], flow_label=f["flow_label"]) \
+            if grh else None
+        addressing = {"lrh": lrh, "grh": g}
     reth = ib.RETH(va=f["raddr"], rkey=f["rkey"], dma_len=f["dma_len"])
     aeth = ib.AETH(syndrome=f["syndrome"], msn=f["msn"])
     if operation in SINGLE:
@@ -710,18 +1124,18 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
                "COMPARE_SWAP": {"atomic_eth": atomic}, "FETCH_ADD": {"atomic_eth": atomic}}
         bth = ib.BTH(opcode=SINGLE[operation], dest_qp=f["dest_qpn"], psn=f["psn"],
                      pkey=f["pkey"], ackreq=operation in ("COMPARE_SWAP", "FETCH_ADD"))
-        pkts = [ib.Packet(lrh=lrh, grh=g, bth=bth, **ext[operation])]
+        pkts = [ib.Packet(bth=bth, **addressing, **ext[operation])]
     else:
         pkts = ib.packetize(
-            transport, operation, payload, mtu, lrh=lrh, dest_qp=f["dest_qpn"], psn=f["psn"],
-            pkey=f["pkey"], grh=g,
+            transport, operation, payload, mtu, dest_qp=f["dest_qpn"], psn=f["psn"],
+            pkey=f["pkey"], **addressing,
             deth=ib.DETH(qkey=f["qkey"], src_qp=f["src_qpn"]) if transport == "UD" else None,
             reth=reth if operation in ("RDMA_WRITE", "ATOMIC_WRITE") else None,
             aeth=aeth if operation == "RDMA_READ_RESPONSE" else None,
             immdt=ib.ImmDt(imm_le(f["imm"])) if imm else None, se=se)
     for p in pkts:
         tb.expected.append((expected_header(p, internal), bytes(p.payload)))
-        tb.expected_events.append(("pkt", (len(ib.build(p)) - 2) // 4, internal))
+        tb.expected_events.append(("pkt", pkt_words(p, ib.build(p)), internal))
     tb.tx_payload = payload
     for name, value in fields.items():
         getattr(dut, f"desc_{name}").value = value
@@ -740,12 +1154,15 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
 
 
 @cocotb.test()
-async def test_from_packetizer(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_from_packetizer(dut, link):
     """Messages of every kind and transport built by rtl/port/packetizer.v (pkt_header.v) are
     received with every field equal to the descriptor's (imm, raddr, rkey, dma_len, qkey,
     src_qpn, syndrome, msn, atomic_a, atomic_b, psn, dest_qpn, GRH fields) and the payload
-    intact."""
-    tb = TB(dut, "test_from_packetizer")
+    intact. On Ethernet (both ends eth=1) the messages go to each GID table entry in turn
+    (IPv4 and IPv6, tagged and untagged): the packetizer's MAC, the VLAN, the SL's low bits
+    as PCP and the IP fields come out as the descriptor gave them."""
+    tb = TB(dut, "test_from_packetizer", link)
     rng = tb.rng
     tb.tx_source.set_pause_generator(pauses(rng, 0.1))
     tb.hdr_ready_p = 0.8
@@ -756,7 +1173,7 @@ async def test_from_packetizer(dut):
               ("UD", "SEND"), ("RC", "RDMA_READ_REQUEST"), ("RC", "RDMA_READ_RESPONSE"),
               ("RC", "ACKNOWLEDGE"), ("RC", "COMPARE_SWAP"), ("RC", "FETCH_ADD"),
               ("RC", "ATOMIC_ACKNOWLEDGE"), ("RC", "ATOMIC_WRITE")]
-    total = 0
+    total = entry = 0
     for tr, op in combos:
         for grh in (False, True):
             for flag in (False, True):
@@ -772,7 +1189,8 @@ async def test_from_packetizer(dut):
                 imm = flag and op in ("SEND", "RDMA_WRITE")
                 se = flag and op in ("SEND", "RDMA_WRITE")
                 total += await packetizer_message(tb, op, tr, length, mtu, grh, imm, se,
-                                                  internal=rng.randrange(2))
+                                                  internal=rng.randrange(2), entry=entry % 4)
+                entry += 1
     await tb.drain()
     tb.check("from the packetizer")
     tb.log.info("%d packets from the packetizer checked", total)

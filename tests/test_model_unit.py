@@ -13,10 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 
-from tb.model import ud_grh
+from tb.ib_packet import GRH
+from tb.model import network_header, ud_paylen
 from tb.scoreboard import Scoreboard
 from tb.verbs import (
-    DEV_ID_MAGIC, NO_SGE, SGE, Access, Cmd, CmdResult, CommandError, Device, GlobalRoute,
+    DEV_ID_MAGIC, NO_SGE, GidEntry, PortReg, port_reg, SGE, Access, Cmd, CmdResult, CommandError, Device, GlobalRoute,
     QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr, SendFlags, SendWR, VerbsError, WCFlags,
     WCOpcode, WCStatus, WROpcode, connect, rdma_read, rdma_write, send, ud_send,
 )
@@ -34,12 +35,14 @@ def asynctest(fn):
 
 
 class FakeRegs:
-    """A register file that identifies as rdma_dev (2 ports, 64 QPs, 16 CQs, 64 MRs, 16 AHs)
-    and answers every command with `result`; QUERY answers with `query_reply`."""
+    """A register file that identifies as rdma_dev (2 ports with 4 GIDs each, 64 QPs, 16 CQs,
+    64 MRs, 16 AHs) and answers every command with `result`; QUERY answers with
+    `query_reply`."""
 
     def __init__(self):
         self.values = {Reg.DEV_ID: DEV_ID_MAGIC, Reg.DEV_PARAMS: 2 | 4 << 8 | 6 << 16 | 4 << 24,
-                       Reg.DEV_PARAMS2: 6 | 4 << 8 | 32 << 16}
+                       Reg.DEV_PARAMS2: 6 | 4 << 8 | 32 << 16,
+                       port_reg(1, PortReg.LINK): 4 << 8, port_reg(2, PortReg.LINK): 4 << 8}
         self.writes = []
         self.commands = []  # (opcode, index, the first 64 bytes of CMD_DATA)
         self.result = CmdResult.OK
@@ -213,9 +216,12 @@ async def test_command_blocks_sit_at_the_documented_offsets():
 @asynctest
 async def test_port_gid_lowest_byte_in_the_top_bits():
     t = await fake_device(scoreboard=False)
-    await t.dev.set_port(2, lid=0x22, gid=bytes(range(1, 17)))
+    await t.dev.set_port(2, lid=0x22, gid=bytes(range(1, 17)),
+                         gids=[GidEntry(bytes(range(17, 33)), vlan=5)])
     assert t.regs.values[0x140] == 0x22
-    assert t.regs.values[0x150] == 0x01020304 and t.regs.values[0x15C] == 0x0D0E0F10
+    # GID table of port 2 at 0xC80: entry 0, then entry 1 and its VLAN word at 0xCA0
+    assert t.regs.values[0xC80] == 0x01020304 and t.regs.values[0xC8C] == 0x0D0E0F10
+    assert t.regs.values[0xCA0] == 0x11121314 and t.regs.values[0xCB0] == 1 << 12 | 5
 
 
 @asynctest
@@ -387,7 +393,9 @@ async def test_ud_send_writes_the_grh_area():
                        ud_send(src.sge(), plain, b.qp_num, 0x1234)])  # 49 < 50: LOC_LEN_ERR
     # PayLen = BTH 12 + DETH 8 + ImmDt 4 + 10 + pad 2 + ICRC 4 = 40
     grh = bytes.fromhex("612abcde 00281b07") + bytes(range(16)) + bytes(range(16))
-    assert ud_grh(route, bytes(range(16)), 10, True) == grh
+    assert network_header(ud_paylen(10, True),
+                          GRH(sgid=bytes(range(16)), dgid=route.dgid, hop_limit=7, tclass=0x12,
+                              flow_label=0xABCDE)) == grh
     image = t.model.image
     assert image.read(rbuf.host_addr, 50) == grh + bytes(range(0xA0, 0xAA))
     assert image.read(rbuf.host_addr + 64, 50) == bytes(40) + bytes(range(0xA0, 0xAA))

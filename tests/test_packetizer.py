@@ -10,6 +10,13 @@ the per-packet events (PktLen), the done PSN, the static-rate gap, the goodput, 
 payload stream is never stalled by the link (test_no_mover_stall, with link stalls and
 counters made in the harness, tb/hdl/tb_packetizer.v).
 
+The message-mix tests (test_lengths, test_kinds, test_messages_back_to_back, test_atomics,
+test_resend_from_inside_a_message) run once per link layer (`link`): InfiniBand, and Ethernet,
+where every packet must be the RoCE v2 frame tb/ib_packet.build makes of the RoCE fields the
+test derives from the descriptor as docs/packet-path.md and rtl/port/pkt_header.v give them
+(Ethernet .. 802.1Q .. IPv4 or IPv6 .. UDP .. BTH .. ICRC, padding to 64 bytes, FCS), parsed
+with link="eth", pkt_sent_len its frame's 4-byte words.
+
 Bus models run on the harness's tb_clk (the falling edge under Verilator, see the harness).
 Randomness comes from one seed, printed at the start of each test; SEED=<n> replays a run.
 """
@@ -37,6 +44,25 @@ ON_VERILATOR = "verilator" in getattr(cocotb, "SIM_NAME", "").lower()
 ATOMICS = ("COMPARE_SWAP", "FETCH_ADD", "ATOMIC_ACKNOWLEDGE")
 TRANSPORT_BASE = {"RC": 0x00, "UC": 0x20, "UD": 0x60}
 
+# Ethernet paths: (802.1Q tagged, IPv4-mapped GIDs, a nonzero flow label); each test that runs
+# on Ethernet takes them in turn (shuffled each round), so every one is met.
+ETH_PATHS = [(tagged, v4, flow) for tagged in (False, True) for v4 in (False, True)
+             for flow in (False, True)]
+
+
+def roce_sport(flow_label, src_qpn, dest_qpn):
+    """The UDP source port of a RoCE v2 flow as pkt_header.v chooses it: the flow label, or
+    when it is 0 the XOR of the two QP numbers (20 bits), its upper 6 bits folded onto the
+    lower 14, in 0xC000 .. 0xFFFF."""
+    f = flow_label or (src_qpn ^ dest_qpn) & 0xFFFFF
+    return 0xC000 | ((f & 0x3FFF) ^ (f >> 14))
+
+
+def frame_words(wire, link):
+    """What pkt_sent_len says of a packet: InfiniBand its PktLen (LRH .. ICRC: the packet
+    without its VCRC), Ethernet the frame's 4-byte words (destination MAC .. FCS) rounded up."""
+    return (len(wire) - 2) // 4 if link == "ib" else -(-len(wire) // 4)
+
 
 def pauses(rng, p):
     while True:
@@ -48,16 +74,38 @@ class Message:
 
     def __init__(self, rng, operation, transport, length, mtu, *, grh=False, imm=False,
                  solicited=False, rate=0, psn=None, start=0, desc_transport=None,
-                 atomic=None):
+                 atomic=None, link="ib", path=None, port_mac=None):
         self.operation, self.transport, self.mtu = operation, transport, mtu
         # the transport driven on the descriptor, if not `transport` (the atomics ignore it)
         self.desc_transport = desc_transport or transport
         self.payload = rng.randbytes(length)
         self.lrh = ib.LRH(dlid=rng.randrange(1, 0xC000), slid=rng.randrange(1, 0xC000),
                           sl=rng.randrange(16))
-        self.grh = ib.GRH(sgid=rng.randbytes(16), dgid=rng.randbytes(16),
+        # the descriptor's GRH fields; on InfiniBand sent only with `grh` (desc_is_global),
+        # on Ethernet always: the IP header's (desc_is_global, DLID and SLID mean nothing there)
+        self.link = link
+        self.net = ib.GRH(sgid=rng.randbytes(16), dgid=rng.randbytes(16),
                           hop_limit=rng.randrange(256), tclass=rng.randrange(256),
-                          flow_label=rng.randrange(1 << 20)) if grh else None
+                          flow_label=rng.randrange(1 << 20))
+        self.is_global = grh
+        if link == "eth":
+            # path: (802.1Q tagged, IPv4-mapped GIDs, nonzero flow label)
+            self.path = path or (rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5)
+            tagged, v4, flow = self.path
+            if v4:
+                self.net.sgid = ib.ipv4_gid(rng.randbytes(4))
+                self.net.dgid = ib.ipv4_gid(rng.randbytes(4))
+            elif rng.random() < 0.25:
+                # an IPv4-mapped destination from an IPv6 source: still IPv6 (the SGID decides)
+                self.net.dgid = ib.ipv4_gid(rng.randbytes(4))
+            if not flow:
+                self.net.flow_label = 0
+            self.dmac = rng.randbytes(6)
+            self.port_mac = port_mac
+            vid = rng.choice([0, 0xFFF, rng.randrange(1 << 12)])
+            # an untagged path's VLAN ID bits mean nothing
+            self.desc_vlan = (1 << 12 | vid) if tagged else rng.randrange(1 << 12)
+        self.grh = self.net if grh and link == "ib" else None
         self.pkey = rng.randrange(1 << 16)
         self.dest_qp = rng.randrange(1 << 24)
         self.psn = rng.randrange(1 << 24) if psn is None else psn
@@ -71,6 +119,25 @@ class Message:
         self.solicited = solicited
         self.rate = rate
         self.start = start          # a resend from this packet index on
+
+    def roce(self):
+        """The RoCE v2 fields of every frame of the message, from the descriptor: the
+        destination MAC, the port's MAC, with an 802.1Q tag when desc_vlan[12] (PCP the SL's
+        low 3 bits, VID desc_vlan[11:0]), IPv4 when the SGID is IPv4-mapped (no flow label
+        there) else IPv6, the UDP source port from the flow label or the QP numbers."""
+        n, tagged = self.net, bool(self.desc_vlan >> 12)
+        return ib.RoCE(dmac=self.dmac, smac=self.port_mac, sgid=n.sgid, dgid=n.dgid,
+                       hop_limit=n.hop_limit, tclass=n.tclass,
+                       flow_label=0 if ib.is_ipv4_mapped(n.sgid) else n.flow_label,
+                       sport=roce_sport(n.flow_label, self.deth.src_qp, self.dest_qp),
+                       vlan=self.desc_vlan & 0xFFF if tagged else None,
+                       pcp=self.lrh.sl & 7 if tagged else 0)
+
+    def addressing(self):
+        """The Packet keyword arguments that address every packet of the message."""
+        if self.link == "eth":
+            return {"roce": self.roce()}
+        return {"lrh": self.lrh, "grh": self.grh}
 
     def expected(self):
         op, tr = self.operation, self.transport
@@ -90,16 +157,17 @@ class Message:
             bth = ib.BTH(opcode=TRANSPORT_BASE[tr] | low, dest_qp=self.dest_qp, psn=self.psn,
                          pkey=self.pkey, se=self.solicited,
                          ackreq=op in ("COMPARE_SWAP", "FETCH_ADD"))
-            return [ib.Packet(lrh=self.lrh, grh=self.grh, bth=bth, **ext[op])]
+            return [ib.Packet(bth=bth, **self.addressing(), **ext[op])]
         return ib.packetize(
-            tr, op, self.payload, self.mtu, lrh=self.lrh, dest_qp=self.dest_qp, psn=self.psn,
-            pkey=self.pkey, grh=self.grh, deth=self.deth if tr == "UD" else None,
+            tr, op, self.payload, self.mtu, dest_qp=self.dest_qp, psn=self.psn,
+            pkey=self.pkey, **self.addressing(), deth=self.deth if tr == "UD" else None,
             reth=self.reth if op in ("RDMA_WRITE", "ATOMIC_WRITE") else None,
             aeth=self.aeth if op == "RDMA_READ_RESPONSE" else None, immdt=self.immdt,
             se=self.solicited, start=self.start)
 
     def drive(self, dut):
-        g = self.grh
+        g = self.net if self.grh or self.link == "eth" else None
+        eth = self.link == "eth"
         fields = {
             "kind": KIND[self.operation], "transport": TRANSPORT[self.desc_transport],
             "imm_valid": int(self.immdt is not None),
@@ -108,7 +176,7 @@ class Message:
             "solicited": int(self.solicited),
             "len": len(self.payload), "mtu": MTU_ENUM[self.mtu],
             "dlid": self.lrh.dlid, "slid": self.lrh.slid, "sl": self.lrh.sl,
-            "is_global": int(g is not None), "tclass": g.tclass if g else 0,
+            "is_global": int(self.is_global), "tclass": g.tclass if g else 0,
             "flow_label": g.flow_label if g else 0, "hop_limit": g.hop_limit if g else 0,
             "sgid": int.from_bytes(g.sgid, "big") if g else 0,
             "dgid": int.from_bytes(g.dgid, "big") if g else 0,
@@ -118,23 +186,34 @@ class Message:
             "rkey": self.reth.rkey, "dma_len": self.reth.dma_len,
             "syndrome": self.aeth.syndrome, "msn": self.aeth.msn, "rate": self.rate,
             "atomic_a": self.atomic[0], "atomic_b": self.atomic[1],
+            "dmac": int.from_bytes(self.dmac, "big") if eth else 0,
+            "vlan": self.desc_vlan if eth else 0,
         }
         for name, value in fields.items():
             getattr(dut, f"desc_{name}").value = value
 
     def describe(self):
         driven = "" if self.desc_transport == self.transport else f" (driven {self.desc_transport})"
+        if self.link == "eth":
+            tagged, v4, flow = self.path
+            where = (f"eth {'tagged' if tagged else 'untagged'} {'IPv4' if v4 else 'IPv6'} "
+                     f"flow label {self.net.flow_label:#x} is_global={int(self.is_global)}")
+        else:
+            where = f"grh={self.grh is not None}"
         return (f"{self.transport}{driven} {self.operation} len={len(self.payload)} "
-                f"mtu={self.mtu} grh={self.grh is not None} imm={self.immdt is not None} "
+                f"mtu={self.mtu} {where} imm={self.immdt is not None} "
                 f"se={self.solicited}")
 
 
 class TB:
-    def __init__(self, dut, test_name):
+    def __init__(self, dut, test_name, link="ib"):
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
-        self.rng = rng_for(test_name, self.log)
+        self.rng = rng_for(f"{test_name}/{link}" if link != "ib" else test_name, self.log)
+        self.link = link
+        self.port_mac = self.rng.randbytes(6) if link == "eth" else bytes(6)
+        self.paths = []             # Ethernet paths still to take this round
         self.nbytes = len(dut.m_axis_tx_tdata) // 8
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_pl"), dut.tb_clk,
                                       dut.rst)
@@ -155,13 +234,25 @@ class TB:
         self.jitter = 0
         self.pending = []           # (cycle the chunk may start, its bytes)
         dut.desc_valid.value = 0
-        dut.eth.value = 0
-        dut.port_mac.value = 0
+        dut.eth.value = int(link == "eth")
+        dut.port_mac.value = int.from_bytes(self.port_mac, "big")
         dut.desc_dmac.value = 0
         dut.desc_vlan.value = 0
         dut.pl_req_ready.value = 1
         dut.cut_delay.value = 0     # no cut
         dut.rst.value = 1
+
+    def message(self, operation, transport, length, mtu, **kwargs):
+        """A Message on this TB's link; on Ethernet along the next of ETH_PATHS."""
+        if self.link == "eth":
+            if not self.paths:
+                self.paths = self.rng.sample(ETH_PATHS, len(ETH_PATHS))
+            kwargs.setdefault("path", self.paths.pop())
+            kwargs.update(link="eth", port_mac=self.port_mac)
+        return Message(self.rng, operation, transport, length, mtu, **kwargs)
+
+    def words(self, wire):
+        return frame_words(wire, self.link)
 
     async def reset(self):
         dut = self.dut
@@ -239,7 +330,7 @@ class TB:
         return int(dut.cycle.value) - start
 
     async def check(self, msg):
-        """Send `msg` and check every packet it produced."""
+        """Send `msg` and check every packet it produced; returns their wire bytes."""
         self.clear()
         await self.send(msg)
         expected = msg.expected()
@@ -249,7 +340,8 @@ class TB:
             frame = self.sink.recv_nowait()
             assert not any(frame.tuser or []), "tuser set"
             try:
-                got.append((ib.parse(frame.tdata, msg.mtu), bytes(frame.tdata)))
+                got.append((ib.parse(frame.tdata, msg.mtu, link=self.link),
+                            bytes(frame.tdata)))
             except ib.PacketError as err:
                 exp = ib.build(expected[len(got)]) if len(got) < len(expected) else b""
                 diff = [i for i in range(min(len(exp), len(frame.tdata)))
@@ -263,27 +355,39 @@ class TB:
             assert pkt == exp, f"{msg.describe()}: packet {i}\n got {pkt}\n exp {exp}"
             # byte for byte too: parse ignores the reserved fields, the codec sends them as zeros
             assert wire == ib.build(exp), f"{msg.describe()}: packet {i} bytes differ"
-        assert self.events == [(len(wire) - 2) // 4 for _, wire in got], (
+        assert self.events == [self.words(wire) for _, wire in got], (
             f"{msg.describe()}: PktLen events {self.events}")
         assert self.dones == [(msg.psn + msg.start + len(expected)) & ib.PSN_MASK], (
             f"{msg.describe()}: done {self.dones}")
         with_payload = [p for p in expected if p.payload]
         assert self.requests == [((msg.start + i) * msg.mtu, len(p.payload))
                                  for i, p in enumerate(expected) if p.payload][:len(with_payload)]
+        return [wire for _, wire in got]
 
 
 def mtu_lengths(mtu):
     return [0, 1, mtu - 1, mtu, mtu + 1, 3 * mtu + 5]
 
 
+LINKS = ["ib", "eth"]
+
+
 @cocotb.test()
-async def test_lengths(dut):
-    """RC SEND at every path MTU and the boundary lengths, TX always ready."""
-    tb = TB(dut, "test_lengths")
+@cocotb.parametrize(link=LINKS)
+async def test_lengths(dut, link):
+    """RC SEND at every path MTU and the boundary lengths, TX always ready. On Ethernet also
+    the shortest frame: an empty SEND ONLY over untagged IPv4 is 62 bytes with its FCS, padded
+    with two zero bytes (before the FCS) to 64, pkt_sent_len 16."""
+    tb = TB(dut, "test_lengths", link)
     await tb.reset()
+    if link == "eth":
+        shortest = tb.message("SEND", "RC", 0, 256, path=(False, True, tb.rng.random() < 0.5))
+        wires = await tb.check(shortest)
+        assert [len(w) for w in wires] == [64], f"{shortest.describe()}: {len(wires[0])} bytes"
+        assert tb.events == [16], f"{shortest.describe()}: pkt_sent_len {tb.events}"
     for mtu in ib.VALID_MTUS:
         for length in mtu_lengths(mtu):
-            await tb.check(Message(tb.rng, "SEND", "RC", length, mtu))
+            await tb.check(tb.message("SEND", "RC", length, mtu))
 
 
 def combos():
@@ -301,10 +405,13 @@ def combos():
 
 
 @cocotb.test()
-async def test_kinds(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_kinds(dut, link):
     """Every kind and transport, with and without GRH / immediate / solicited, boundary and
-    random lengths and MTUs, random TX backpressure and payload-stream pauses; PSN wrap."""
-    tb = TB(dut, "test_kinds")
+    random lengths and MTUs, random TX backpressure and payload-stream pauses; PSN wrap. On
+    Ethernet every path (tagged or not, IPv4 or IPv6, flow label zero or not) in turn, the
+    descriptor's is_global set and clear (ignored there)."""
+    tb = TB(dut, "test_kinds", link)
     rng = tb.rng
     if not ON_VERILATOR:
         tb.sink.set_pause_generator(pauses(rng, 0.3))
@@ -325,17 +432,18 @@ async def test_kinds(dut):
                 imm = flag and op in ("SEND", "RDMA_WRITE")
                 se = flag and op in ("SEND", "RDMA_WRITE") and rng.random() < 0.7
                 psn = rng.choice([None, (1 << 24) - 1, (1 << 24) - 2])
-                await tb.check(Message(rng, op, tr, length, mtu, grh=grh, imm=imm,
-                                       solicited=se, psn=psn))
+                await tb.check(tb.message(op, tr, length, mtu, grh=grh, imm=imm,
+                                          solicited=se, psn=psn))
 
 
 @cocotb.test()
-async def test_messages_back_to_back(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_messages_back_to_back(dut, link):
     """Messages of every kind handed over as fast as the packetizer takes them: it holds two,
     so a descriptor is taken (and its payload fetched) before the message ahead of it is done.
     Every packet of every message leaves in order, byte for byte, with
     its PktLen event, one done per message in order with its PSN; random TX backpressure."""
-    tb = TB(dut, "test_messages_back_to_back")
+    tb = TB(dut, "test_messages_back_to_back", link)
     rng = tb.rng
     tb.latency = 6
     if not ON_VERILATOR:
@@ -346,7 +454,7 @@ async def test_messages_back_to_back(dut):
         mtu = rng.choice(ib.VALID_MTUS)
         length = (0 if op in SINGLE else ATOMIC_WRITE_BYTES if op == "ATOMIC_WRITE"
                   else rng.randrange(mtu if tr == "UD" else 3 * mtu))
-        msgs.append(Message(rng, op, tr, length, mtu, grh=rng.random() < 0.5))
+        msgs.append(tb.message(op, tr, length, mtu, grh=rng.random() < 0.5))
     rng.shuffle(msgs)
     tb.next_payloads = [m.payload for m in msgs if m.payload and m.operation not in SINGLE]
     taken = []
@@ -362,7 +470,7 @@ async def test_messages_back_to_back(dut):
     assert len(frames) == len(expected), f"{len(frames)} packets, expected {len(expected)}"
     for i, (wire, (msg, pkt)) in enumerate(zip(frames, expected)):
         assert wire == ib.build(pkt), f"packet {i} ({msg.describe()}) differs"
-    assert tb.events == [(len(wire) - 2) // 4 for wire in frames]
+    assert tb.events == [tb.words(wire) for wire in frames]
     assert tb.dones == [(m.psn + len(m.expected())) & ib.PSN_MASK for m in msgs]
     # (not every one: with two messages held, the next waits for the older one to leave).
     # Verilator's values at a clock edge are the ones after it, so the cycle this loop sees a
@@ -373,13 +481,14 @@ async def test_messages_back_to_back(dut):
 
 
 @cocotb.test()
-async def test_atomics(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_atomics(dut, link):
     """COMPARE_SWAP and FETCH_ADD requests (BTH + AtomicETH: VA, R_Key, Swap/Add and Compare
     Data, AckReq set) and ATOMIC_ACKNOWLEDGE (BTH + AETH + AtomicAckETH) byte-exact against
     tb/ib_packet.py, with and without GRH, with the operands at their extremes and random:
     one RC packet each whatever the descriptor's transport and length say, no payload chunk
     requested (tb.check compares the requests), the done PSN one past the packet's."""
-    tb = TB(dut, "test_atomics")
+    tb = TB(dut, "test_atomics", link)
     rng = tb.rng
     if not ON_VERILATOR:
         tb.sink.set_pause_generator(pauses(rng, 0.3))
@@ -394,8 +503,8 @@ async def test_atomics(dut):
                 desc_tr = rng.choice(["RC", "RC", "UC", "UD"])
                 length = rng.choice([0, 0, 1, 4096, rng.randrange(1, 1 << 20)])
                 psn = rng.choice([None, (1 << 24) - 1])
-                msg = Message(rng, op, "RC", length, rng.choice(ib.VALID_MTUS), grh=grh,
-                              psn=psn, desc_transport=desc_tr, atomic=atomic)
+                msg = tb.message(op, "RC", length, rng.choice(ib.VALID_MTUS), grh=grh,
+                                 psn=psn, desc_transport=desc_tr, atomic=atomic)
                 await tb.check(msg)
                 assert not tb.requests, f"{msg.describe()}: payload requested {tb.requests}"
                 count += 1
@@ -403,12 +512,13 @@ async def test_atomics(dut):
 
 
 @cocotb.test()
-async def test_resend_from_inside_a_message(dut):
+@cocotb.parametrize(link=LINKS)
+async def test_resend_from_inside_a_message(dut, link):
     """A go-back-N resend: the descriptor names the first packet to send (a byte offset, a
     multiple of the path MTU, and that packet's PSN). The packets from there on are exactly the
     message's own (middle opcodes, no RETH, AckReq every 16 PSNs and on the last, PSN wrap),
     and the payload is fetched from that offset."""
-    tb = TB(dut, "test_resend_from_inside_a_message")
+    tb = TB(dut, "test_resend_from_inside_a_message", link)
     rng = tb.rng
     await tb.reset()
     for tr, op in (("RC", "SEND"), ("RC", "RDMA_WRITE"), ("RC", "RDMA_READ_RESPONSE")):
@@ -417,8 +527,8 @@ async def test_resend_from_inside_a_message(dut):
             count = rng.randrange(2, 40)
             length = (count - 1) * mtu + rng.randrange(1, mtu + 1)
             for start in sorted({1, count - 1, rng.randrange(1, count)}):
-                await tb.check(Message(rng, op, tr, length, mtu, psn=(1 << 24) - 5, start=start,
-                                       imm=imm and op != "RDMA_READ_RESPONSE"))
+                await tb.check(tb.message(op, tr, length, mtu, psn=(1 << 24) - 5,
+                                          start=start, imm=imm and op != "RDMA_READ_RESPONSE"))
 
 
 @cocotb.test()
@@ -467,7 +577,7 @@ async def test_cut_ends_the_message_at_a_packet_boundary(dut):
             assert frames == [ib.build(p) for p in expected[:k]], f"{what}: not its first {k} packets"
             assert tb.requests == [(i * mtu, len(p.payload)) for i, p in enumerate(expected[:k])], (
                 f"{what}: requests {tb.requests}")
-            assert tb.events == [(len(f) - 2) // 4 for f in frames], f"{what}: {tb.events}"
+            assert tb.events == [tb.words(f) for f in frames], f"{what}: {tb.events}"
             assert tb.dones == [(msg.psn + k) & ib.PSN_MASK], f"{what}: done {tb.dones}"
             late += k == count
             ends["whole" if k == count else

@@ -1782,8 +1782,10 @@ async def test_memory_windows(dut, path):
 
 
 # Writes to addresses the register map does not list (holes between registers, a hole in a
-# port block, past CMD_STATUS, between and past the SRQ doorbells).
-UNLISTED = [0x001C, 0x0034, 0x00FC, 0x0120, 0x0448, 0x0818, 0x3004, 0x4000, 0xFFFC]
+# port block, past CMD_STATUS, after a GID table entry, the GID table of a port 3, between and
+# past the SRQ doorbells).
+UNLISTED = [0x001C, 0x0034, 0x00FC, 0x012C, 0x0448, 0x0818, 0x0C14, 0x0D00, 0x3004, 0x4000,
+            0xFFFC]
 
 
 @cocotb.test()

@@ -288,8 +288,13 @@ wire        ok_cqe    = cqe_status == WC_SUCCESS;
 wire [7:0]  cqe_op    = r_op == WR_RDMA_WRITE_IMM && r_kind != 2'd2 ? WCO_RECV_RDMA_IMM : WCO_RECV;
 wire [7:0]  cqe_flags = ok_cqe ? {5'd0, is_inv, has_imm, r_global} : 8'd0;
 wire [31:0] byte_len  = is_send ? recv_need[31:0] : r_len;
+// RoCE v2 has no LIDs, and its priority travels in the VLAN tag: SL, SLID and DLID path bits
+// are 0 on Ethernet, whichever path the message took
+wire [6:0]  cqe_path  = r_eth ? 7'd0 : r_dlid[6:0] & lmc_mask[6:0];
+wire [15:0] cqe_slid  = r_eth ? 16'd0 : r_slid;
+wire [3:0]  cqe_sl    = r_eth ? 4'd0 : r_sl;
 wire [255:0] cqe = ok_cqe ?
-    {8'd0, 1'b0, r_dlid[6:0] & lmc_mask[6:0], r_slid, 4'd0, r_sl, cqe_flags, cqe_op, cqe_status,
+    {8'd0, 1'b0, cqe_path, cqe_slid, 4'd0, cqe_sl, cqe_flags, cqe_op, cqe_status,
      8'd0, r_src, r_dest, has_imm ? r_imm : is_inv ? r_rkey : 32'd0, byte_len, rq_wr_id} :
     {48'd0, cqe_op, cqe_status, 32'd0, r_dest, 64'd0, rq_wr_id};
 assign m_cqe_data = {r_sol || !ok_cqe, {{(16-CQN_BITS){1'b0}}, qp_rcq}, cqe};
