@@ -634,6 +634,9 @@ def _parse_roce(data, mtu):
     if udp_length != ip_end - udp_at:
         raise PacketError("UDP length", f"{udp_length}, the IP packet carries {ip_end - udp_at} "
                                         "bytes from the UDP header on")
+    if udp_length % 4:
+        raise PacketError("UDP length", f"{udp_length}: BTH through ICRC must be whole 4-byte "
+                                        "words, as on InfiniBand")
     covered = body[ip_at:ip_end - ICRC_BYTES]
     if roce_icrc_bytes(covered) != body[ip_end - ICRC_BYTES:ip_end]:
         raise PacketError("ICRC", f"computed {roce_icrc_bytes(covered).hex()}, "

@@ -841,6 +841,9 @@ def eth_bad_frames(tb):
                 body[at.udp + 4:at.udp + 6] = size.to_bytes(2, "big")
             out.append((f"{ip}: UDP length {delta:+d} from the IP packet's",
                         mutate(udp_len, v4=v4), 0))
+        # one byte past whole words, the IP and UDP lengths agreeing
+        out.append((f"{ip}: BTH .. ICRC not whole 4-byte words",
+                    mutate(lambda body, at: body.append(0), n=8, v4=v4, lengths=True), 0))
         last = 19 if v4 else 39
         out.append((f"{ip}: destination address in no GID table entry",
                     mutate(flip(lambda at, last=last: at.ip + last), v4=v4), 0))

@@ -524,7 +524,9 @@ async def test_resend_from_inside_a_message(dut, link):
     for tr, op in (("RC", "SEND"), ("RC", "RDMA_WRITE"), ("RC", "RDMA_READ_RESPONSE")):
         for imm in (False, True):
             mtu = rng.choice(ib.VALID_MTUS[:3])
-            count = rng.randrange(2, 40)
+            # shorter messages on Ethernet: the resend logic is the same on both links, only
+            # the headers differ
+            count = rng.randrange(2, 40 if link == "ib" else 16)
             length = (count - 1) * mtu + rng.randrange(1, mtu + 1)
             for start in sorted({1, count - 1, rng.randrange(1, count)}):
                 await tb.check(tb.message(op, tr, length, mtu, psn=(1 << 24) - 5,

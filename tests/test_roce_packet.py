@@ -389,7 +389,10 @@ CORRUPTIONS = {
     "UDP port": [resealed(V4, set_bytes(36, port.to_bytes(2, "big"))) for port in (4792, 4789, 0)]
                 + [resealed(V6T, set_bytes(60, b"\x00\x00"))],
     "UDP length": [resealed(V4, udp_length_plus(delta, 38)) for delta in (-4, 4, -28)]
-                  + [resealed(V6T, udp_length_plus(1, 62))],
+                  + [resealed(V6T, udp_length_plus(1, 62)),
+                     # one byte more, the IP and UDP lengths agreeing: not whole words
+                     resealed(V4, lambda body: (body.append(0), v4_length_plus(1)(body),
+                                                udp_length_plus(1, 38)(body)))],
     "ICRC": [with_fcs(V4[:62] + bytes([V4[62] ^ 1]) + V4[63:-4]),    # the ICRC itself
              with_fcs(V4[:V4_BTH + 12] + b"J" + V4[V4_BTH + 13:-4]),  # payload
              with_fcs(V4[:34] + b"\x12\x34" + V4[36:-4]),               # UDP source port

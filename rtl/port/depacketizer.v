@@ -421,7 +421,8 @@ wire eth_ok = t_bytes >= 16'd64 && (t_bytes == ip_end || (t_bytes == 16'd64 && i
            && (e_v6 ? e_ipver == 4'd6
                     : e_type == 16'h0800 && e_net[7:0] == 8'h45 && v4_sum_ok
                       && v4_frag[13:0] == 14'd0 && ip_len >= 16'd28)
-           && e_proto == 8'h11 && udp_dport == 16'd4791 && udp_len == ip_payload && udp_len >= 16'd8;
+           && e_proto == 8'h11 && udp_dport == 16'd4791 && udp_len == ip_payload && udp_len >= 16'd8
+           && udp_len[1:0] == 2'b00;   // BTH .. ICRC whole 4-byte words, as on InfiniBand
 wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
 // READ requests, ACKs and atomics carry no payload: bytes past their headers make them malformed
 wire no_payload = tr == 3'd0 && (low == 5'h0C || (low >= 5'h11 && low <= 5'h14));

@@ -49,6 +49,8 @@ wire [15:0]  m_hdr_slid, m_hdr_dlid;
 wire [3:0]   m_hdr_sl;
 wire [19:0]  m_hdr_flow_label;
 wire [127:0] m_hdr_sgid, m_hdr_dgid;
+wire [47:0]  m_hdr_smac;
+wire [12:0]  m_hdr_vlan;
 wire [63:0]  m_hdr_raddr, m_hdr_atomic_a, m_hdr_atomic_b;
 wire [31:0]  m_hdr_rkey, m_hdr_dma_len, m_hdr_qkey, m_hdr_imm;
 wire [DATA_WIDTH-1:0] m_axis_pl_tdata;
@@ -63,7 +65,9 @@ depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFF
     .s_axis_rx_tvalid(s_axis_rx_tvalid), .s_axis_rx_tready(s_axis_rx_tready),
     .s_axis_rx_tlast(s_axis_rx_tlast), .s_axis_rx_tuser(s_axis_rx_tuser),
     .s_axis_rx_tid(s_axis_rx_tid),
-    .port_lid(port_lid), .port_lmc(port_lmc), .port_gid(port_gid), .port_pkey(port_pkey),
+    .eth(1'b0), .port_lid(port_lid), .port_lmc(port_lmc), .port_gids({384'd0, port_gid}),
+    .port_gid_vlans(52'd0), .port_mac(48'd0), .port_pkey(port_pkey),
+    .m_hdr_smac(m_hdr_smac), .m_hdr_vlan(m_hdr_vlan),
     .m_hdr_valid(m_hdr_valid), .m_hdr_ready(m_hdr_ready), .m_hdr_opcode(m_hdr_opcode),
     .m_hdr_se(m_hdr_se), .m_hdr_dest_qpn(m_hdr_dest_qpn), .m_hdr_ackreq(m_hdr_ackreq),
     .m_hdr_psn(m_hdr_psn), .m_hdr_slid(m_hdr_slid), .m_hdr_dlid(m_hdr_dlid),
