@@ -24,7 +24,6 @@ the cable's doing, so the far model takes their packets as the cable delivers th
 
 from __future__ import annotations
 
-import struct
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 
