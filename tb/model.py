@@ -1021,21 +1021,21 @@ class Model(Observer):
     def _expect_recv(self, q, w, dest, recv, opcode, byte_len):
         wr = w.wr
         av = self._av(q, wr)
-        # Loopback: the sending and the receiving port are the same port. Ethernet has no LIDs
-        # and no SL in its completions.
+        # Loopback: the sending and the receiving port are the same port.
         port = self.ports[q.port]
         path_mask = (1 << port.lmc) - 1
-        eth = port.link_layer == "eth"
         self._expect_recv_fields(dest, recv, w, opcode, byte_len, src_qp=q.qpn,
-                                 slid=0 if eth else
-                                 (port.lid & ~path_mask) | (av.src_path_bits & path_mask),
-                                 sl=0 if eth else av.sl, dlid=0 if eth else av.dlid,
-                                 grh=eth or av.grh is not None,
+                                 slid=(port.lid & ~path_mask) | (av.src_path_bits & path_mask),
+                                 sl=av.sl, dlid=av.dlid, grh=av.grh is not None,
                                  imm=wr.imm if wr.opcode in _WITH_IMM else None,
                                  inv=wr.rkey if wr.opcode == WROpcode.SEND_WITH_INV else None)
 
     def _expect_recv_fields(self, dest, recv, w, opcode, byte_len, *, src_qp, slid, sl, dlid,
                             grh, imm, inv=None):
+        """A receive completion on `dest`. On Ethernet (RoCE v2), whichever path the message
+        took, there are no LIDs and no SL in it, and always a GRH."""
+        if self.ports[dest.port].link_layer == "eth":
+            slid, sl, dlid, grh = 0, 0, 0, True
         path_mask = (1 << self.ports[dest.port].lmc) - 1
         flags = ((WCFlags.GRH if grh else WCFlags(0))
                  | (WCFlags.WITH_IMM if imm is not None else WCFlags(0))
@@ -1647,12 +1647,11 @@ class Model(Observer):
 
     @staticmethod
     def _recv_source(dest, last):
-        """Receive completion fields a message's last packet gives (RoCE v2: no LIDs, no
-        SL, always a GRH)."""
-        lrh = last.lrh or LRH(dlid=0, slid=0, sl=0)
+        """Receive completion fields a message's last packet gives (a RoCE v2 frame has no
+        LRH: _expect_recv_fields knows what Ethernet completions say)."""
+        lrh = last.lrh or LRH(dlid=0, slid=0)
         return dict(src_qp=last.deth.src_qp if last.deth is not None else dest.attr.dest_qp_num,
-                    slid=lrh.slid, sl=lrh.sl, dlid=lrh.dlid,
-                    grh=last.grh is not None or last.roce is not None,
+                    slid=lrh.slid, sl=lrh.sl, dlid=lrh.dlid, grh=last.grh is not None,
                     imm=last.immdt.data if last.immdt is not None else None,
                     inv=last.ieth.rkey if last.ieth is not None else None)
 
