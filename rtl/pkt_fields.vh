@@ -42,7 +42,8 @@ localparam integer TXD_INV = 1105;          // 1: an RC SEND with invalidate (TX
 localparam integer TXD_AWRITE = 1106;       // 1: an RC WRITE of 8 bytes that is an ATOMIC WRITE
 localparam integer TXD_DMAC = 1107;         // 48: Ethernet: destination MAC
 localparam integer TXD_VLAN = 1155;         // 13: Ethernet: [12] 802.1Q tagged, [11:0] VLAN ID
-localparam integer TXD_WIDTH = 1168;
+localparam integer TXD_CNP = 1168;          // 1: Ethernet: a CNP (RoCE v2 congestion notification)
+localparam integer TXD_WIDTH = 1169;
 
 // The headers of a received good packet (depacketizer -> rx_engine).
 localparam integer RXH_OPCODE = 0;          // 8

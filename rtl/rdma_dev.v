@@ -184,6 +184,7 @@ wire [NUM_PORTS-1:0]     port_eth;
 wire [NUM_PORTS*48-1:0]  port_mac;
 wire [NUM_PORTS*16-1:0]  port_pkey;
 wire         bypass_en;
+wire [31:0]  cnp_interval;
 wire         cmd_valid;
 wire [7:0]   cmd_op;
 wire [15:0]  cmd_index;
@@ -232,7 +233,7 @@ rdma_regs #(
     .s_axil_rvalid(s_axil_rvalid), .s_axil_rready(s_axil_rready),
     .port_lid(port_lid), .port_lmc(port_lmc), .port_mtu(port_mtu), .port_gids(port_gids),
     .port_gid_vlans(port_gid_vlans), .port_eth(port_eth), .port_mac(port_mac),
-    .port_pkey(port_pkey), .bypass_en(bypass_en),
+    .port_pkey(port_pkey), .bypass_en(bypass_en), .cnp_interval(cnp_interval),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cmd_done), .cmd_result(cmd_result),
     .cmd_rdata_valid(qp_cmd_rdata_valid | cq_cmd_rdata_valid | srq_cmd_rdata_valid),
@@ -774,6 +775,7 @@ always @*
         m_axis_tx_tkeep[tx*DATA_WIDTH/8 +: DATA_WIDTH/8] = tx_tkeep_p[tx];
     end
 wire [NUM_PORTS-1:0]              tx_rsp_valid, tx_rsp_ready, rcv_drop, rsp_discard;
+wire [NUM_PORTS-1:0]              cnp_sent, cnp_handled;
 wire [TXD_WIDTH-1:0]              tx_rsp_desc;
 
 rx_engine #(
@@ -783,7 +785,7 @@ rx_engine #(
     .s_hdr_valid(hdr_valid), .s_hdr_ready(hdr_ready), .s_hdr_data(hdr_data),
     .s_axis_pl_tdata(pl_tdata), .s_axis_pl_tkeep(pl_tkeep), .s_axis_pl_tvalid(pl_tvalid),
     .s_axis_pl_tready(pl_tready), .s_axis_pl_tlast(pl_tlast), .pl_drop(pl_drop),
-    .port_mtu(port_mtu), .port_pkey(port_pkey),
+    .port_mtu(port_mtu), .port_pkey(port_pkey), .port_eth(port_eth), .cnp_interval(cnp_interval),
     .qp_qpn(c_qpn), .qp_valid(c_valid), .qp_type(c_type), .qp_state(c_state), .qp_port(c_port),
     .qp_dest_qpn(c_dest_qpn), .qp_qkey(c_qkey), .qp_mtu(c_mtu), .qp_epsn(c_epsn),
     .qp_msn(c_msn), .qp_set_epsn(c_set_epsn), .qp_epsn_value(c_epsn_value),
@@ -803,7 +805,8 @@ rx_engine #(
     .req_atomic(rsp_atomic),
     .req_addr(rsp_addr_read), .m_ack_valid(ack_valid), .m_ack_qpn(ack_qpn), .m_ack_kind(ack_kind),
     .m_ack_error(ack_error), .m_ack_syndrome(ack_syndrome), .m_ack_psn(ack_psn),
-    .rcv_drop(rcv_drop), .xmit_discard(rsp_discard)
+    .rcv_drop(rcv_drop), .xmit_discard(rsp_discard),
+    .cnp_sent(cnp_sent), .cnp_handled(cnp_handled)
 );
 
 // Each port: transmit side, the receive mux of the physical link and the internal loopback,
@@ -863,7 +866,7 @@ generate
             .m_axis_tid(rx_tid)
         );
 
-        wire        rcv_pkt, rcv_error, rcv_internal;
+        wire        rcv_pkt, rcv_error, rcv_ce, rcv_internal;
         wire [10:0] rcv_pktlen;
         depacketizer #(.DATA_WIDTH(DATA_WIDTH), .NUM_GIDS(NUM_GIDS)) rx_dp (
             .clk(clk), .rst(rst),
@@ -907,7 +910,7 @@ generate
             .m_axis_pl_tvalid(pl_tvalid[p]), .m_axis_pl_tready(pl_tready[p]),
             .m_axis_pl_tlast(pl_tlast[p]), .pl_drop(pl_drop[p]),
             .rcv_pkt(rcv_pkt), .rcv_pktlen(rcv_pktlen), .rcv_error(rcv_error),
-            .rcv_internal(rcv_internal)
+            .rcv_ce(rcv_ce), .rcv_internal(rcv_internal)
         );
 
         port_counters counters (
@@ -915,6 +918,7 @@ generate
             .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen),
             .rcv_pkt(rcv_pkt && !rcv_internal), .rcv_pktlen(rcv_pktlen),
             .rcv_error((rcv_error && !rcv_internal) || rcv_drop[p]), .xmit_discard(rsp_discard[p]),
+            .rcv_ce(rcv_ce && !rcv_internal), .cnp_sent(cnp_sent[p]), .cnp_handled(cnp_handled[p]),
             .clear(pc_clear[p]),
             .rd_index(pc_rd_index), .rd_data(pc_rd_data[p*32 +: 32]),
             .wr_en(pc_wr_en[p]), .wr_index(pc_wr_index), .wr_data(pc_wr_data)

@@ -134,13 +134,16 @@ class BTH:
     se: bool = False        # solicited event
     migreq: bool = False    # M: migration state
     ackreq: bool = False
+    fecn: bool = False      # the byte after the P_Key (Resv8a, variant): FECN and BECN bits
+    becn: bool = False      # (a RoCE v2 CNP has BECN set)
 
     SIZE = 12
 
     def pack(self, padcnt):
         flags = int(self.se) << 7 | int(self.migreq) << 6 | padcnt << 4   # TVer = 0
         return (_field("OpCode", self.opcode, 1) + bytes([flags]) + _field("P_Key", self.pkey, 2)
-                + b"\x00" + _field("DestQP", self.dest_qp, 3)              # Resv8a
+                + bytes([int(self.fecn) << 7 | int(self.becn) << 6])
+                + _field("DestQP", self.dest_qp, 3)
                 + bytes([int(self.ackreq) << 7]) + _field("PSN", self.psn, 3))
 
     @classmethod
@@ -148,7 +151,8 @@ class BTH:
         return cls(opcode=data[0], dest_qp=int.from_bytes(data[5:8], "big"),
                    psn=int.from_bytes(data[9:12], "big"), pkey=int.from_bytes(data[2:4], "big"),
                    se=bool(data[1] & 0x80), migreq=bool(data[1] & 0x40),
-                   ackreq=bool(data[8] & 0x80))
+                   ackreq=bool(data[8] & 0x80), fecn=bool(data[4] & 0x80),
+                   becn=bool(data[4] & 0x40))
 
 
 def is_ipv4_mapped(gid):
@@ -160,6 +164,16 @@ def is_ipv4_mapped(gid):
 def ipv4_gid(address):
     """The GID of an IPv4 address (text such as "10.0.0.1", 4 bytes or an int)."""
     return IPV4_MAPPED_PREFIX + ipaddress.IPv4Address(address).packed
+
+
+# IP ECN, the traffic class's low two bits (RFC 3168): ECN-capable transport, and congestion
+# experienced (set by a switch instead of dropping the packet)
+ECN_ECT0, ECN_CE = 0b10, 0b11
+
+
+def marked_ce(pkt):
+    """A RoCE v2 packet whose IP ECN says Congestion Experienced."""
+    return pkt.roce is not None and pkt.roce.tclass & 3 == ECN_CE
 
 
 def ipv4_checksum(header):
@@ -324,6 +338,13 @@ class IETH(_ByteFields):
     SIZE = 4
 
 
+@dataclass
+class CNPReserved(_ByteFields):
+    """The 16 reserved bytes after a RoCE v2 CNP's BTH (IBTA Annex A17.9.3)."""
+    LAYOUT = ((None, 16),)
+    SIZE = 16
+
+
 def imm_le(data):
     """ImmDt `data` as a device register holds the four bytes: in wire (and host memory) order,
     the first byte in bits [7:0]."""
@@ -339,6 +360,7 @@ EXTENSION_HEADERS = {
     "atomic_ack_eth": AtomicAckETH,
     "immdt": ImmDt,
     "ieth": IETH,
+    "cnp": CNPReserved,
 }
 
 
@@ -405,7 +427,10 @@ def _opcode_table():
     return table
 
 
-OPCODES = _opcode_table()
+# RoCE v2's congestion notification packet: no transport of its own, Ethernet ports only
+CNP_OPCODE = 0x81
+OPCODES = {**_opcode_table(),
+           CNP_OPCODE: Opcode(CNP_OPCODE, "CNP", "RoCE", "CNP", ONLY, ("cnp",), False)}
 OPCODES_BY_NAME = {op.name: op for op in OPCODES.values()}
 
 
@@ -427,6 +452,7 @@ class Packet:
     atomic_ack_eth: AtomicAckETH | None = None
     immdt: ImmDt | None = None
     ieth: IETH | None = None
+    cnp: CNPReserved | None = None
     payload: bytes = b""
 
     @property
@@ -477,6 +503,8 @@ def build(packet):
                          + ("both" if packet.roce else "neither"))
     if packet.roce is not None and packet.grh is not None:
         raise ValueError("a RoCE v2 packet has no GRH: its IP header stands in for it")
+    if packet.roce is None and packet.bth.opcode == CNP_OPCODE:
+        raise ValueError("a CNP is RoCE v2's: InfiniBand has no such opcode")
     transport = _transport(packet)
     if packet.roce is not None:
         network = packet.roce.pack_network(UDP_HEADER_BYTES + len(transport) + ICRC_BYTES)
@@ -560,6 +588,8 @@ def parse(data, mtu=None, link="ib"):
             raise PacketError("GRH PayLen", f"{paylen}, packet has {len(body) - bth_at} bytes "
                                             "from BTH through ICRC")
         grh = GRH.unpack(grh_bytes)
+    if data[bth_at] == CNP_OPCODE:
+        raise PacketError("BTH OpCode", f"{CNP_OPCODE:#04x} (CNP) exists on RoCE v2 only")
     return Packet(lrh=LRH.unpack(data), grh=grh, **_parse_transport(covered, bth_at, mtu))
 
 

@@ -28,11 +28,12 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 
 from .ib_packet import (
-    AETH, BTH, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH, AtomicETH,
-    ImmDt, Packet, RoCE, is_ipv4_mapped, packetize,
+    AETH, BTH, CNP_OPCODE, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH,
+    AtomicETH, CNPReserved, ECN_CE, ECN_ECT0, ImmDt, Packet, RoCE, is_ipv4_mapped, marked_ce,
+    packetize,
 )
 from .verbs import (
-    ATOMIC_OPS, COUNTERS, GID_ENTRY_STRIDE, GID_TABLE_BASE, GID_TABLE_PORT_STRIDE, GID_VLAN,
+    ATOMIC_OPS, CNP_INTERVAL_RESET, COUNTERS, GID_ENTRY_STRIDE, GID_TABLE_BASE, GID_TABLE_PORT_STRIDE, GID_VLAN,
     GRH_BYTES, MAX_MSG_BYTES, MAX_SGE_RD, MTU, PORT_COUNTERS_STRIDE,
     PORT_STRIDE, QKEY_FROM_QP, Access,
     AHAttr, Counters, Observer, PortCounter, PortReg, QPAttr, QPState, QPType, RecvWR, Reg,
@@ -114,6 +115,12 @@ def roce_sport(flow_label, qpn, other_qpn):
     from the two QP numbers (both directions alike), in 0xC000 .. 0xFFFF."""
     flow = flow_label or (qpn ^ other_qpn) & 0xFFFFF
     return 0xC000 | ((flow & 0x3FFF) ^ (flow >> 14))
+
+
+def echoed_tclass(tclass):
+    """The traffic class a responder's answers carry back on Ethernet: the request's, its CE
+    turned into ECT(0) (the congestion was the request's path's, and a CNP reports it)."""
+    return tclass & ~3 | ECN_ECT0 if tclass & 3 == ECN_CE else tclass
 
 
 def error_fields(wr_id, status, opcode, qp_num):
@@ -340,6 +347,7 @@ class Model(Observer):
         self._read_host = None
         self.links = {}             # port -> (Model, port) at the far end of its cable
         self.bypass = True          # CTRL.BYPASS
+        self.cnp_interval = CNP_INTERVAL_RESET   # CNP_INTERVAL: cycles between a QP's CNPs
         self.pkeys = defaultdict(lambda: 0xFFFF)
         self.wire = defaultdict(list)  # port -> the packets it sends on its link, in order
         self.looped = 0             # packets sent through a port's internal loopback (unsniffed)
@@ -398,6 +406,8 @@ class Model(Observer):
             self._write_port_counter(offset, value)
         elif offset == Reg.CTRL:
             self.bypass = bool(value & 1)
+        elif offset == Reg.CNP_INTERVAL:
+            self.cnp_interval = value
         elif Reg.PORT_BASE <= offset < Reg.CMD_DATA:
             port, reg = divmod(offset - Reg.PORT_BASE, PORT_STRIDE)
             if reg == PortReg.PKEY:
@@ -468,7 +478,7 @@ class Model(Observer):
                 word in (c, c + 1) if c.bits == 64 else word == c for c in COUNTERS)
             return port > self.num_ports or not loadable
         return not (Reg.CMD_DATA <= offset <= Reg.CMD or
-                    offset in (Reg.EVENT, Reg.CTRL, Reg.SRQ_EVENT))
+                    offset in (Reg.EVENT, Reg.CTRL, Reg.SRQ_EVENT, Reg.CNP_INTERVAL))
 
     def on_mem_write(self, addr, data):
         self.image.write(addr, data)
@@ -1128,11 +1138,8 @@ class Model(Observer):
         the READ responses, or (with `orig`) an atomic ACK, addressed back along the request's
         path (on Ethernet to its source MAC, in its VLAN, its GIDs swapped)."""
         if req.roce is not None:
-            r = req.roce
-            link = dict(roce=replace(r, dmac=r.smac, smac=self.ports[port].mac, sgid=r.dgid,
-                                     dgid=r.sgid,
-                                     sport=roce_sport(r.flow_label, dest.qpn,
-                                                      dest.attr.dest_qp_num)))
+            link = dict(roce=self._roce_back(port, req.roce, dest.qpn, dest.attr.dest_qp_num,
+                                             echoed_tclass(req.roce.tclass)))
         else:
             grh = None
             if req.grh is not None:
@@ -1151,6 +1158,44 @@ class Model(Observer):
         return packetize("RC", "RDMA_READ_RESPONSE", data, mtu, **link, aeth=aeth,
                          dest_qp=dest.attr.dest_qp_num, psn=req.bth.psn, pkey=self.pkeys[port])
 
+    def _roce_back(self, port, r, qpn, dest_qpn, tclass):
+        """The RoCE v2 fields of a packet `port` sends back along the path of a request that
+        came with `r`: to its source MAC, in its VLAN, its GIDs swapped."""
+        return replace(r, dmac=r.smac, smac=self.ports[port].mac, sgid=r.dgid, dgid=r.sgid,
+                       tclass=tclass, sport=roce_sport(r.flow_label, qpn, dest_qpn))
+
+    def _notify_congestion(self, port, dest, packets):
+        """ECN on an Ethernet port: request `packets` from the link that reached QP `dest`
+        (they passed its QP check) and arrived marked CE each send a CNP back to their source
+        QP, one per packet when CNP_INTERVAL is 0. With a window between a QP's CNPs, how many
+        fall in one depends on timing: the wire and the counters are no longer predicted."""
+        marked = [p for p in packets if marked_ce(p)]
+        if not marked:
+            return
+        if self.cnp_interval:
+            self.wire_exact = False
+            return
+        for pkt in marked:
+            to_qpn = pkt.deth.src_qp if pkt.deth is not None else dest.attr.dest_qp_num
+            cnp = Packet(roce=self._roce_back(port, pkt.roce, dest.qpn, to_qpn,
+                                              pkt.roce.tclass & ~3 | ECN_ECT0),
+                         bth=BTH(opcode=CNP_OPCODE, dest_qp=to_qpn, psn=0,
+                                 pkey=self.pkeys[port], becn=True), cnp=CNPReserved())
+            self._sent(port, [cnp])
+            self._count_one(port, PortCounter.NP_CNP_SENT)
+            far, far_port = self.links.get(port, (None, None))
+            if far is not None:
+                far._cnp_arrives(far_port, cnp)
+
+    def _cnp_arrives(self, port, cnp):
+        """A CNP reaches `port`: counted for a QP of the port that may have sent (the
+        reaction point's hook), else dropped as addressed to no QP."""
+        q = self.qps.get(cnp.bth.dest_qp)
+        ok = q is not None and q.port == port and q.state not in (QPState.RESET, QPState.INIT)
+        self._received(port, [cnp], dropped=0 if ok else 1)
+        if ok:
+            self._count_one(port, PortCounter.RP_CNP_HANDLED)
+
     def links_lossy(self):
         """The cables lose, duplicate, corrupt or reorder packets (tb/link_faults.py): which
         packets cross them, and so the port counters, are no longer predicted; completions
@@ -1161,6 +1206,10 @@ class Model(Observer):
         counters = self.port_counters[port]
         for c in (counter, extended):
             counters[c] = min(counters[c] + n, (1 << c.bits) - 1)
+
+    def _count_one(self, port, counter):
+        counters = self.port_counters[port]
+        counters[counter] = min(counters[counter] + 1, (1 << counter.bits) - 1)
 
     def _sent(self, port, packets):
         """`port` sends `packets` on its physical link."""
@@ -1176,6 +1225,8 @@ class Model(Observer):
         self._count(port, PortCounter.RCV_DATA, PortCounter.RCV_DATA_EXT,
                     sum(map(pktlen, packets)))
         self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT, dropped)
+        for _ in filter(marked_ce, packets):
+            self._count_one(port, PortCounter.NP_ECN_MARKED_ROCE_PACKETS)
 
     def _send_packets(self, q, w):
         """A message on the packet path: its packets leave the port (on the link, or on the
@@ -1319,6 +1370,8 @@ class Model(Observer):
         if dest is None or (qp_type == QPType.RC and first.bth.psn != dest.epsn):
             if counted:
                 self._received(port, packets, dropped=len(packets) if dest is None else 0)
+                if dest is not None:
+                    self._notify_congestion(port, dest, packets)
             return None, f"dropped: {why or 'out of sequence'}", []
         operation = OPCODES[first.bth.opcode].operation
         if operation == "RDMA_READ_REQUEST":
@@ -1334,9 +1387,9 @@ class Model(Observer):
         if counted:
             # after an RC error the QP is in ERR, and the rest of the message fails the QP check
             rest = len(packets) - taken
-            self._received(port, packets,
-                           dropped=rest if dest.state == QPState.ERR and qp_type == QPType.RC
-                           else 0)
+            failed = dest.state == QPState.ERR and qp_type == QPType.RC
+            self._received(port, packets, dropped=rest if failed else 0)
+            self._notify_congestion(port, dest, packets[:taken] if failed else packets)
         return answer, why, responses
 
     def receive_injected(self, port, packets):

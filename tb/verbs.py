@@ -58,6 +58,7 @@ class Reg(IntEnum):
     LB_MSGS = 0x0020  # 64-bit: LO here, HI at +4
     LB_BYTES = 0x0028
     SRQ_EVENT = 0x0030      # bit s: SRQ s reached its limit; write 1 to clear
+    CNP_INTERVAL = 0x0034   # cycles between two CNPs of one QP (0: no limit)
     PORT_BASE = 0x0100
     CMD_DATA = 0x0400
     PORT_COUNTERS = 0x0800
@@ -71,6 +72,7 @@ class Reg(IntEnum):
 
 
 PORT_STRIDE = 0x40
+CNP_INTERVAL_RESET = 1000   # CNP_INTERVAL after reset: ConnectX's 4 us at 250 MHz
 
 
 class PortReg(IntEnum):
@@ -116,10 +118,16 @@ class PortCounter(IntEnum):
     RCV_PKTS_EXT = 14
     RCV_ERRORS_EXT = 16
     XMIT_DISCARDS_EXT = 18
+    # an Ethernet port's RoCE congestion counters, 32 bits (as mlx5 names them)
+    NP_ECN_MARKED_ROCE_PACKETS = 20     # good packets received with IP ECN CE
+    NP_CNP_SENT = 21                    # CNPs sent for them
+    RP_CNP_HANDLED = 22                 # CNPs received for a QP of the port
     CLEAR = 31              # write: zero every counter of the port
 
     @property
     def bits(self):
+        if self >= PortCounter.NP_ECN_MARKED_ROCE_PACKETS:
+            return 32
         return 64 if self >= PortCounter.XMIT_DATA_EXT else 16 if self >= PortCounter.RCV_ERRORS else 32
 
 
@@ -933,6 +941,11 @@ class Device:
         bits (none yet) keep their values."""
         ctrl = await self.read_reg(Reg.CTRL)
         await self.write_reg(Reg.CTRL, (ctrl & ~1) | int(bool(enabled)))
+
+    async def set_cnp_interval(self, cycles):
+        """The least time between two CNPs of one QP, in cycles (0: a CNP for every packet
+        that arrives marked CE)."""
+        await self.write_reg(Reg.CNP_INTERVAL, cycles)
 
     async def set_pkey(self, port, pkey):
         await self.write_reg(port_reg(port, PortReg.PKEY), pkey)

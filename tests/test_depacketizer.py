@@ -32,7 +32,7 @@ import pytest
 
 import tb.ib_packet as ib
 from tb import simrun
-from tb.ib_packet import imm_le
+from tb.ib_packet import imm_le, marked_ce
 from tb.ib_crc import fcs_bytes, roce_icrc_bytes, roce_icrc_mask, vcrc_bytes
 from tb.seed import rng_for
 from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
@@ -279,6 +279,8 @@ class Port:
                 ext[name] = ib.AtomicAckETH(orig_data=rng.randrange(1 << 64))
             elif name == "ieth":
                 ext[name] = ib.IETH(rng.randrange(1 << 32))
+            elif name == "cnp":
+                ext[name] = ib.CNPReserved()
         return dict(bth=bth, payload=rng.randbytes(length), **ext)
 
 
@@ -365,10 +367,12 @@ class TB:
             if dut.rx_beat.value:
                 self.rx_beats.append(int(dut.cycle.value))
             if dut.rcv_pkt.value:
-                self.events.append(("pkt", int(dut.rcv_pktlen.value), int(dut.rcv_internal.value)))
+                self.events.append(("pkt", int(dut.rcv_pktlen.value), int(dut.rcv_internal.value),
+                                    int(dut.rcv_ce.value)))
             if dut.rcv_error.value:
-                self.events.append(("err", None, int(dut.rcv_internal.value)))
+                self.events.append(("err", None, int(dut.rcv_internal.value), 0))
             assert not (dut.rcv_pkt.value and dut.rcv_error.value)
+            assert dut.rcv_pkt.value or not dut.rcv_ce.value, "rcv_ce without a good packet"
             if dut.m_axis_pl_tvalid.value and pl_ready:
                 assert open_hdr is not None, "payload beat without a header"
                 keep = int(dut.m_axis_pl_tkeep.value)
@@ -448,13 +452,13 @@ class TB:
             self.full_payloads[index] = bytes(pkt.payload)
         self.expected.append((expected_header(pkt, internal),
                               None if drop and pkt.payload else bytes(pkt.payload)))
-        self.expected_events.append(("pkt", pkt_words(pkt, wire), internal))
+        self.expected_events.append(("pkt", pkt_words(pkt, wire), internal, int(marked_ce(pkt))))
         await self.source.send(AxiStreamFrame(wire, tid=internal))
 
     async def send_bad(self, wire, internal=0, tuser=0):
         """Send a frame that must be dropped with rcv_error and nothing presented. `wire` is the
         bytes, or (bytes, per-byte tkeep) for a frame with a hole."""
-        self.expected_events.append(("err", None, internal))
+        self.expected_events.append(("err", None, internal, 0))
         wire, tkeep = wire if isinstance(wire, tuple) else (wire, None)
         await self.source.send(AxiStreamFrame(bytes(wire), tkeep=tkeep, tid=internal,
                                               tuser=tuser))
@@ -473,7 +477,7 @@ class TB:
 
     def check(self, what=""):
         """Everything seen so far against everything sent."""
-        got_events = [(k, n if k == "pkt" else None, i) for k, n, i in self.events]
+        got_events = [(k, n if k == "pkt" else None, i, ce) for k, n, i, ce in self.events]
         assert got_events == self.expected_events, (
             f"{what}: events\n got {got_events}\n exp {self.expected_events}")
         assert len(self.headers) == len(self.expected), (
@@ -691,8 +695,9 @@ def bad_frames(tb):
         b[2:4] = above.to_bytes(2, "big")
     out.append(("DLID just above the port's LMC range", mutate(dlid_above), 0))
     out.append(("BTH TVer 1", mutate(lambda b: b.__setitem__(9, (b[9] & 0xF0) | 1)), 0))
+    # (0x81, RoCE v2's CNP, is not InfiniBand's)
     for opcode in (0x15, 0x18, 0x1C, 0x1E, 0x1F, 0x2C, 0x2F, 0x32, 0x33, 0x34, 0x40, 0x60, 0x63, 0x66,
-                   0x72, 0x73, 0x80, 0xC4, 0xE4, 0xFF):
+                   0x72, 0x73, 0x80, 0x81, 0xC4, 0xE4, 0xFF):
         out.append((f"unknown opcode {opcode:#04x}",
                     mutate(lambda b, o=opcode: b.__setitem__(8, o), n=16), 0))
     for opcode, keep in ((0x0A, 8), (0x0C, 12), (0x11, 0), (0x64, 4), (0x0B, 16), (0x65, 8),
@@ -978,6 +983,30 @@ async def test_eth_ignored_fields(dut):
 
 
 @cocotb.test()
+async def test_eth_cnp(dut):
+    """Ethernet: a CNP (opcode 0x81, 16 reserved bytes) to each GID table entry is taken,
+    its header presented with no payload (rcv_ce when it came marked CE); one carrying 4
+    payload bytes, one whose reserved bytes are cut to 12, and one whose opcode is 0x80 are
+    dropped."""
+    tb = TB(dut, "test_eth_cnp", "eth")
+    rng, port = tb.rng, tb.port
+    await tb.reset()
+    for entry in range(len(port.gids)):
+        for _ in range(3):
+            await tb.send_good(port.frame(rng, ib.CNP_OPCODE, 0, entry))
+    for change in (lambda b, at: b.extend(rng.randbytes(4)),
+                   lambda b, at: b.__delitem__(slice(at.bth + 12 + 12, None)),
+                   lambda b, at: b.__setitem__(at.bth, 0x80)):
+        wire = ib.build(port.frame(rng, ib.CNP_OPCODE, 0))
+        at = layout(wire)
+        body = bytearray(wire[:at.end - ib.ICRC_BYTES])
+        change(body, at)
+        await tb.send_bad(reframe(body, at, lengths=True))
+    await tb.drain()
+    tb.check("CNPs")
+
+
+@cocotb.test()
 @cocotb.parametrize(link=LINKS)
 async def test_bad_packets_back_to_back(dut, link):
     """Bad and good packets back to back with gaps and backpressure, none dropped wrongly."""
@@ -1078,7 +1107,8 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
     payload = rng.randbytes(length)
     fields = {
         "kind": KIND[operation], "transport": TRANSPORT[transport], "imm_valid": int(imm),
-        "inv": 0, "awrite": int(operation == "ATOMIC_WRITE"), "imm": rng.randrange(1 << 32),
+        "inv": 0, "awrite": int(operation == "ATOMIC_WRITE"), "cnp": 0,
+        "imm": rng.randrange(1 << 32),
         "solicited": int(se), "len": length,
         "mtu": MTU_ENUM[mtu], "dlid": port.lid | rng.randrange(1 << port.lmc),
         "slid": rng.randrange(1 << 16), "sl": rng.randrange(16), "is_global": int(grh),
@@ -1138,7 +1168,7 @@ async def packetizer_message(tb, operation, transport, length, mtu, grh, imm, se
             immdt=ib.ImmDt(imm_le(f["imm"])) if imm else None, se=se)
     for p in pkts:
         tb.expected.append((expected_header(p, internal), bytes(p.payload)))
-        tb.expected_events.append(("pkt", pkt_words(p, ib.build(p)), internal))
+        tb.expected_events.append(("pkt", pkt_words(p, ib.build(p)), internal, int(marked_ce(p))))
     tb.tx_payload = payload
     for name, value in fields.items():
         getattr(dut, f"desc_{name}").value = value

@@ -74,8 +74,9 @@ class Message:
 
     def __init__(self, rng, operation, transport, length, mtu, *, grh=False, imm=False,
                  solicited=False, rate=0, psn=None, start=0, desc_transport=None,
-                 atomic=None, link="ib", path=None, port_mac=None):
+                 atomic=None, link="ib", path=None, port_mac=None, cnp=False):
         self.operation, self.transport, self.mtu = operation, transport, mtu
+        self.cnp = cnp              # desc_cnp: a CNP whatever the kind (Ethernet)
         # the transport driven on the descriptor, if not `transport` (the atomics ignore it)
         self.desc_transport = desc_transport or transport
         self.payload = rng.randbytes(length)
@@ -141,6 +142,10 @@ class Message:
 
     def expected(self):
         op, tr = self.operation, self.transport
+        if self.cnp:
+            return [ib.Packet(roce=self.roce(), cnp=ib.CNPReserved(),
+                              bth=ib.BTH(opcode=ib.CNP_OPCODE, dest_qp=self.dest_qp,
+                                         psn=self.psn, pkey=self.pkey, becn=True))]
         if op in SINGLE:
             low = SINGLE[op]
             a, b = self.atomic
@@ -172,6 +177,7 @@ class Message:
             "kind": KIND[self.operation], "transport": TRANSPORT[self.desc_transport],
             "imm_valid": int(self.immdt is not None),
             "inv": 0, "awrite": int(self.operation == "ATOMIC_WRITE"),
+            "cnp": int(self.cnp),
             "imm": imm_le(self.immdt.data) if self.immdt else 0,
             "solicited": int(self.solicited),
             "len": len(self.payload), "mtu": MTU_ENUM[self.mtu],
@@ -434,6 +440,20 @@ async def test_kinds(dut, link):
                 psn = rng.choice([None, (1 << 24) - 1, (1 << 24) - 2])
                 await tb.check(tb.message(op, tr, length, mtu, grh=grh, imm=imm,
                                           solicited=se, psn=psn))
+
+
+@cocotb.test()
+async def test_eth_cnp(dut):
+    """Ethernet: a descriptor with desc_cnp is one CNP whatever its kind, transport, length
+    and flags say (as rx_engine hands it over, kind ACK): opcode 0x81, BECN set, no AckReq or
+    SE, 16 zero bytes after the BTH, on every path; the shortest of them padded to 64 bytes."""
+    tb = TB(dut, "test_eth_cnp", "eth")
+    rng = tb.rng
+    await tb.reset()
+    for tr, op in [("RC", "ACKNOWLEDGE"), ("UD", "SEND"), ("RC", "RDMA_WRITE")]:
+        for _ in ETH_PATHS:
+            await tb.check(tb.message(op, tr, 0, rng.choice(ib.VALID_MTUS), cnp=True,
+                                      imm=True, solicited=True))
 
 
 @cocotb.test()

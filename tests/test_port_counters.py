@@ -28,9 +28,19 @@ COUNTERS = [
     ("PortXmitDiscards", 16, "discard", False),
 ]
 EXT_BASE = 8
+# The RoCE congestion counters from word ROCE_BASE on, 32 bits without an extended copy: name
+# and the event that adds 1.
+ROCE_COUNTERS = [
+    ("np_ecn_marked_roce_packets", "ce"),
+    ("np_cnp_sent", "cnp_sent"),
+    ("rp_cnp_handled", "cnp_handled"),
+]
+ROCE_BASE = 20
 NUM_WORDS = 32
+MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
-EVENTS = ("xmit", "rcv", "error", "discard")
+EVENTS = ("xmit", "rcv", "error", "discard", "ce", "cnp_sent", "cnp_handled")
+PINS = {"ce": "rcv_ce", "cnp_sent": "cnp_sent", "cnp_handled": "cnp_handled"}
 
 
 def ext_index(i):
@@ -38,10 +48,17 @@ def ext_index(i):
     return EXT_BASE + 2 * i
 
 
+ROCE_WORDS = list(range(ROCE_BASE, ROCE_BASE + len(ROCE_COUNTERS)))
+COUNTER_WORDS = list(range(len(COUNTERS))) + list(range(EXT_BASE, ext_index(len(COUNTERS)))) \
+    + ROCE_WORDS
+RESERVED_WORDS = [i for i in range(NUM_WORDS) if i not in COUNTER_WORDS]
+
+
 class Model:
     def __init__(self):
         self.base = [0] * len(COUNTERS)
         self.ext = [0] * len(COUNTERS)
+        self.roce = [0] * len(ROCE_COUNTERS)
 
     def words(self):
         w = [0] * NUM_WORDS
@@ -49,24 +66,33 @@ class Model:
             w[i] = self.base[i]
             w[ext_index(i)] = self.ext[i] & 0xFFFFFFFF
             w[ext_index(i) + 1] = self.ext[i] >> 32
+        w[ROCE_BASE:ROCE_BASE + len(ROCE_COUNTERS)] = self.roce
         return w
 
     def owner(self, index):
-        """(counter, 'base' | 'lo' | 'hi') of a word, or None for a reserved word."""
+        """(counter, 'base' | 'lo' | 'hi' | 'roce') of a word, or None for a reserved word."""
         if index < len(COUNTERS):
             return index, "base"
         if EXT_BASE <= index < ext_index(len(COUNTERS)):
             return (index - EXT_BASE) // 2, ("lo", "hi")[(index - EXT_BASE) % 2]
+        if ROCE_BASE <= index < ROCE_BASE + len(ROCE_COUNTERS):
+            return index - ROCE_BASE, "roce"
         return None
 
     def cycles(self, n, events, write=None, clear=False):
         """n cycles of `events` ({event: PktLen or True}); a write (index, value) or a clear
         takes part in every one of them."""
         if clear:
-            self.base = [0] * len(COUNTERS)
-            self.ext = [0] * len(COUNTERS)
+            self.__init__()
             return
         hit = self.owner(write[0]) if write else None
+        for i, (_, event) in enumerate(ROCE_COUNTERS):
+            if hit == (i, "roce"):
+                self.roce[i] = write[1]
+            elif event in events:
+                self.roce[i] = min(self.roce[i] + n, MASK32)
+        if hit and hit[1] == "roce":
+            hit = None
         for i, (_, width, event, adds_len) in enumerate(COUNTERS):
             if event in events:
                 amount = n * (events[event] if adds_len else 1)
@@ -94,7 +120,8 @@ class TB:
         self.model = Model()
         self.max_len = (1 << len(dut.xmit_pktlen)) - 1
         for name in ("xmit_pkt", "xmit_pktlen", "rcv_pkt", "rcv_pktlen", "rcv_error",
-                     "xmit_discard", "clear", "rd_index", "wr_en", "wr_index", "wr_data"):
+                     "xmit_discard", *PINS.values(), "clear", "rd_index", "wr_en", "wr_index",
+                     "wr_data"):
             getattr(dut, name).value = 0
         dut.rst.value = 1
 
@@ -115,6 +142,8 @@ class TB:
         dut.rcv_pktlen.value = events.get("rcv", 0) if on else 0
         dut.rcv_error.value = on if "error" in events else 0
         dut.xmit_discard.value = on if "discard" in events else 0
+        for event, pin in PINS.items():
+            getattr(dut, pin).value = on if event in events else 0
         dut.clear.value = on if clear else 0
         dut.wr_en.value = on if write else 0
         if write:
@@ -152,6 +181,8 @@ class TB:
         hit = self.model.owner(index)
         if hit is None:
             return "reserved"
+        if hit[1] == "roce":
+            return ROCE_COUNTERS[hit[0]][0]
         return COUNTERS[hit[0]][0] + ("" if hit[1] == "base" else f" ext {hit[1]}")
 
     def random_events(self, p=0.5):
@@ -163,8 +194,9 @@ class TB:
             events["rcv"] = rng.choice([0, 1, self.max_len, rng.randint(0, self.max_len)])
         if rng.random() < p:
             events["error"] = True
-        if rng.random() < p:
-            events["discard"] = True
+        for event in ("discard", *PINS):
+            if rng.random() < p:
+                events[event] = True
         return events
 
 
@@ -174,7 +206,7 @@ async def test_reset_and_reserved(dut):
     tb = TB(dut, "test_reset_and_reserved")
     await tb.reset()
     await tb.check("after reset")
-    for index in [6, 7] + list(range(ext_index(len(COUNTERS)), NUM_WORDS)):
+    for index in RESERVED_WORDS:
         await tb.load(index, tb.rng.getrandbits(32) | 1)
     await tb.check("after writes to reserved words")
 
@@ -185,7 +217,7 @@ async def test_load_readback(dut):
     of an extended counter is kept."""
     tb = TB(dut, "test_load_readback")
     await tb.reset()
-    indices = list(range(len(COUNTERS))) + list(range(EXT_BASE, ext_index(len(COUNTERS))))
+    indices = list(COUNTER_WORDS)
     for _ in range(3):
         tb.rng.shuffle(indices)
         for index in indices:
@@ -203,11 +235,12 @@ async def test_increments(dut):
     await tb.reset()
     rng = tb.rng
     # each event alone first
-    for events in ({"xmit": 17}, {"rcv": 5}, {"error": True}, {"discard": True}):
+    for events in ({"xmit": 17}, {"rcv": 5}, {"error": True}, {"discard": True},
+                   *({event: True} for event in PINS)):
         await tb.burst(rng.randint(1, 9), events)
         await tb.check(f"after {events}")
-    # all four in the same cycles
-    await tb.burst(3, {"xmit": tb.max_len, "rcv": 1, "error": True, "discard": True})
+    # all of them in the same cycles
+    await tb.burst(3, {"xmit": tb.max_len, "rcv": 1, **{event: True for event in EVENTS[2:]}})
     await tb.check("after all events together")
     for round_ in range(4):
         if round_:
@@ -215,6 +248,8 @@ async def test_increments(dut):
                 await tb.load(i, rng.getrandbits(COUNTERS[i][1] - 2))
                 await tb.load(ext_index(i), rng.getrandbits(32))
                 await tb.load(ext_index(i) + 1, rng.getrandbits(31))
+            for index in ROCE_WORDS:
+                await tb.load(index, rng.getrandbits(31))
         for _ in range(12):
             events = tb.random_events()
             await tb.burst(rng.randint(1, 60), events)
@@ -225,7 +260,7 @@ async def test_increments(dut):
 
 @cocotb.test()
 async def test_saturation(dut):
-    """Each of the twelve counters, loaded near all-ones, stops at all-ones and stays there;
+    """Each of the fifteen counters, loaded near all-ones, stops at all-ones and stays there;
     an exact fill reaches all-ones without wrapping; the extended copy carries past 2^32 while
     the 32-bit copy sticks."""
     tb = TB(dut, "test_saturation")
@@ -265,6 +300,14 @@ async def test_saturation(dut):
 
         await tb.burst(1, {}, clear=True)
 
+    for k, (name, event) in enumerate(ROCE_COUNTERS):
+        await tb.load(ROCE_BASE + k, MASK32 - 2)
+        await tb.burst(2, {event: True})
+        await tb.check(f"{name}: exact fill")
+        assert tb.model.roce[k] == MASK32
+        await tb.burst(6, {event: True})
+        await tb.check(f"{name}: held at all-ones")
+
 
 @cocotb.test()
 async def test_clear_and_priority(dut):
@@ -277,6 +320,8 @@ async def test_clear_and_priority(dut):
         await tb.load(i, rng.getrandbits(COUNTERS[i][1]))
         await tb.load(ext_index(i), rng.getrandbits(32))
         await tb.load(ext_index(i) + 1, rng.getrandbits(32))
+    for index in ROCE_WORDS:
+        await tb.load(index, rng.getrandbits(32))
     await tb.burst(20, tb.random_events(1.0))
     await tb.burst(1, {}, clear=True)
     await tb.check("after clear")
@@ -286,8 +331,8 @@ async def test_clear_and_priority(dut):
     await tb.burst(6, {"xmit": 9, "rcv": 3})
     await tb.check("counting again after clear")
 
-    all_events = {"xmit": 100, "rcv": 200, "error": True, "discard": True}
-    for index in list(range(len(COUNTERS))) + list(range(EXT_BASE, ext_index(len(COUNTERS)))):
+    all_events = {"xmit": 100, "rcv": 200, **{event: True for event in EVENTS[2:]}}
+    for index in COUNTER_WORDS:
         await tb.burst(1, all_events, write=(index, rng.getrandbits(32)))
         await tb.check(f"write to word {index} ({tb.name(index)}) with every event")
 

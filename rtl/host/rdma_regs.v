@@ -50,6 +50,7 @@ module rdma_regs #(
     output reg  [NUM_PORTS*48-1:0]     port_mac,
     output reg  [NUM_PORTS*16-1:0]     port_pkey,
     output reg                         bypass_en,      // CTRL[0]: loopback messages take the bypass
+    output reg  [31:0]                 cnp_interval,   // cycles between two CNPs of one QP (0: no limit)
 
     // command strobe to the context owners, and their answer
     output reg                         cmd_valid,
@@ -98,6 +99,8 @@ localparam integer P_LOG_AH = $clog2(NUM_AH);
 localparam integer P_LOG_SRQ = $clog2(NUM_SRQ);
 localparam integer P_AW     = ADDR_WIDTH;
 localparam integer P_GIDS   = NUM_GIDS;
+// ConnectX's default least time between two CNPs of a QP, 4 us, at 250 MHz
+localparam [31:0] CNP_INTERVAL_RESET = 32'd1000;
 
 // ---- write channel: take address and data together, answer OKAY ----
 wire wr_go = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
@@ -119,7 +122,7 @@ wire        wr_gid_ok = wa16[15:10] == 6'b000011 && {13'd0, wa16[9:7]} < NUM_POR
                         && {14'd0, wa16[6:5]} < NUM_GIDS && wa16[4:2] <= 3'd4;
 wire [15:0] wr_port_gid = wr_port * NUM_GIDS[15:0];     // a port's entry 0 (PORT_GID0..3)
 // counter words software may load (port_counters.v map); index 31 clears the port's counters
-wire wr_pc_loadable = wr_pc_index <= 5'd5 || (wr_pc_index >= 5'd8 && wr_pc_index <= 5'd19);
+wire wr_pc_loadable = wr_pc_index <= 5'd5 || (wr_pc_index >= 5'd8 && wr_pc_index <= 5'd22);
 
 reg         cmd_busy;
 reg  [7:0]  cmd_last_result;
@@ -211,6 +214,8 @@ always @(posedge clk) begin
             srq_event_clear <= s_axil_wdata[NUM_SRQ-1:0];
         end else if (wa16 == 16'h000C) begin
             bypass_en <= s_axil_wdata[0];
+        end else if (wa16 == 16'h0034) begin
+            cnp_interval <= s_axil_wdata;
         end else begin
             wr_error <= 1'b1;
         end
@@ -255,6 +260,7 @@ always @(posedge clk) begin
         port_mac        <= {NUM_PORTS*48{1'b0}};
         port_pkey       <= {NUM_PORTS{16'hFFFF}};
         bypass_en       <= 1'b1;
+        cnp_interval    <= CNP_INTERVAL_RESET;
     end
 end
 
@@ -287,6 +293,7 @@ always @* begin
         16'h0028: rd_word = lb_bytes[31:0];
         16'h002C: rd_word = lb_bytes[63:32];
         16'h0030: rd_word = {{(32-NUM_SRQ){1'b0}}, srq_event};
+        16'h0034: rd_word = cnp_interval;
         16'h0440: rd_word = 32'd0;
         16'h0444: rd_word = {16'd0, cmd_last_result, 7'd0, cmd_busy};
         default: begin

@@ -104,6 +104,7 @@ module depacketizer #(
     output reg                      rcv_pkt,            // a good packet ...
     output reg  [10:0]              rcv_pktlen,         // ... and its LRH PktLen (Ethernet: frame words)
     output reg                      rcv_error,          // a bad packet, dropped
+    output reg                      rcv_ce,             // a good packet marked CE (Ethernet: IP ECN 11)
     output reg                      rcv_internal        // s_axis_rx_tid of that packet
 );
 
@@ -350,13 +351,14 @@ wire [23:0]  psn = be24(bth[72 +: 24]);
 
 // Opcodes: RC 0x00-0x14 (0x12 ATOMIC_ACKNOWLEDGE, 0x13 COMPARE_SWAP, 0x14 FETCH_ADD), 0x16,
 // 0x17 (SEND LAST/ONLY with invalidate) and 0x1D (ATOMIC WRITE: a RETH and 8 bytes), UC
-// 0x20-0x2B, UD 0x64 and 0x65.
+// 0x20-0x2B, UD 0x64 and 0x65; on Ethernet also 0x81, the CNP (16 reserved bytes, ignored).
 wire [2:0]   tr = opcode[7:5];
 wire [4:0]   low = opcode[4:0];
 wire has_ieth = tr == 3'd0 && (low == 5'h16 || low == 5'h17);
 wire is_awrite = opcode == 8'h1D;
+wire is_cnp = eth && opcode == 8'h81;
 wire op_known = (tr == 3'd0 && low <= 5'h14) || has_ieth || is_awrite
-             || (tr == 3'd1 && low <= 5'h0B) || opcode == 8'h64 || opcode == 8'h65;
+             || (tr == 3'd1 && low <= 5'h0B) || opcode == 8'h64 || opcode == 8'h65 || is_cnp;
 wire has_deth = tr == 3'd3;
 wire has_reth = low == 5'h06 || low == 5'h0A || low == 5'h0B || low == 5'h0C || is_awrite;
 wire has_atomic_eth = low == 5'h13 || low == 5'h14;
@@ -384,7 +386,7 @@ wire [63:0]  atomic_b = has_atomic_eth ? be64(ext[160 +: 64]) : 64'd0;
 wire [31:0]  imm_wire = has_deth ? ext[64 +: 32] : has_reth ? ext[128 +: 32] : ext[0 +: 32];
 wire [31:0]  imm = has_imm ? imm_wire : 32'd0;
 
-wire [6:0]   tr_len = 7'd12 + (has_deth ? 7'd8 : 7'd0)
+wire [6:0]   tr_len = 7'd12 + (has_deth ? 7'd8 : 7'd0) + (is_cnp ? 7'd16 : 7'd0)
                     + (has_reth ? 7'd16 : 7'd0) + (has_atomic_eth ? 7'd28 : 7'd0)
                     + (has_aeth ? 7'd4 : 7'd0) + (has_atomic_ack ? 7'd8 : 7'd0)
                     + (has_imm || has_ieth ? 7'd4 : 7'd0);
@@ -424,8 +426,9 @@ wire eth_ok = t_bytes >= 16'd64 && (t_bytes == ip_end || (t_bytes == 16'd64 && i
            && e_proto == 8'h11 && udp_dport == 16'd4791 && udp_len == ip_payload && udp_len >= 16'd8
            && udp_len[1:0] == 2'b00;   // BTH .. ICRC whole 4-byte words, as on InfiniBand
 wire pkey_ok = pkey[14:0] == port_pkey[14:0] && (pkey[15] || port_pkey[15]);
-// READ requests, ACKs and atomics carry no payload: bytes past their headers make them malformed
-wire no_payload = tr == 3'd0 && (low == 5'h0C || (low >= 5'h11 && low <= 5'h14));
+// READ requests, ACKs, atomics and CNPs carry no payload: bytes past their headers make them
+// malformed
+wire no_payload = (tr == 3'd0 && (low == 5'h0C || (low >= 5'h11 && low <= 5'h14))) || is_cnp;
 wire fits = body >= tr_icrc_pad && plen <= MAX_PLEN && !(no_payload && plen != 16'd0);
 wire pad_ok = !(first_middle && padcnt != 2'd0);
 
@@ -450,6 +453,7 @@ reg [19:0]     fslot [0:BUFFERS-1];       // {plen, hdr_len} for the fetch side
 always @(posedge clk) begin
     rcv_pkt <= t_valid & v_good;
     rcv_error <= t_valid & ~v_good;
+    rcv_ce <= t_valid & v_good & eth & tclass[1:0] == 2'b11;
     if (t_valid) begin
         rcv_pktlen <= eth ? t_bytes[12:2] + {10'd0, t_bytes[1:0] != 2'd0} : pktlen;
         rcv_internal <= t_tid;
@@ -459,6 +463,7 @@ always @(posedge clk) begin
     if (rst) begin
         rcv_pkt <= 1'b0;
         rcv_error <= 1'b0;
+        rcv_ce <= 1'b0;
     end
 end
 

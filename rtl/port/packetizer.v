@@ -67,6 +67,7 @@ module packetizer #(
     input  wire                     desc_imm_valid,
     input  wire                     desc_inv,        // RC SEND with invalidate: desc_imm is the IETH
     input  wire                     desc_awrite,     // RC WRITE that is an ATOMIC WRITE (8 bytes)
+    input  wire                     desc_cnp,        // Ethernet: a CNP (kind ACK, no payload)
     input  wire [31:0]              desc_imm,
     input  wire                     desc_solicited,
     input  wire [31:0]              desc_len,        // payload bytes of the message
@@ -162,9 +163,9 @@ localparam [2:0] K_ACK = 3'd4;
 // filled meanwhile. The header fields are read from the place of the packet being built.
 
 // a place's descriptor: the fill side's fields in the low bits (kind, len, mtu at fixed offsets)
-localparam DESC_BITS = USER_WIDTH + 48 + 13 + 1 + 1 + 4 + 64 + 64 + 24 + 8 + 32 + 32 + 64 + 24 + 32 + 32 + 24 + 24
+localparam DESC_BITS = USER_WIDTH + 48 + 13 + 1 + 1 + 1 + 4 + 64 + 64 + 24 + 8 + 32 + 32 + 64 + 24 + 32 + 32 + 24 + 24
                      + 16 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 1 + 3 + 3 + 32 + 3;
-wire [DESC_BITS-1:0] desc_in = {desc_user, desc_rate, desc_dmac, desc_vlan, desc_awrite, desc_inv, desc_atomic_b, desc_atomic_a, desc_msn,
+wire [DESC_BITS-1:0] desc_in = {desc_user, desc_rate, desc_dmac, desc_vlan, desc_cnp, desc_awrite, desc_inv, desc_atomic_b, desc_atomic_a, desc_msn,
     desc_syndrome, desc_dma_len, desc_rkey, desc_raddr, desc_src_qpn, desc_qkey, desc_start,
     desc_dest_qpn, desc_psn, desc_pkey, desc_dgid, desc_sgid, desc_hop_limit, desc_flow_label,
     desc_tclass, desc_is_global, desc_sl, desc_slid, desc_dlid, desc_solicited, desc_imm,
@@ -356,7 +357,7 @@ wire [23:0]  s_psn_first;
 wire [2:0]   s_mtu;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [2:0]   s_kind, s_transport;
-wire         s_imm_valid, s_inv, s_awrite, s_solicited, s_is_global;
+wire         s_imm_valid, s_inv, s_awrite, s_cnp, s_solicited, s_is_global;
 wire [31:0]  s_imm, s_qkey, s_rkey, s_dma_len;
 wire [15:0]  s_dlid, s_slid, s_pkey;
 wire [3:0]   s_sl;
@@ -367,7 +368,7 @@ wire [47:0]  s_dmac;
 wire [12:0]  s_vlan;
 wire [23:0]  s_dest_qpn, s_src_qpn, s_msn;
 wire [63:0]  s_raddr, s_atomic_a, s_atomic_b;
-assign {s_user, s_rate, s_dmac, s_vlan, s_awrite, s_inv, s_atomic_b, s_atomic_a, s_msn, s_syndrome, s_dma_len, s_rkey, s_raddr,
+assign {s_user, s_rate, s_dmac, s_vlan, s_cnp, s_awrite, s_inv, s_atomic_b, s_atomic_a, s_msn, s_syndrome, s_dma_len, s_rkey, s_raddr,
         s_src_qpn, s_qkey, s_start, s_dest_qpn, s_psn_first, s_pkey, s_dgid, s_sgid, s_hop_limit,
         s_flow_label, s_tclass, s_is_global, s_sl, s_slid, s_dlid, s_solicited, s_imm,
         s_imm_valid, s_transport, s_mtu, s_len, s_kind} = s_desc;
@@ -378,7 +379,7 @@ wire [1:0]  s_eth_pad;
 pkt_header s_hdr_gen (
     .kind(s_kind), .transport(s_transport), .eth(eth), .dmac(s_dmac), .smac(port_mac),
     .vlan(s_vlan), .imm_valid(s_imm_valid), .inv(s_inv),
-    .awrite(s_awrite), .imm(s_imm),
+    .awrite(s_awrite), .cnp(s_cnp), .imm(s_imm),
     .solicited(s_solicited), .dlid(s_dlid), .slid(s_slid), .sl(s_sl),
     .is_global(s_is_global), .tclass(s_tclass), .flow_label(s_flow_label),
     .hop_limit(s_hop_limit), .sgid(s_sgid), .dgid(s_dgid), .pkey(s_pkey),

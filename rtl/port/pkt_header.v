@@ -15,7 +15,9 @@
 // PayLen and PadCnt. The atomic kinds (5..7) are single RC packets without payload. An RC SEND
 // with `inv` ends with SEND_LAST/ONLY_WITH_INVALIDATE, its IETH (`imm`: the R_Key's bytes in
 // wire order) where ImmDt would be. An RC WRITE with `awrite` is an ATOMIC WRITE (IBTA 1.5):
-// one packet, opcode 0x1D, a RETH and its 8 bytes.
+// one packet, opcode 0x1D, a RETH and its 8 bytes. A `cnp` (Ethernet) is a RoCE v2
+// congestion notification (IBTA Annex A17.9.3) whatever the kind says: opcode 0x81, BECN set in
+// the BTH, no AckReq, then 16 reserved zero bytes.
 `ifndef RDMA_PKT_HEADER_V
 `define RDMA_PKT_HEADER_V
 `default_nettype none
@@ -32,6 +34,7 @@ module pkt_header (
     input  wire         imm_valid,
     input  wire         inv,        // imm is an IETH (RC SEND with invalidate)
     input  wire         awrite,     // an RC WRITE that is an ATOMIC WRITE: one packet, 0x1D
+    input  wire         cnp,        // Ethernet: a CNP to dest_qpn (no payload)
     input  wire [31:0]  imm,
     input  wire         solicited,
     input  wire [15:0]  dlid,
@@ -87,17 +90,17 @@ wire ends = last;                           // last or only
 wire middle = ~first & ~last;
 wire only = first & last;
 wire with_ieth = inv & ends & kind == K_SEND;
-wire with_imm = (imm_valid | with_ieth) & ends & (kind == K_SEND || kind == K_WRITE);
-wire atomic_req = kind == K_CMP_SWAP || kind == K_FETCH_ADD;
+wire with_imm = (imm_valid | with_ieth) & ends & (kind == K_SEND || kind == K_WRITE) & ~cnp;
+wire atomic_req = (kind == K_CMP_SWAP || kind == K_FETCH_ADD) && !cnp;
 // atomics exist on RC only, so their opcode and headers never follow another transport
 wire rc = transport == T_RC || atomic_req || kind == K_ATOMIC_ACK;
-wire has_deth = transport == T_UD && !rc;
-wire has_reth = (kind == K_WRITE && first) || kind == K_READ_REQ;
-wire has_aeth = (kind == K_READ_RESP && !middle) || kind == K_ACK || kind == K_ATOMIC_ACK;
-wire has_atomic_ack = kind == K_ATOMIC_ACK;
+wire has_deth = transport == T_UD && !rc && !cnp;
+wire has_reth = ((kind == K_WRITE && first) || kind == K_READ_REQ) && !cnp;
+wire has_aeth = ((kind == K_READ_RESP && !middle) || kind == K_ACK || kind == K_ATOMIC_ACK) && !cnp;
+wire has_atomic_ack = kind == K_ATOMIC_ACK && !cnp;
 // an atomic request always asks for its (atomic) ACK
-wire ackreq = (transport == T_RC && (ends || ackreq_mid) && (kind == K_SEND || kind == K_WRITE))
-           || atomic_req;
+wire ackreq = (transport == T_RC && (ends || ackreq_mid) && (kind == K_SEND || kind == K_WRITE)
+               && !cnp) || atomic_req;
 wire [1:0] padcnt = 2'd0 - plen[1:0];
 
 // Low five bits of the opcode for the packet's role.
@@ -117,13 +120,14 @@ always @* begin
     endcase
 end
 wire [2:0] high = rc ? 3'b000 : transport == T_UD ? 3'b011 : transport == T_UC ? 3'b001 : 3'b000;
-wire [7:0] opcode = {high, low};
+wire [7:0] opcode = cnp ? 8'h81 : {high, low};
 
 // Bytes after the GRH through the ICRC (GRH PayLen), and the header length.
 reg [6:0] tr_len;     // BTH and extension headers
 always @* begin
     tr_len = 7'd12;
     if (has_deth) tr_len = tr_len + 7'd8;
+    if (cnp) tr_len = tr_len + 7'd16;
     if (has_reth) tr_len = tr_len + 7'd16;
     if (atomic_req) tr_len = tr_len + 7'd28;
     if (has_aeth) tr_len = tr_len + 7'd4;
@@ -141,8 +145,9 @@ wire [5:0]   imm_at = has_deth ? 6'd20 : has_reth ? 6'd28 : 6'd12;
 always @* begin
     tr = 320'd0;
     tr[7:0]   = opcode;
-    tr[15:8]  = {solicited & ends & (kind == K_SEND || kind == K_WRITE), 1'b0, padcnt, 4'd0};
+    tr[15:8]  = {solicited & ends & (kind == K_SEND || kind == K_WRITE) & ~cnp, 1'b0, padcnt, 4'd0};
     tr[31:16] = be16(pkey);
+    tr[39:32] = {1'b0, cnp, 6'd0};      // FECN, BECN: a CNP's BECN is set
     tr[63:40] = be24(dest_qpn);
     tr[71:64] = {ackreq, 7'd0};
     tr[95:72] = be24(psn);

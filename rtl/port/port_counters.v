@@ -1,6 +1,7 @@
 // One port's PMA counters (PortCounters and PortCountersExtended): six counters, each kept
-// twice, at its PortCounters width and as a 64-bit extended copy. All of them saturate at
-// all-ones instead of wrapping.
+// twice, at its PortCounters width and as a 64-bit extended copy; and the three RoCE congestion
+// counters an Ethernet port has (named as mlx5 names them). All of them saturate at all-ones
+// instead of wrapping.
 //
 // Counter index map (32-bit words; byte offset = 4 * index):
 //
@@ -18,7 +19,10 @@
 //   14, 15 PortRcvPkts extended         64     lo, hi
 //   16, 17 PortRcvErrors extended       64     lo, hi
 //   18, 19 PortXmitDiscards extended    64     lo, hi
-//   20-31  reserved
+//   20     np_ecn_marked_roce_packets   32     1 per rcv_ce: a good packet with IP ECN CE
+//   21     np_cnp_sent                  32     1 per cnp_sent
+//   22     rp_cnp_handled               32     1 per cnp_handled: a CNP for one of its QPs
+//   23-31  reserved
 //
 // Reserved words read 0 and ignore writes. rd_data follows rd_index combinationally. A write
 // loads one word (a 16-bit counter keeps wr_data[15:0]; a 64-bit counter's other half is kept),
@@ -42,6 +46,9 @@ module port_counters #(
     input  wire [PKTLEN_WIDTH-1:0]  rcv_pktlen,     // its PktLen
     input  wire                     rcv_error,      // a received packet was dropped as bad
     input  wire                     xmit_discard,   // an outbound packet was discarded
+    input  wire                     rcv_ce,         // a received packet was marked CE
+    input  wire                     cnp_sent,       // a CNP was queued to go out
+    input  wire                     cnp_handled,    // a CNP came in for one of the port's QPs
 
     input  wire                     clear,          // zero every counter
 
@@ -56,6 +63,8 @@ module port_counters #(
 localparam NUM_COUNTERS = 6;
 localparam EXT_BASE = 8;           // index of the first extended word
 localparam NARROW_FROM = 4;        // counters from this one on are 16 bits wide
+localparam NUM_ROCE = 3;           // RoCE congestion counters, 32 bits, no extended copy
+localparam ROCE_BASE = 20;         // index of the first
 
 localparam [PKTLEN_WIDTH-1:0] ONE = {{(PKTLEN_WIDTH-1){1'b0}}, 1'b1};
 
@@ -81,7 +90,8 @@ function [63:0] sat_add64(input [63:0] v, input [PKTLEN_WIDTH-1:0] amt);
 endfunction
 
 // A counter changes only in a cycle with an event, a write, a clear or reset.
-wire touch = |event_hit || wr_en || clear || rst;
+wire [NUM_ROCE-1:0] roce_hit = {cnp_handled, cnp_sent, rcv_ce};
+wire touch = |event_hit || |roce_hit || wr_en || clear || rst;
 
 // Every readable word; reserved words stay 0. An array, not one vector driven in parts, which
 // Icarus rebuilds bit by bit whenever a part changes.
@@ -128,10 +138,24 @@ generate
         assign words[HI_IDX] = ext[63:32];
     end
 
+    for (i = 0; i < NUM_ROCE; i = i + 1) begin : roce
+        localparam integer IDX = ROCE_BASE + i;
+        reg [31:0] count;
+        always @(posedge clk) if (touch) begin
+            if (wr_en && wr_index == IDX[4:0])
+                count <= wr_data;
+            else if (roce_hit[i])
+                count <= sat_add32(count, ONE, 32'hFFFFFFFF);
+            if (rst || clear)
+                count <= 32'd0;
+        end
+        assign words[IDX] = count;
+    end
+
     for (i = NUM_COUNTERS; i < EXT_BASE; i = i + 1) begin : rsv_mid
         assign words[i] = 32'd0;
     end
-    for (i = EXT_BASE + 2 * NUM_COUNTERS; i < 32; i = i + 1) begin : rsv_top
+    for (i = ROCE_BASE + NUM_ROCE; i < 32; i = i + 1) begin : rsv_top
         assign words[i] = 32'd0;
     end
 endgenerate

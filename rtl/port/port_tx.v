@@ -186,6 +186,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MESSAGES(2), .USER_WIDTH(USER_WIDTH)) pk 
     .desc_valid(!from_req || s_req_valid), .desc_ready(pk_ready),
     .desc_kind(d[TXD_KIND +: 3]), .desc_transport(d[TXD_TRANSPORT +: 3]),
     .desc_imm_valid(d[TXD_IMM_VALID]), .desc_inv(d[TXD_INV]), .desc_awrite(d[TXD_AWRITE]),
+    .desc_cnp(d[TXD_CNP]),
     .desc_imm(d[TXD_IMM +: 32]),
     .desc_solicited(d[TXD_SOLICITED]), .desc_len(d[TXD_LEN +: 32]), .desc_mtu(d[TXD_MTU +: 3]),
     .desc_dlid(d[TXD_DLID +: 16]), .desc_slid(d[TXD_SLID +: 16]), .desc_sl(d[TXD_SL +: 4]),

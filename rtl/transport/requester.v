@@ -464,7 +464,7 @@ wire [23:0] tx_skip  = tx_psn - first_psn;
 wire [31:0] tx_bytes = {8'd0, tx_skip} << ({1'b0, pmtu} + 4'd7);
 assign m_tx_port = qp_port;
 // AtomicETH: swap/add data, compare data
-assign m_tx_desc = {my_vlan, av_dmac, is_awrite, is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
+assign m_tx_desc = {1'b0, my_vlan, av_dmac, is_awrite, is_inv, is_cas ? w_cmp_add : 64'd0, is_cas ? w_swap : w_cmp_add,
                     rd_like ? 32'd0 : tx_bytes, wire_internal, local_sgl,
                     av_rate, 24'd0, 8'd0,
                     is_read ? w_len - tx_bytes : w_len, w_rkey,

@@ -21,6 +21,14 @@
 // PSN), so the packets of many QPs' messages may interleave on a link, as they do behind a
 // switch. Packets that fail the QP checks are dropped and reported per port (PortRcvErrors);
 // out-of-sequence packets are dropped silently.
+//
+// ECN (Ethernet ports, the notification point of DCQCN): a request packet from the link that
+// arrives marked CE and passes its QP check first sends a CNP to its source (the request's
+// source MAC, VLAN and GIDs swapped, to the QP's remote QPN, or for UD the DETH's source QP),
+// at most one per QP in each window of cnp_interval cycles (0: one per marked packet); then it
+// is served as any other. Answers echo a request's traffic class with CE turned back into
+// ECT(0), and a CNP goes out ECT(0) with the request's DSCP. A CNP that arrives for a QP of
+// the port is counted (cnp_handled: the reaction point's hook) and goes no further.
 `ifndef RDMA_RX_ENGINE_V
 `define RDMA_RX_ENGINE_V
 `default_nettype none
@@ -49,6 +57,8 @@ module rx_engine #(
 
     input  wire [NUM_PORTS*3-1:0]           port_mtu,
     input  wire [NUM_PORTS*16-1:0]          port_pkey,
+    input  wire [NUM_PORTS-1:0]             port_eth,         // the port's link layer is Ethernet
+    input  wire [31:0]                      cnp_interval,     // cycles between a QP's CNPs (0: any)
 
     // destination QP (qp_table port C)
     output wire [QPN_BITS-1:0]              qp_qpn,
@@ -120,7 +130,10 @@ module rx_engine #(
     // packets dropped by the QP checks, per port (link packets only)
     output reg  [NUM_PORTS-1:0]             rcv_drop,
     // answers discarded because the port's response queue was full (link packets only)
-    output reg  [NUM_PORTS-1:0]             xmit_discard
+    output reg  [NUM_PORTS-1:0]             xmit_discard,
+    // CNPs queued to go out, and CNPs received for a QP of the port (link packets only)
+    output reg  [NUM_PORTS-1:0]             cnp_sent,
+    output reg  [NUM_PORTS-1:0]             cnp_handled
 );
 
 `include "rdma_defs.vh"
@@ -136,7 +149,7 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 32 + 32 + 64 +
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;
 
-localparam [3:0] S_IDLE = 4'd0, S_DECODE = 4'd1, S_MSG_WAIT = 4'd3,
+localparam [3:0] S_IDLE = 4'd0, S_DECODE = 4'd1, S_CNP = 4'd2, S_MSG_WAIT = 4'd3,
                  S_STORE_WAIT = 4'd5, S_AFTER = 4'd6, S_END_WAIT = 4'd7,
                  S_ANSWER = 4'd8, S_DROP = 4'd9, S_ATOMIC_WAIT = 4'd10, S_REPLAY = 4'd11;
 localparam RES_BITS = $clog2(ATOMIC_RESULTS);
@@ -158,6 +171,7 @@ wire [2:0] h_type  = h_op[7:5] == 3'd0 ? QPT_RC : h_op[7:5] == 3'd1 ? QPT_UC : Q
 wire is_resp       = h_op[7:5] == 3'd0 && code >= 5'h0D && code <= 5'h12;
 wire is_ack        = is_resp && code == 5'h11;
 wire is_atomic_ack = is_resp && code == 5'h12;
+wire is_cnp        = h_op == 8'h81;                  // Ethernet only (the depacketizer's rule)
 wire h_ackreq      = h[RXH_ACKREQ];
 wire is_awrite     = code == 5'h1D;                  // ATOMIC WRITE: one packet, RC only
 wire fam_write     = (code >= 5'h06 && code <= 5'h0B) || is_awrite;
@@ -248,6 +262,15 @@ wire [12:0] pmtu_bytes = 13'd128 << pmtu;
 wire        size_bad   = (fam_write || fam_send) && h_type != QPT_UD && !h_internal &&
                          (is_last ? h_plen > pmtu_bytes : h_plen != pmtu_bytes);
 
+// ---- ECN: CNPs for requests marked CE, at most one per QP per window ----
+wire [7:0] h_tclass = h[RXH_TCLASS +: 8];
+wire       ce_mark  = port_eth[cur] && !h_internal && h_tclass[1:0] == 2'b11;
+reg  [NUM_QP-1:0] cnp_recent;    // the QP sent a CNP in this window
+reg  [31:0]       cnp_timer;     // cycles into the window
+reg               cnp_done;      // the packet being served had its CNP
+reg               ans_cnp;       // the answer is a CNP
+wire cnp_limited = cnp_interval != 32'd0 && cnp_recent[q];
+
 // ---- responses to the requester's messages ----
 wire [23:0] resp_ahead = h_psn - req_una;
 wire resp_match = h_dest < NUM_QP && req_active && qp_port == cur;
@@ -255,6 +278,9 @@ wire resp_match = h_dest < NUM_QP && req_active && qp_port == cur;
 // yet in RTR) fails the destination QP check; one its QP is not waiting for is stale
 wire resp_qp_bad = h_dest >= NUM_QP || !qp_valid || qp_type != QPT_RC || qp_port != cur ||
                    qp_state == QPS_RESET || qp_state == QPS_INIT;
+// a CNP is for a QP of this port that may have sent (any transport)
+wire cnp_qp_ok = h_dest < NUM_QP && qp_valid && qp_port == cur &&
+                 qp_state != QPS_RESET && qp_state != QPS_INIT;
 assign m_ack_qpn = qp_qpn;
 
 // ---- the message to the responder ----
@@ -308,13 +334,17 @@ reg  [23:0] ans_msn;
 reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
 // addressed back along the request's path: its source MAC and VLAN, its GIDs swapped; the
-// answering QP's number is the source QP (the UDP source port's flow is the connection's)
-wire [TXD_WIDTH-1:0] ans = {h[RXH_VLAN +: 13], h[RXH_SMAC +: 48],
+// answering QP's number is the source QP (the UDP source port's flow is the connection's).
+// On Ethernet the traffic class's ECN is the request's, CE turned into ECT(0); a CNP's is ECT(0).
+wire [7:0] ans_tclass = port_eth[cur] && (ans_cnp || h_tclass[1:0] == 2'b11) ?
+                        {h_tclass[7:2], 2'b10} : h_tclass;
+wire [TXD_WIDTH-1:0] ans = {ans_cnp, h[RXH_VLAN +: 13], h[RXH_SMAC +: 48],
                             2'b00, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
-                            h_dest, 32'd0, ans_psn, qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
+                            h_dest, 32'd0, ans_cnp ? 24'd0 : ans_psn,
+                            ans_cnp ? src_qpn : qp_dest_qpn[23:0], port_pkey[cur*16 +: 16],
                             h[RXH_SGID +: 128], h[RXH_DGID +: 128], h[RXH_HOP +: 8],
-                            h[RXH_FLOW +: 20], h[RXH_TCLASS +: 8], h[RXH_GLOBAL], h[RXH_SL +: 4],
+                            h[RXH_FLOW +: 20], ans_tclass, h[RXH_GLOBAL], h[RXH_SL +: 4],
                             h[RXH_DLID +: 16], h[RXH_SLID +: 16], pmtu,
                             ans_kind == 3'd3 ? h_dma_len : 32'd0, 1'b0, 32'd0, 1'b0, QPT_RC,
                             ans_kind};
@@ -419,6 +449,8 @@ always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
     rcv_drop      <= {NUM_PORTS{1'b0}};
     xmit_discard  <= {NUM_PORTS{1'b0}};
+    cnp_sent      <= {NUM_PORTS{1'b0}};
+    cnp_handled   <= {NUM_PORTS{1'b0}};
     qp_set_epsn   <= 1'b0;
     qp_msn_inc    <= 1'b0;
     m_ack_valid   <= 1'b0;
@@ -432,6 +464,7 @@ always @(posedge clk) begin
         S_IDLE: if (pick_valid) begin
             stored  <= 1'b0;
             implied <= 1'b0;
+            cnp_done <= 1'b0;
             h     <= s_hdr_data[pick*RXH_WIDTH +: RXH_WIDTH];
             cur   <= pick;
             rr    <= pick;
@@ -439,13 +472,20 @@ always @(posedge clk) begin
         end
 
         S_DECODE: begin
+            ans_cnp  <= 1'b0;
             ans_kind <= 3'd4;
             scan     <= {RES_BITS{1'b0}};
             ans_msn  <= qp_msn;
             ans_psn  <= h_psn;
             m_ack_syndrome <= h[RXH_SYNDROME +: 8];
             m_ack_psn      <= h_psn;
-            if (is_resp) begin
+            if (is_cnp) begin
+                if (cnp_qp_ok)
+                    cnp_handled[cur] <= !h_internal;
+                else if (!h_internal)
+                    rcv_drop[cur] <= 1'b1;
+                state <= S_IDLE;
+            end else if (is_resp) begin
                 if (resp_qp_bad) begin
                     if (!h_internal) rcv_drop[cur] <= 1'b1;
                     state <= S_DROP;
@@ -479,6 +519,10 @@ always @(posedge clk) begin
             end else if (!qp_ok) begin
                 if (!h_internal) rcv_drop[cur] <= 1'b1;
                 state <= S_DROP;
+            end else if (ce_mark && !cnp_done && !cnp_limited) begin
+                ans_cnp  <= 1'b1;               // the CNP first, then the packet from here
+                cnp_done <= 1'b1;
+                state <= S_CNP;
             end else if (duplicate && fam_atomic) begin
                 state <= S_REPLAY;              // executed before: its recorded result
             end else if (duplicate && !fam_read) begin
@@ -647,6 +691,18 @@ always @(posedge clk) begin
 
         S_ANSWER: answer;
 
+        // the CNP goes out like an answer (discarded, and counted so, when the queue is full)
+        S_CNP: begin
+            if (m_tx_ready[cur]) begin
+                m_tx_valid[cur] <= 1'b1;
+                cnp_sent[cur]   <= 1'b1;
+            end else begin
+                xmit_discard[cur] <= 1'b1;
+            end
+            cnp_recent[q] <= 1'b1;
+            state <= S_DECODE;
+        end
+
         // S_DROP: release the payload
         default: begin
             if (h_plen != 13'd0)
@@ -654,6 +710,13 @@ always @(posedge clk) begin
             state <= S_IDLE;
         end
     endcase
+
+    // the CNP window: every QP may send one again once it has passed
+    cnp_timer <= cnp_timer + 32'd1;
+    if (cnp_timer + 32'd1 >= cnp_interval) begin
+        cnp_timer  <= 32'd0;
+        cnp_recent <= {NUM_QP{1'b0}};
+    end
 
     if (qp_restart) begin
         res_full[qp_restart_qpn]  <= 1'b0;
@@ -676,6 +739,9 @@ always @(posedge clk) begin
         nak_sent    <= {NUM_QP{1'b0}};
         took_back   <= {NUM_QP{1'b0}};
         res_full    <= {NUM_QP{1'b0}};
+        cnp_recent  <= {NUM_QP{1'b0}};
+        cnp_timer   <= 32'd0;
+        ans_cnp     <= 1'b0;
     end
 end
 

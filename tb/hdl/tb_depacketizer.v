@@ -78,6 +78,7 @@ module tb_depacketizer #(
     output wire                     rcv_pkt,
     output wire [10:0]              rcv_pktlen,
     output wire                     rcv_error,
+    output wire                     rcv_ce,
     output wire                     rcv_internal,
     output wire                     rx_stall,       // the link had a beat and was not ready
     output wire                     rx_beat,        // a beat went in
@@ -91,6 +92,7 @@ module tb_depacketizer #(
     input  wire                     desc_imm_valid,
     input  wire                     desc_inv,
     input  wire                     desc_awrite,
+    input  wire                     desc_cnp,
     input  wire [31:0]              desc_imm,
     input  wire                     desc_solicited,
     input  wire [31:0]              desc_len,
@@ -155,7 +157,7 @@ packetizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD)) pktz (
     .desc_dmac(desc_dmac), .desc_vlan(desc_vlan),
     .desc_valid(desc_valid), .desc_ready(d_desc_ready),
     .desc_kind(desc_kind), .desc_transport(desc_transport), .desc_imm_valid(desc_imm_valid),
-    .desc_inv(desc_inv), .desc_awrite(desc_awrite), .desc_imm(desc_imm), .desc_solicited(desc_solicited), .desc_len(desc_len),
+    .desc_inv(desc_inv), .desc_awrite(desc_awrite), .desc_cnp(desc_cnp), .desc_imm(desc_imm), .desc_solicited(desc_solicited), .desc_len(desc_len),
     .desc_mtu(desc_mtu), .desc_dlid(desc_dlid), .desc_slid(desc_slid), .desc_sl(desc_sl),
     .desc_is_global(desc_is_global), .desc_tclass(desc_tclass),
     .desc_flow_label(desc_flow_label), .desc_hop_limit(desc_hop_limit), .desc_sgid(desc_sgid),
@@ -213,7 +215,7 @@ wire                    d_internal;
 wire [DATA_WIDTH-1:0]   d_pl_tdata;
 wire [DATA_WIDTH/8-1:0] d_pl_tkeep;
 wire                    d_pl_tvalid, d_pl_tlast;
-wire                    d_rcv_pkt, d_rcv_error, d_rcv_internal;
+wire                    d_rcv_pkt, d_rcv_error, d_rcv_ce, d_rcv_internal;
 wire [10:0]             d_rcv_pktlen;
 
 depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFFERS), .NUM_GIDS(4)) dut (
@@ -237,7 +239,7 @@ depacketizer #(.DATA_WIDTH(DATA_WIDTH), .MAX_PAYLOAD(MAX_PAYLOAD), .BUFFERS(BUFF
     .m_axis_pl_tdata(d_pl_tdata), .m_axis_pl_tkeep(d_pl_tkeep), .m_axis_pl_tvalid(d_pl_tvalid),
     .m_axis_pl_tready(m_axis_pl_tready), .m_axis_pl_tlast(d_pl_tlast), .pl_drop(pl_drop),
     .rcv_pkt(d_rcv_pkt), .rcv_pktlen(d_rcv_pktlen), .rcv_error(d_rcv_error),
-    .rcv_internal(d_rcv_internal)
+    .rcv_ce(d_rcv_ce), .rcv_internal(d_rcv_internal)
 );
 
 wire d_rx_tready = ~loop_sel & rx_tready;
@@ -250,13 +252,13 @@ wire d_rx_beat = rx_tvalid & rx_tready;
 localparam OUT_W = 1 + 8 + 1 + 24 + 1 + 24 + 16 + 16 + 4 + 1 + 8 + 20 + 8 + 128 + 128 + 48 + 13 + 64 + 32
                  + 32 + 32 + 24 + 32 + 8 + 24 + 64 + 64 + 13 + 1
                  + DATA_WIDTH + DATA_WIDTH / 8 + 1 + 1
-                 + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
+                 + 1 + 11 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 32 + 13 + 1;
 wire [OUT_W-1:0] outs = {
     d_hdr_valid, d_opcode, d_se, d_dest_qpn, d_ackreq, d_psn, d_slid, d_dlid, d_sl, d_is_global,
     d_tclass, d_flow_label, d_hop_limit, d_sgid, d_dgid, d_smac, d_vlan, d_raddr, d_rkey, d_dma_len, d_qkey,
     d_src_qpn, d_imm, d_syndrome, d_msn, d_atomic_a, d_atomic_b, d_plen, d_internal,
     d_pl_tdata, d_pl_tkeep, d_pl_tvalid, d_pl_tlast,
-    d_rcv_pkt, d_rcv_pktlen, d_rcv_error, d_rcv_internal, d_rx_tready, d_rx_stall, d_rx_beat,
+    d_rcv_pkt, d_rcv_pktlen, d_rcv_error, d_rcv_ce, d_rcv_internal, d_rx_tready, d_rx_stall, d_rx_beat,
     d_desc_ready, ptx_done, d_req_offset, d_req_len, d_req_valid};
 wire [OUT_W-1:0] seen;
 
@@ -281,7 +283,7 @@ assign {
     m_hdr_imm, m_hdr_syndrome, m_hdr_msn, m_hdr_atomic_a, m_hdr_atomic_b, m_hdr_plen,
     m_hdr_internal,
     m_axis_pl_tdata, m_axis_pl_tkeep, m_axis_pl_tvalid, m_axis_pl_tlast,
-    rcv_pkt, rcv_pktlen, rcv_error, rcv_internal, s_axis_rx_tready, rx_stall, rx_beat,
+    rcv_pkt, rcv_pktlen, rcv_error, rcv_ce, rcv_internal, s_axis_rx_tready, rx_stall, rx_beat,
     desc_ready, desc_done, tx_req_offset, tx_req_len, tx_req_valid} = seen;
 
 endmodule

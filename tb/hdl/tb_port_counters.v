@@ -14,6 +14,9 @@ module tb_port_counters #(
     input  wire [PKTLEN_WIDTH-1:0]  rcv_pktlen,
     input  wire                     rcv_error,
     input  wire                     xmit_discard,
+    input  wire                     rcv_ce,
+    input  wire                     cnp_sent,
+    input  wire                     cnp_handled,
     input  wire                     clear,
 
     input  wire [4:0]               rd_index,
@@ -39,6 +42,7 @@ port_counters #(
     .xmit_pkt(xmit_pkt), .xmit_pktlen(xmit_pktlen),
     .rcv_pkt(rcv_pkt), .rcv_pktlen(rcv_pktlen),
     .rcv_error(rcv_error), .xmit_discard(xmit_discard),
+    .rcv_ce(rcv_ce), .cnp_sent(cnp_sent), .cnp_handled(cnp_handled),
     .clear(clear),
     .rd_index(rd_index), .rd_data(rd_data),
     .wr_en(wr_en), .wr_index(wr_index), .wr_data(wr_data)
