@@ -21,7 +21,7 @@ from tb import simrun
 from tb.ib_packet import CNP_OPCODE, ECN_CE, ECN_ECT0, marked_ce
 from tb.rdma_program import QKEY, Rdma, work_request
 from tb.rdma_tb import IB_PORT_SETUP
-from tb.verbs import MTU, PortCounter, QPType, RecvWR, WCStatus, WROpcode, ud_send
+from tb.verbs import MTU, GlobalRoute, PortCounter, QPType, RecvWR, WCStatus, WROpcode, ud_send
 
 DSCP = 0x2E << 2            # expedited forwarding, in the traffic class's upper six bits
 FOREVER = 0xFFFFFFFF        # a CNP window longer than any test
@@ -39,9 +39,12 @@ async def marked_pair(rdma, transport, tclass_a, tclass_b=DSCP | ECN_ECT0):
     return a, b
 
 
+PACKETS = 6                 # the request packets of exchange()
+
+
 async def exchange(rdma, a, b, src, dst):
-    """From a to b: a WRITE of three packets, a SEND of two (received), a READ of two
-    responses; each completes successfully. Returns the request packets a sent."""
+    """From a to b: a WRITE of three packets, a SEND of two (received), a READ request (two
+    responses); each completes successfully."""
     wrs = [work_request(WROpcode.RDMA_WRITE, src.sge(0, 3000), dst.remote(0), wr_id=1),
            work_request(WROpcode.SEND, src.sge(0, 2000), wr_id=2),
            work_request(WROpcode.RDMA_READ, dst.sge(4096, 1500), src.remote(100), wr_id=3)]
@@ -68,7 +71,7 @@ def cnps(rdma, port):
 
 @cocotb.test()
 async def test_every_marked_request_gets_a_cnp_without_a_window(dut):
-    """CNP_INTERVAL 0: each of the 7 request packets a sends marked CE (WRITE, SEND, READ
+    """CNP_INTERVAL 0: each of the 6 request packets a sends marked CE (WRITE, SEND, READ
     request) is counted at port 2 and answered with a CNP to a's QP: BECN set, PSN 0, the
     request's DSCP with ECT(0), its GIDs swapped; port 1 counts each. b's requests, ECT(0) but
     not CE, send none. The ACKs and READ responses go back ECT(0), and the data and
@@ -84,7 +87,7 @@ async def test_every_marked_request_gets_a_cnp_without_a_window(dut):
     after = await counters(rdma)
 
     marked = [p for p in rdma.tb.sniffers[1].packets() if marked_ce(p)]
-    assert len(marked) == 7, [p.summary() for p in marked]
+    assert len(marked) == PACKETS, [p.summary() for p in marked]
     notes = cnps(rdma, 2)
     assert len(notes) == len(marked)
     for cnp in notes:
@@ -105,15 +108,16 @@ async def test_every_marked_request_gets_a_cnp_without_a_window(dut):
 
 @cocotb.test()
 async def test_a_ud_datagram_marked_ce_notifies_its_source_qp(dut):
-    """A UD SEND marked CE gets its CNP addressed to the DETH's source QP, in the sender's
-    VLAN when the address it used is on one."""
+    """A UD SEND marked CE, from each of port 1's addresses to port 2's of the same kind
+    (IPv4, IPv6, IPv4 on VLAN 7), gets its CNP addressed to the DETH's source QP, in the
+    sender's VLAN when the address it used is on one."""
     rdma = await Rdma.open(dut, cabled=True)
     await rdma.dev.set_cnp_interval(0)
     sender, receiver = await rdma.ud_qp(port=1), await rdma.ud_qp(port=2)
     src, dst = await rdma.region(4096), await rdma.region(4096)
-    for sgid_index in range(len(rdma.dev.ports[1].own_gids())):
-        ah = await rdma.ah(1, rdma.own_lid(2), grh=rdma.route(
-            1, rdma.own_lid(2), traffic_class=DSCP | ECN_CE, sgid_index=sgid_index))
+    for sgid_index, peer in enumerate(rdma.dev.ports[2].own_gids()):
+        ah = await rdma.pd.create_ah(1, rdma.own_lid(2), grh=GlobalRoute(
+            peer.gid, traffic_class=DSCP | ECN_CE, sgid_index=sgid_index))
         await receiver.post_recv(RecvWR(dst.sge(0, 4096), wr_id=sgid_index))
         await sender.post_send(ud_send(src.sge(0, 300), ah, receiver.qp_num, QKEY,
                                        wr_id=sgid_index))
@@ -122,7 +126,7 @@ async def test_a_ud_datagram_marked_ce_notifies_its_source_qp(dut):
     notes = cnps(rdma, 2)
     assert [n.bth.dest_qp for n in notes] == [sender.qp_num] * len(notes) and notes
     sent = [p for p in rdma.tb.sniffers[1].packets() if marked_ce(p)]
-    assert [n.roce.vlan for n in notes] == [p.roce.vlan for p in sent]
+    assert [n.roce.vlan for n in notes] == [p.roce.vlan for p in sent] == [None, None, 7]
     await rdma.finish(links_idle=False)
 
 
@@ -140,15 +144,15 @@ async def test_a_window_lets_each_qp_send_one_cnp(dut):
         await exchange(rdma, a, b, src, dst)
     after = await counters(rdma)
     assert sorted(n.bth.dest_qp for n in cnps(rdma, 2)) == sorted(a.qp_num for a, _ in pairs)
-    assert moves(before, after, 2, PortCounter.NP_ECN_MARKED_ROCE_PACKETS) == 14
+    assert moves(before, after, 2, PortCounter.NP_ECN_MARKED_ROCE_PACKETS) == 2 * PACKETS
     assert moves(before, after, 2, PortCounter.NP_CNP_SENT) == 2
     assert moves(before, after, 1, PortCounter.RP_CNP_HANDLED) == 2
 
     await rdma.dev.set_cnp_interval(0)
     a, b = pairs[0]
     await exchange(rdma, a, b, src, dst)
-    assert len(cnps(rdma, 2)) == 2 + 7
-    assert moves(after, await counters(rdma), 1, PortCounter.RP_CNP_HANDLED) == 7
+    assert len(cnps(rdma, 2)) == 2 + PACKETS
+    assert moves(after, await counters(rdma), 1, PortCounter.RP_CNP_HANDLED) == PACKETS
     await rdma.finish(links_idle=False)
 
 
