@@ -82,11 +82,12 @@ class LinkSniffer(BusMonitor):
         """The captures that did not decode (aborted ones included)."""
         return [capture for capture in self.captures if capture.error is not None]
 
-    def write_pcap(self, path, period_ns=CLOCK_PERIOD_NS):
-        """Every capture: on InfiniBand as an ERF record, aborted ones flagged as RX errors; on
-        Ethernet as a frame without its FCS, aborted ones unflagged (pcap has no flag)."""
-        with PcapWriter(path, self.link) as pcap:
-            for capture in self.captures:
+    def write_pcap(self, path, period_ns=CLOCK_PERIOD_NS, captures=None, link=None):
+        """Every capture (or those of `captures`, taken while the link was `link`): on
+        InfiniBand as an ERF record, aborted ones flagged as RX errors; on Ethernet as a frame
+        without its FCS, aborted ones unflagged (pcap has no flag)."""
+        with PcapWriter(path, link or self.link) as pcap:
+            for capture in self.captures if captures is None else captures:
                 pcap.write(capture.data, capture.cycle * period_ns, self.interface,
                            rx_error=capture.aborted)
 
