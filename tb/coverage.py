@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db
 
-from .ib_packet import OPCODES as PACKET_OPCODES
+from .ib_packet import ROCE_OPCODES as PACKET_OPCODES     # InfiniBand's and the CNP
 from .verbs import (
     MTU, PORT_COUNTERS_STRIDE, PORT_STRIDE, Cmd, CmdResult, Observer, PortCounter, PortReg,
     QPType, Reg, WCStatus, WROpcode,

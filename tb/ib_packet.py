@@ -427,10 +427,12 @@ def _opcode_table():
     return table
 
 
-# RoCE v2's congestion notification packet: no transport of its own, Ethernet ports only
+OPCODES = _opcode_table()
+# RoCE v2 adds the congestion notification packet, a transport of its own (Annex A17.9.3):
+# the opcodes an Ethernet link carries
 CNP_OPCODE = 0x81
-OPCODES = {**_opcode_table(),
-           CNP_OPCODE: Opcode(CNP_OPCODE, "CNP", "RoCE", "CNP", ONLY, ("cnp",), False)}
+ROCE_OPCODES = {**OPCODES,
+                CNP_OPCODE: Opcode(CNP_OPCODE, "CNP", "RoCE", "CNP", ONLY, ("cnp",), False)}
 OPCODES_BY_NAME = {op.name: op for op in OPCODES.values()}
 
 
@@ -458,7 +460,7 @@ class Packet:
     @property
     def op(self):
         """The opcode's table entry (KeyError for an opcode this codec does not know)."""
-        return OPCODES[self.bth.opcode]
+        return (OPCODES if self.roce is None else ROCE_OPCODES)[self.bth.opcode]
 
     def summary(self):
         if self.roce is None:
@@ -503,9 +505,7 @@ def build(packet):
                          + ("both" if packet.roce else "neither"))
     if packet.roce is not None and packet.grh is not None:
         raise ValueError("a RoCE v2 packet has no GRH: its IP header stands in for it")
-    if packet.roce is None and packet.bth.opcode == CNP_OPCODE:
-        raise ValueError("a CNP is RoCE v2's: InfiniBand has no such opcode")
-    transport = _transport(packet)
+    transport = _transport(packet, OPCODES if packet.roce is None else ROCE_OPCODES)
     if packet.roce is not None:
         network = packet.roce.pack_network(UDP_HEADER_BYTES + len(transport) + ICRC_BYTES)
         return seal_frame(packet.roce.pack_link(), network + transport)
@@ -519,9 +519,10 @@ def build(packet):
     return seal(packet.lrh.pack(lnh, pktlen) + network + transport)
 
 
-def _transport(packet):
-    """BTH, extension headers, payload and pad: what InfiniBand and RoCE v2 carry alike."""
-    op = OPCODES.get(packet.bth.opcode)
+def _transport(packet, opcodes):
+    """BTH, extension headers, payload and pad: what InfiniBand and RoCE v2 carry alike, for
+    an opcode of `opcodes` (the link's table)."""
+    op = opcodes.get(packet.bth.opcode)
     if op is None:
         raise ValueError(f"unknown opcode {packet.bth.opcode:#04x}")
     for name in EXTENSION_HEADERS:
@@ -588,9 +589,8 @@ def parse(data, mtu=None, link="ib"):
             raise PacketError("GRH PayLen", f"{paylen}, packet has {len(body) - bth_at} bytes "
                                             "from BTH through ICRC")
         grh = GRH.unpack(grh_bytes)
-    if data[bth_at] == CNP_OPCODE:
-        raise PacketError("BTH OpCode", f"{CNP_OPCODE:#04x} (CNP) exists on RoCE v2 only")
-    return Packet(lrh=LRH.unpack(data), grh=grh, **_parse_transport(covered, bth_at, mtu))
+    return Packet(lrh=LRH.unpack(data), grh=grh,
+                  **_parse_transport(covered, bth_at, mtu, OPCODES))
 
 
 def _parse_roce(data, mtu):
@@ -672,18 +672,19 @@ def _parse_roce(data, mtu):
         raise PacketError("ICRC", f"computed {roce_icrc_bytes(covered).hex()}, "
                                   f"packet carries {body[ip_end - ICRC_BYTES:ip_end].hex()}")
     roce = RoCE(sport=int.from_bytes(udp[0:2], "big"), **ethernet, **network)
-    return Packet(roce=roce, **_parse_transport(covered, udp_at - ip_at + UDP_HEADER_BYTES, mtu))
+    return Packet(roce=roce, **_parse_transport(covered, udp_at - ip_at + UDP_HEADER_BYTES, mtu,
+                                                ROCE_OPCODES))
 
 
-def _parse_transport(covered, bth_at, mtu):
+def _parse_transport(covered, bth_at, mtu, opcodes):
     """The BTH, extension headers and payload of `covered` (a packet through its pad, the BTH
-    at `bth_at`), checked as Packet keyword arguments."""
+    at `bth_at`, an opcode of `opcodes`), checked as Packet keyword arguments."""
     bth_bytes = covered[bth_at:bth_at + BTH.SIZE]
     if bth_bytes[1] & 0xF != 0:
         raise PacketError("BTH TVer", f"{bth_bytes[1] & 0xF}, must be 0")
-    op = OPCODES.get(bth_bytes[0])
+    op = opcodes.get(bth_bytes[0])
     if op is None:
-        raise PacketError("BTH OpCode", f"{bth_bytes[0]:#04x} is not an RC, UC or UD opcode")
+        raise PacketError("BTH OpCode", f"{bth_bytes[0]:#04x} is not an opcode of the link")
     bth = BTH.unpack(bth_bytes)
 
     at = bth_at + BTH.SIZE

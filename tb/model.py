@@ -1406,9 +1406,9 @@ class Model(Observer):
         UD datagram is a message of its own, a duplicate one too; UC takes each packet as it
         comes (_arrive_uc)."""
         pkt = capture.packet
-        op = OPCODES[pkt.bth.opcode] if pkt is not None else None
-        if op is None or op.transport == "RC":
-            return      # a bad packet is counted only; RC messages are taken when sent
+        op = pkt.op if pkt is not None else None
+        if op is None or op.transport not in ("UC", "UD"):
+            return      # a bad packet is counted only; RC messages (and CNPs) are taken when sent
         what = f"{op.name} PSN {pkt.bth.psn:#x} from the cable into port {port}"
         if op.transport == "UD":
             self._arrive(port, [pkt], False, what)

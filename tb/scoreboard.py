@@ -29,7 +29,6 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from . import coverage
-from .ib_packet import OPCODES
 from .model import Model
 from .verbs import Counters, Observer, PortCounter
 
@@ -300,7 +299,7 @@ class Scoreboard(Observer):
             for sb, p, answers in ends:
                 missing, unexpected, packets = sb._link_diff(p, sb.links[p])
                 flows = {packets[k].bth.dest_qp for k in missing + unexpected
-                         if (OPCODES[packets[k].bth.opcode].operation in _ANSWERS) == answers}
+                         if (packets[k].op.operation in _ANSWERS) == answers}
                 for qpn in flows:
                     sb.model.loosen(p, qpn)
                 if flows:

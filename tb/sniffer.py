@@ -7,7 +7,9 @@ The link is an AXI-Stream: byte 0 of a packet is tdata[7:0] of its first beat, t
 of every beat are its low bytes (tkeep contiguous from bit 0), tlast marks the last beat, and
 tuser=1 on the last beat marks a packet the sender aborted. The tap samples on the device's
 clock edge in HDL, so the sniffer sees exactly the beats the far end took, under Icarus and
-Verilator alike, and Python wakes once per packet, never per beat.
+Verilator alike, and Python wakes once per packet, never per beat. An Ethernet frame the codec
+decodes is also judged by scapy's RoCE layer (tb/scapy_judge.py); a disagreement is the
+capture's error.
 
 LinkSniffer is a cocotb-bus BusMonitor: each capture goes to its callbacks (the captures list
 is one) and wakes `wait_for_recv`.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from cocotb.triggers import ReadOnly, ValueChange
 from cocotb_bus.monitors import BusMonitor
 
+from . import scapy_judge
 from .ib_packet import LINKS, Packet, PacketError, parse
 from .pcap import PcapWriter
 from .signals import read_int
@@ -144,6 +147,10 @@ class LinkSniffer(BusMonitor):
                 capture = Capture(cycle, data, packet=parse(data, self.mtu, self.link))
             except PacketError as failure:
                 capture = Capture(cycle, data, error=str(failure))
+            else:
+                if self.link == "eth":      # a second, independent reading of the bytes
+                    verdict = scapy_judge.judge(data, capture.packet)
+                    capture.error = verdict and f"scapy: {verdict}"
         if aborted:
             self.log.info("cycle %d: %d bytes, aborted by the sender", cycle, len(data))
         elif capture.error:
