@@ -3,7 +3,8 @@
 - "bypass": a loopback RC QP pair on one device (tb_rdma_dev) through the loopback bypass;
 - "packet-loopback": the same with CTRL.BYPASS cleared, through the packetizer, the port's
   internal loopback and the depacketizer (tb_rdma_dev);
-- "wire": dev0 to dev1 of tb_fabric over cable 1, RC, path MTU 4096.
+- "wire": dev0 to dev1 of tb_fabric over cable 1, RC, path MTU 4096;
+- "wire-roce": the same with the ports on Ethernet (RoCE v2 over IPv4, at 256 bits).
 
 Latency is counted by the harness, not by Python: from the cycle the send-queue doorbell write
 is accepted to the cycle irq rises for the armed send CQ, i.e. the send CQE is in host memory.
@@ -13,7 +14,10 @@ AXI beats per wall-clock second). For a wire RDMA WRITE the record also has
 the link figures: the cycles from the first to the last beat of the message's packets on the
 link (`link_cycles`), and the payload bytes per link byte over them (`link_goodput`) beside
 the best the packet format allows (`link_goodput_max`: payload over payload plus LRH, BTH,
-the first packet's RETH, pad, ICRC and VCRC). Which benchmarks run is chosen by
+the first packet's RETH, pad, ICRC and VCRC). On Ethernet a frame is Ethernet, IPv4, UDP, BTH
+.. ICRC and FCS, and both figures count the 20 bytes a MAC adds to every frame (preamble, SFD
+and the inter-frame gap), which the simulated link does not carry: the link time is its
+cycles plus 20 byte times a frame. Which benchmarks run is chosen by
 COCOTB_TEST_FILTER (`main` below); each appends its records to the JSON file in BENCH_OUT.
 
 Atomics: an 8-byte FetchAdd's latency on each path (op FETCH_ADD, as the messages above), and
@@ -66,9 +70,9 @@ if __name__ == "__main__":     # run as a script: the tb package is beside tools
 
 from tb import dma_mover_tb
 from tb.link_faults import LinkFaults
-from tb.rdma_tb import open_device, open_fabric
+from tb.rdma_tb import LINK, open_device, open_fabric
 from tb.verbs import (
-    MTU, Access, QPType, RecvWR, atomic_fetch_and_add, connect, rdma_read, rdma_write, send,
+    MTU, Access, GlobalRoute, QPType, RecvWR, atomic_fetch_and_add, connect, rdma_read, rdma_write, send,
 )
 
 SIZES = (64, 4096, 65536, 1 << 20)
@@ -88,6 +92,10 @@ SWEEP_BYTES = 2 << 20               # a size's bandwidth burst moves about this 
 SWEEP_MESSAGES = (2, 32)            # ... in this many messages at least and at most
 # bytes a packet carries besides its payload: LRH, BTH, ICRC, VCRC; RETH on a WRITE's first
 LRH, BTH, RETH, ICRC, VCRC = 8, 12, 16, 4, 2
+# ... on Ethernet (RoCE v2 over IPv4): Ethernet, IPv4, UDP, BTH, ICRC, FCS, at least 64 bytes,
+# and the preamble, SFD and inter-frame gap a MAC puts around every frame
+ETHERNET, IPV4, UDP, FCS, ETH_MIN_FRAME, MAC_GAP = 14, 20, 8, 4, 64, 20
+WIRE_PATH = "wire-roce" if LINK == "eth" else "wire"     # the fabric's ports' link layer
 
 
 class Speed:
@@ -335,19 +343,25 @@ async def bench_sweep_wire(dut):
     save(records)
 
 
-def theoretical_goodput(length, mtu, write):
-    """Payload over the bytes of its packets (LRH to VCRC) at path MTU `mtu`."""
+def theoretical_goodput(length, mtu, write, link="ib"):
+    """Payload over the bytes of its packets at path MTU `mtu`: LRH to VCRC, or on Ethernet
+    the frames and the MAC's gap around each."""
     npkts = max(1, -(-length // mtu))
     sizes = [min(mtu, length - i * mtu) for i in range(npkts)]
-    total = sum(s + (-s % 4) + LRH + BTH + ICRC + VCRC for s in sizes) + (RETH if write else 0)
-    return length / total
+    first = RETH if write else 0
+    if link == "eth":
+        frames = [max(ETH_MIN_FRAME, ETHERNET + IPV4 + UDP + BTH + s + (-s % 4) + ICRC + FCS
+                      + (first if i == 0 else 0)) + MAC_GAP for i, s in enumerate(sizes)]
+        return length / sum(frames)
+    return length / (sum(s + (-s % 4) + LRH + BTH + ICRC + VCRC for s in sizes) + first)
 
 
 @cocotb.test()
 async def bench_wire(dut):
-    """dev0 to dev1 over cable 1 of tb_fabric: RC, path MTU 4096."""
+    """dev0 to dev1 over cable 1 of tb_fabric: RC, path MTU 4096, on the link layer of
+    RDMA_LINK."""
     (tb0, dev0, sb0), (tb1, dev1, sb1) = await open_fabric(dut, mem_size=2**23)
-    speed = Speed("wire", [tb0, tb1])
+    speed = Speed(WIRE_PATH, [tb0, tb1])
     pd0, pd1 = dev0.alloc_pd(), dev1.alloc_pd()
     cq0, cq1 = await dev0.create_cq(16), await dev1.create_cq(16)
     size = max(PACKET_SIZES)
@@ -357,8 +371,8 @@ async def bench_wire(dut):
     src1.write(0, os.urandom(size))
     a = await pd0.create_qp(QPType.RC, cq0, cq0)
     b = await pd1.create_qp(QPType.RC, cq1, cq1)
-    await a.to_rts(b.qp_num, dev1.ports[1].lid, 1, path_mtu=WIRE_MTU)
-    await b.to_rts(a.qp_num, dev0.ports[1].lid, 1, path_mtu=WIRE_MTU)
+    await a.to_rts(b.qp_num, dev1.ports[1].lid, 1, path_mtu=WIRE_MTU, grh=fabric_route(dev1))
+    await b.to_rts(a.qp_num, dev0.ports[1].lid, 1, path_mtu=WIRE_MTU, grh=fabric_route(dev0))
     link = tb0.sniffers[1]      # dev0 port 1's TX link: the requests (answers come back on dev1's)
     beat_bytes = tb0.data_width // 8
 
@@ -378,17 +392,24 @@ async def bench_wire(dut):
                 beats = sum(npb)
                 # idle link cycles between one packet's last beat and the next one's first
                 gaps = [q.cycle - p.cycle - n for p, q, n in zip(packets, packets[1:], npb)]
+                mac_gaps = MAC_GAP * len(packets) if LINK == "eth" else 0
                 extra = dict(packets=len(packets), link_cycles=link_cycles, link_beats=beats,
                              link_gaps=[min(gaps), max(gaps)] if gaps else None,
-                             link_goodput=round(length / (beat_bytes * link_cycles), 4),
-                             link_goodput_max=round(theoretical_goodput(length, WIRE_MTU.size,
-                                                                        True), 4))
+                             link_goodput=round(length / (beat_bytes * link_cycles + mac_gaps), 4),
+                             link_goodput_max=round(theoretical_goodput(
+                                 length, WIRE_MTU.size, True, LINK), 4))
             if recv:
                 await cq1.poll()
-            records.append(record("wire", op, length, tb0.data_width, latency, **extra))
+            records.append(record(WIRE_PATH, op, length, tb0.data_width, latency, **extra))
     await sb0.check()
     await sb1.check()
     save(records + [speed.record()])
+
+
+def fabric_route(peer):
+    """The GRH to `peer`'s port 1 on Ethernet (its GID: the driver resolves the MAC); None
+    on InfiniBand, where its LID is the address."""
+    return GlobalRoute(peer.ports[1].gid) if LINK == "eth" else None
 
 
 # wire-rate: 256 messages of 64 bytes, a full send window (16) on each of 16 QPs. A message
@@ -496,6 +517,7 @@ RUNS = (    # (harness, benchmarks: a COCOTB_TEST_FILTER regex)
     ("tb_fabric", "bench_wire$"),
 )
 TRANSPORT_RUN = ("tb_fabric", "bench_rc_transport")    # at TARGET_WIDTH only
+ROCE_RUN = ("tb_fabric", "bench_wire$")     # the wire rows on Ethernet ports, at TARGET_WIDTH
 # at TARGET_WIDTH only: the bypass's message rate and the size sweep of the three paths
 TARGET_RUNS = (("tb_rdma_dev", "bench_bypass_rate|bench_sweep_loopback"),
                ("tb_fabric", "bench_sweep_wire"))
@@ -530,13 +552,14 @@ BASELINE = Path(__file__).resolve().parent / "bench_baseline.json"
 BYPASS_LATENCY_SHARE = 0.5  # 64 B bypass latency at most this share of the 64 B wire latency
 
 
-def run(simrun, harness, tests, width, module="bench", parameters=None, rtl=None):
-    name = f"{module}_{harness}_w{width}"
+def run(simrun, harness, tests, width, module="bench", parameters=None, rtl=None, link="ib"):
+    name = f"{module}_{harness}_w{width}" + ("_eth" if link == "eth" else "")
     out = simrun.OUT / f"{name}.json"
     out.unlink(missing_ok=True)
     simrun.run(harness, module, {"DATA_WIDTH": width, **(parameters or {})}, name, rtl=rtl,
                extra_env={"BENCH_OUT": str(out), "COCOTB_TEST_FILTER": tests,
-                          "COCOTB_LOG_LEVEL": "WARNING", "GPI_LOG_LEVEL": "ERROR"})
+                          "COCOTB_LOG_LEVEL": "WARNING", "GPI_LOG_LEVEL": "ERROR",
+                          "RDMA_LINK": link})
     records = json.loads(out.read_text())
     out.unlink()
     return records
@@ -577,14 +600,15 @@ def print_table(records):
         if r["path"] == "bypass-atomic-rate":
             print(f"8 B FetchAdd x {r['messages']} on one QP through the bypass at "
                   f"{r['data_width']} bits: {r['cycles_per_message']} cycles per message")
-    print("\nwire RDMA WRITE on the link (dev0 port 1's TX, first to last beat of the message):")
+    print("\nwire RDMA WRITE on the link (dev0 port 1's TX, first to last beat of the message; "
+          "RoCE v2 with 20 bytes of preamble and gap a frame):")
     for r in records:
-        if r["path"] != "wire" or "link_cycles" not in r:
+        if r["path"] not in ("wire", "wire-roce") or "link_cycles" not in r:
             continue
         e2e = r["bytes"] / (r["data_width"] // 8 * r["latency_cycles"])
         gaps = (", %d-%d idle cycles between packets" % tuple(r["link_gaps"])
                 if r["link_gaps"] else "")
-        print(f"  {r['bytes']:>6} B at {r['data_width']:>3} bits: {r['packets']} packets in "
+        print(f"  {r['path']:9} {r['bytes']:>6} B at {r['data_width']:>3} bits: {r['packets']} packets in "
               f"{r['link_cycles']} cycles ({r['link_beats']} beats{gaps}), link goodput "
               f"{r['link_goodput']:.2%} of the link ({r['link_goodput'] / r['link_goodput_max']:.1%}"
               f" of the theoretical {r['link_goodput_max']:.2%}); doorbell to CQE {e2e:.2%} of "
@@ -657,16 +681,16 @@ def check_targets(records, speeds):
                 f"{old['path']} {old['op']} {old['bytes']} B at {old['data_width']} bits: latency "
                 f"{r['latency_cycles']} <= {LATENCY_SLACK:g} x {old['latency_cycles']} before")
 
-    for width in WIDTHS:
-        wire = find(records, "wire", "RDMA_WRITE", 65536, width)
+    for path, width in [("wire", w) for w in WIDTHS] + [("wire-roce", TARGET_WIDTH)]:
+        wire = find(records, path, "RDMA_WRITE", 65536, width)
         if wire is None:
-            verdict(False, f"64 KiB wire RDMA WRITE at {width} bits: no record")
+            verdict(False, f"64 KiB {path} RDMA WRITE at {width} bits: no record")
             continue
         # judged on the link: doorbell to CQE adds the WQE fetch, the first read and the ACK
         on_link = wire["link_goodput"] / wire["link_goodput_max"]
         verdict(on_link >= WIRE_GOODPUT_SHARE,
-                f"64 KiB wire RDMA WRITE at {width} bits reaches >= {WIRE_GOODPUT_SHARE:.0%} of "
-                f"the theoretical link goodput ({wire['link_goodput_max']:.2%}) on the link: "
+                f"64 KiB {path} RDMA WRITE at {width} bits reaches >= {WIRE_GOODPUT_SHARE:.0%} "
+                f"of the theoretical link goodput ({wire['link_goodput_max']:.2%}) on the link: "
                 f"{on_link:.1%}")
 
     bypass64 = find(records, "bypass", "RDMA_WRITE", 64, TARGET_WIDTH)
@@ -813,6 +837,7 @@ def main():
     records = [r for width in WIDTHS for harness, tests in RUNS
                for r in run(simrun, harness, tests, width)]
     records += run(simrun, *TRANSPORT_RUN, TARGET_WIDTH)
+    records += run(simrun, *ROCE_RUN, TARGET_WIDTH, link="eth")
     records += [r for harness, tests in TARGET_RUNS
                 for r in run(simrun, harness, tests, TARGET_WIDTH)]
     records += [r for width in WIDTHS for r in run(simrun, width=width, **DMA_MOVER_RUN)]
