@@ -241,11 +241,15 @@ class RdmaTB:
                                         link=self.links[p]) for p in PORTS}
 
     def set_link(self, port, link):
-        """Port `port` now speaks `link` ("ib" or "eth"): its sniffers decode it so."""
+        """Port `port` now speaks `link` ("ib" or "eth"): its sniffers decode it so, and the
+        cable its TX goes through finds headers and CRCs so. Only this sets a cable's link
+        layer: the faults a test applies (LinkFaults without a `link`) keep it."""
         self.links[port] = link
         for sniffers in (self.sniffers, self.arrivals):
             if port in sniffers:
                 sniffers[port].link = link
+        if port in self.cables:
+            LinkFaults.set_link(self.cables[port], link)
 
     def watch_arrivals(self):
         """A sniffer also at the far end of each of this device's cables, for what arrived (the

@@ -1223,7 +1223,7 @@ def write_link_traces(sides, faults, placement):
         for port, sniffer in t.sniffers.items():
             stem = simrun.OUT / f"{run}.dev{d}-port{port}"
             sniffer.write_pcap(f"{stem}.pcap")
-            plan = faults[d, port].plan([c.data for c in sniffer.captures]) \
+            plan = faults[d, port].plan([c.data for c in sniffer.captures], sniffer.link) \
                 if (d, port) in faults else [None] * len(sniffer.captures)
             with open(f"{stem}.txt", "w") as trace:
                 for c, decision in zip(sniffer.captures, plan):
