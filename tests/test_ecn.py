@@ -6,9 +6,9 @@ A request that arrives marked Congestion Experienced (IP ECN 11) is counted
 opcode 0x81, BECN) to its source QP, at most one per QP in each CNP_INTERVAL window (0: one per
 marked packet); the sender counts the CNPs it gets for its QPs (rp_cnp_handled). Nothing else
 changes: the data, the completions and the answers are those of an unmarked message, and the
-answers go back ECT(0), not CE. Here the senders mark their own packets through the traffic
-class of their address vectors; a switch that marks them on the way (tb/link_faults.py) gives
-the receiver the same packets.
+answers go back ECT(0), not CE. Mostly the senders mark their own packets through the traffic
+class of their address vectors; in one test a congested switch marks them on the way (the
+cable model, tb/link_faults.py), which gives the receiver the same packets.
 
 With CNP_INTERVAL 0 the reference model predicts every CNP and counter, and the scoreboard
 compares them; with a window it does not (which packets share one depends on timing), and the
@@ -18,6 +18,8 @@ test counts them itself.
 import cocotb
 
 from tb import simrun
+from tb.link_faults import LinkFaults
+from tb.seed import SEED
 from tb.ib_packet import CNP_OPCODE, ECN_CE, ECN_ECT0, marked_ce
 from tb.rdma_program import QKEY, Rdma, work_request
 from tb.rdma_tb import IB_PORT_SETUP
@@ -153,6 +155,34 @@ async def test_a_window_lets_each_qp_send_one_cnp(dut):
     await exchange(rdma, a, b, src, dst)
     assert len(cnps(rdma, 2)) == 2 + PACKETS
     assert moves(after, await counters(rdma), 1, PortCounter.RP_CNP_HANDLED) == PACKETS
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+async def test_a_switch_marking_half_the_requests_gets_a_cnp_for_each(dut):
+    """The cable from port 1 marks half of the ECN-capable (ECT(0)) requests CE, as a
+    congested switch does: port 2 counts exactly the frames the cable marked, sends one CNP
+    for each to a's QP, and port 1 counts them; the data and completions are those of an
+    unmarked path. (The model does not see which packets a cable marks: this test counts.)"""
+    rdma = await Rdma.open(dut, cabled=True)
+    await rdma.dev.set_cnp_interval(0)
+    cable = rdma.tb.cables[1]
+    LinkFaults(mark=0.5, kinds={"requests"}, seed=SEED).apply(cable)
+    rdma.sb.cables_lossy(rdma.tb.watch_arrivals())
+    a, b = await marked_pair(rdma, QPType.RC, DSCP | ECN_ECT0)
+    src, dst = await rdma.region(8192), await rdma.region(16384)
+    before = await counters(rdma)
+    for _ in range(3):
+        await exchange(rdma, a, b, src, dst)
+    after = await counters(rdma)
+    marked = LinkFaults.stats(cable)["marked"]
+    arrived = [p for p in rdma.tb.arrivals[1].packets() if marked_ce(p)]
+    assert 0 < marked == len(arrived) < 3 * PACKETS
+    assert not any(marked_ce(p) for p in rdma.tb.sniffers[1].packets()), "a sent ECT(0)"
+    assert [n.bth.dest_qp for n in cnps(rdma, 2)] == [a.qp_num] * marked
+    assert moves(before, after, 2, PortCounter.NP_ECN_MARKED_ROCE_PACKETS) == marked
+    assert moves(before, after, 2, PortCounter.NP_CNP_SENT) == marked
+    assert moves(before, after, 1, PortCounter.RP_CNP_HANDLED) == marked
     await rdma.finish(links_idle=False)
 
 
