@@ -1358,7 +1358,7 @@ class Model(Observer):
         """The packets of one message reach `port` of this device: the answer (an AETH
         syndrome, or None when there is none), why, and the answer's packets."""
         first = packets[0]
-        if not self._addressed(port, first):
+        if not self._addressed(port, first, internal):
             if not internal:
                 self._count(port, PortCounter.RCV_ERRORS, PortCounter.RCV_ERRORS_EXT,
                             len(packets))
@@ -1470,15 +1470,16 @@ class Model(Observer):
             at = rmr.host_addr(pkt.reth.va) if pkt.reth.dma_len else None
         return dict(dest=dest, first=pkt, at=at)
 
-    def _addressed(self, port, pkt):
+    def _addressed(self, port, pkt, internal=False):
         """`pkt` passes `port`'s address checks: InfiniBand: DLID under the LMC mask, a GRH's
         DGID one of the port's GIDs; Ethernet: the destination MAC the port's, the DGID one of
-        its GIDs in the frame's VLAN; both: P_Key."""
+        its GIDs in the frame's VLAN (any VLAN for a loopback message's packet, `internal`:
+        its path attributes mean nothing); both: P_Key."""
         attr = self.ports[port]
         mine = self.pkeys[port]
         if attr.link_layer == "eth":
             to_me = (pkt.roce is not None and pkt.roce.dmac == attr.mac
-                     and any(e.gid == pkt.roce.dgid and e.vlan == pkt.roce.vlan
+                     and any(e.gid == pkt.roce.dgid and (internal or e.vlan == pkt.roce.vlan)
                              for e in attr.own_gids()))
         else:
             mask = ~((1 << attr.lmc) - 1) & 0xFFFF

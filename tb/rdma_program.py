@@ -7,12 +7,13 @@ import struct
 
 from cocotb.triggers import ClockCycles
 
+from .ib_packet import ETH_HEADER_BYTES, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH, VLAN_TAG_BYTES
 from .link_faults import LinkFaults
 from .rdma_tb import LINK, open_device, open_fabric
 from .seed import SEED
 from .verbs import (
-    Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR, WCOpcode,
-    WCStatus, WROpcode, send_with_inv,
+    GRH_BYTES, Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR,
+    WCOpcode, WCStatus, WROpcode, send_with_inv,
 )
 
 
@@ -266,8 +267,7 @@ class Rdma:
         """Take an RC/UC QP to RTS aimed at `dest_qp_num` behind `dlid` (default: the port's
         own LID with DLID_PATH_BITS, i.e. loopback), sending with SRC_PATH_BITS and SL."""
         dlid = self.own_lid(port) if dlid is None else dlid
-        attrs = dict(src_path_bits=SRC_PATH_BITS, sl=SL, grh=self.route(port, dlid)) | attrs
-        await qp.to_rts(dest_qp_num, dlid, port, **attrs)
+        await qp.to_rts(dest_qp_num, dlid, port, **self._av_attrs(port, dlid, attrs))
 
     async def connected_pair(self, qp_type, port=1, depth=16, cqs=None, sges=1, **attrs):
         """Two RC or UC QPs on `port` in RTS, aimed at each other through the port's own
@@ -286,15 +286,29 @@ class Rdma:
         await qp.to_rts(port=port, qkey=qkey)
         return qp
 
+    def _av_attrs(self, port, dlid, attrs):
+        """`attrs` of an address vector from `port` to `dlid`, with SRC_PATH_BITS, SL and the
+        route (route()) where they do not say otherwise."""
+        attrs = dict(src_path_bits=SRC_PATH_BITS, sl=SL) | attrs
+        if "grh" not in attrs:
+            attrs["grh"] = self.route(port, dlid)
+        return attrs
+
+    async def ah(self, port=1, dlid=None, **attrs):
+        """A UD address handle on `port` for the port that owns `dlid` (default: `port`'s own
+        LID with DLID_PATH_BITS, i.e. loopback), sending with SRC_PATH_BITS and SL: a LID route
+        on InfiniBand; on Ethernet the GRH to that port's GID, whose MAC the driver resolves
+        from it (unless `attrs` give a `grh` of their own)."""
+        dlid = self.own_lid(port) if dlid is None else dlid
+        return await self.pd.create_ah(port, dlid, **self._av_attrs(port, dlid, attrs))
+
     async def loopback_ah(self, port=1, global_route=False, **attrs):
-        """An AH for `port`'s own address: DLID_PATH_BITS, SRC_PATH_BITS, SL, and with
-        `global_route` a GRH aimed at the port's own GID."""
-        grh = self.route(port, self.own_lid(port))
+        """An AH for `port`'s own address (ah()), with `global_route` a GRH aimed at the
+        port's own GID with a flow label, hop limit and traffic class."""
         if global_route:
-            grh = GlobalRoute(self.dev.ports[port].gid, flow_label=0x9ABCD, hop_limit=17,
-                              traffic_class=0x5A)
-        attrs = dict(sl=SL, src_path_bits=SRC_PATH_BITS, grh=grh) | attrs
-        return await self.pd.create_ah(port, self.own_lid(port), **attrs)
+            attrs = dict(grh=GlobalRoute(self.dev.ports[port].gid, flow_label=0x9ABCD,
+                                         hop_limit=17, traffic_class=0x5A)) | attrs
+        return await self.ah(port, **attrs)
 
     async def counter_moves(self):
         """How far LB_MSGS, LB_BYTES, CQ_OVERFLOWS and REG_ERRORS moved since the device was
@@ -377,6 +391,19 @@ def grh_bytes(route, sgid, length, with_imm):
     pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
     return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | route.flow_label,
                         pay_len, 0x1B, route.hop_limit) + sgid + route.dgid)
+
+
+def grh_area(capture):
+    """The 40-byte GRH area a UD receive of the sniffed packet `capture` holds, cut from its
+    wire bytes: the GRH after the LRH, or 40 zero bytes without one; on Ethernet the IPv6
+    header, or 20 zero bytes and the IPv4 header, after the MACs, any 802.1Q tag and the
+    EtherType."""
+    packet, data = capture.packet, capture.data
+    if packet.roce is None:
+        return data[LRH.SIZE:LRH.SIZE + GRH_BYTES] if packet.grh else bytes(GRH_BYTES)
+    at = ETH_HEADER_BYTES + (VLAN_TAG_BYTES if packet.roce.vlan is not None else 0)
+    ip = data[at:at + (IPV4_HEADER_BYTES if packet.roce.ipv4 else IPV6_HEADER_BYTES)]
+    return bytes(GRH_BYTES - len(ip)) + ip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ from enum import IntEnum, IntFlag
 import cocotb
 import cocotb.triggers
 
+from .ib_packet import is_ipv4_mapped
+
 DEV_ID_MAGIC = 0x52444D41  # "RDMA"
 GRH_BYTES = 40  # a UD receive buffer starts with this much room for the GRH
 QKEY_FROM_QP = 0x80000000  # a UD WQE's remote Q_Key with bit 31 set means "use the QP's own"
@@ -922,12 +924,21 @@ class Device:
     def resolve_av(self, port, av):
         """`av` as the device takes it from `port`: on Ethernet with the destination MAC
         resolved from its DGID (one of this device's ports, or `neighbours`), as libibverbs
-        resolves it; an address it cannot resolve is refused."""
-        if self.ports[port].link_layer != "eth" or av.dmac is not None:
+        resolves it; an address it cannot resolve, or whose GIDs are not of one IP version
+        (RoCE v2 sends IPv4 between IPv4-mapped GIDs, else IPv6), is refused."""
+        attr = self.ports[port]
+        if attr.link_layer != "eth":
             return av
         if av.grh is None:
             raise VerbsError(f"port {port} is Ethernet: an address needs a GRH (RoCE v2)")
         dgid = bytes(av.grh.dgid)
+        if av.grh.sgid_index < len(attr.gid_table):
+            sgid = attr.gid_table[av.grh.sgid_index].gid
+            if is_ipv4_mapped(sgid) != is_ipv4_mapped(dgid):
+                raise VerbsError(f"source GID {sgid.hex()} and destination GID {dgid.hex()} "
+                                 "are not of one IP version")
+        if av.dmac is not None:
+            return av
         macs = {entry.gid: attr.mac for attr in self.ports.values()
                 for entry in attr.own_gids()}
         macs.update(self.neighbours)

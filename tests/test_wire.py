@@ -17,11 +17,12 @@ import pytest
 from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.link_faults import LinkFaults
+from tb.rdma_tb import LINK
 from tb.seed import REGRESS, SEED
 from tb.rdma_program import (
     ALL_ACCESS, DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL,
-    SRC_PATH_BITS, SURE_LOSSES, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable,
-    assert_invalidation_refused, assert_wc, bind_window, long_read, long_read_timeout,
+    SURE_LOSSES, WITH_IMM, Rdma, assert_all_succeed, assert_counters_follow_cable,
+    assert_invalidation_refused, assert_wc, bind_window, grh_area, long_read, long_read_timeout,
     lossy_cable, post_lossy_rc, unregistered_key, work_request,
 )
 from tb.verbs import (
@@ -103,28 +104,32 @@ async def test_wire_opcode(dut, transport, opcode):
 @cocotb.test()
 @cocotb.parametrize(with_imm=[False, True], global_route=[False, True])
 async def test_wire_ud_send(dut, with_imm, global_route):
-    """UD SEND from port 1 to port 2 through an AH for port 2 (with a GRH to port 2's GID or
-    without): the receive buffer gets the GRH the packet carried (or 40 zero bytes) and the
-    payload, the completion reports the GRH flag, source QP and SLID."""
+    """UD SEND from port 1 to port 2 through an AH for port 2 (with a GRH to port 2's GID with
+    a flow label, hop limit and traffic class, or without; on Ethernet the GRH, the IP header,
+    is always there): the receive buffer gets the GRH the packet carried, byte for byte (or 40
+    zero bytes), and the payload; the completion reports the GRH flag when the packet had
+    one, the source QP, and the SLID and SL of the link layer (RoCE v2 has neither: 0)."""
     rdma = await Rdma.open(dut, cabled=True)
     a, b = await rdma.ud_qp(port=1), await rdma.ud_qp(port=2)
-    grh = GlobalRoute(rdma.dev.ports[2].gid, flow_label=0x12345, hop_limit=9,
-                      traffic_class=0x3C) if global_route else None
-    ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL, src_path_bits=SRC_PATH_BITS,
-                                 grh=grh)
+    route = dict(grh=GlobalRoute(rdma.dev.ports[2].gid, flow_label=0x12345, hop_limit=9,
+                                 traffic_class=0x3C)) if global_route else {}
+    ah = await rdma.ah(1, port_lid(rdma, 2), **route)
     src, dst = await rdma.region(4096), await rdma.region(8192)
     imm = 0x51525354 if with_imm else None
     for i, length in enumerate((0, 1, 333, 4096)):
+        seen = len(rdma.tb.sniffers[1].captures)
         await b.post_recv(RecvWR(dst.sge(0, length + GRH_BYTES), wr_id=i))
         await a.post_send(ud_send(src.sge(0, length), ah, b.qp_num, QKEY, wr_id=i, imm=imm))
         [rwc] = await rdma.poll_until(b.recv_cq, 1)
+        [sent] = rdma.tb.sniffers[1].captures[seen:]
+        carried_grh = sent.packet.grh is not None or sent.packet.roce is not None
+        assert carried_grh == (global_route or rdma.ethernet(1))
         assert_wc(rwc, wr_id=i, status=WCStatus.SUCCESS, byte_len=length + GRH_BYTES,
-                  src_qp=a.qp_num, slid=rdma.slid(1), sl=SL,
-                  wc_flags=(WCFlags.GRH if grh else WCFlags(0))
+                  src_qp=a.qp_num, slid=rdma.slid(1), sl=rdma.sl(2),
+                  wc_flags=(WCFlags.GRH if carried_grh else WCFlags(0))
                   | (WCFlags.WITH_IMM if with_imm else WCFlags(0)))
         assert dst.read(GRH_BYTES, length) == src.read(0, length)
-        if not grh:
-            assert dst.read(0, GRH_BYTES) == bytes(GRH_BYTES)
+        assert dst.read(0, GRH_BYTES) == grh_area(sent), "GRH area"
     await rdma.poll_until(a.send_cq, 4)
     await rdma.finish(links_idle=False)
 
@@ -133,19 +138,55 @@ async def test_wire_ud_send(dut, with_imm, global_route):
 # 2. Not loopback: packets appear and counters move
 
 class Remote(Enum):
+    # InfiniBand
     OTHER_PORT_LID = "port 2's LID, from a QP on port 1"
     LID_ABOVE_LMC_RANGE = "LID 0x14, one above port 1's 0x10-0x13"
     OTHER_GID = "port 1's own LID, but a GRH to another GID"
+    # Ethernet (RoCE v2): the GID is the address, the AV's sgid_index the entry it leaves from
+    OTHER_PORT_IPV4 = "port 2's IPv4 GID (entry 0), from port 1's"
+    OTHER_PORT_IPV6 = "port 2's IPv6 GID (entry 1), from port 1's"
+    OTHER_PORT_VLAN = "port 2's GID on VLAN 7 (entry 2), from port 1's"
+    OTHER_PORT_VLAN_UNTAGGED = "port 2's GID on VLAN 7, from port 1's untagged entry 0"
+    GID_NOBODY_HAS = "port 1's GID with a bit flipped, which the host's neighbours put at port 2"
+    OWN_IPV6 = "port 1's own IPv6 GID (entry 1), from that entry"
+    OWN_VLAN = "port 1's own GID on VLAN 7 (entry 2), from its untagged entry 0"
+
+
+REMOTES = {
+    "ib": [Remote.OTHER_PORT_LID, Remote.LID_ABOVE_LMC_RANGE, Remote.OTHER_GID],
+    "eth": [Remote.OTHER_PORT_IPV4, Remote.OTHER_PORT_IPV6, Remote.OTHER_PORT_VLAN,
+            Remote.OTHER_PORT_VLAN_UNTAGGED, Remote.GID_NOBODY_HAS, Remote.OWN_IPV6,
+            Remote.OWN_VLAN],
+}
+GID_REMOTES = {     # (port, its GID table entry, port 1's sgid_index)
+    Remote.OTHER_PORT_IPV4: (2, 0, 0),
+    Remote.OTHER_PORT_IPV6: (2, 1, 1),
+    Remote.OTHER_PORT_VLAN: (2, 2, 2),
+    Remote.OTHER_PORT_VLAN_UNTAGGED: (2, 2, 0),
+    Remote.OWN_IPV6: (1, 1, 1),
+    Remote.OWN_VLAN: (1, 2, 0),
+}
+DELIVERED = {Remote.OTHER_PORT_LID, Remote.OTHER_PORT_IPV4, Remote.OTHER_PORT_IPV6,
+             Remote.OTHER_PORT_VLAN}
+OWN = {Remote.OWN_IPV6, Remote.OWN_VLAN}
 
 
 def remote_address(rdma, remote):
-    """(DLID, GlobalRoute or None) of a destination that is not port 1 itself."""
+    """(DLID, GlobalRoute or None) of `remote` for a QP on port 1 (on Ethernet the GRH is the
+    route: DLID 0)."""
     port1 = rdma.dev.ports[1]
+    if remote in GID_REMOTES:
+        port, entry, sgid_index = GID_REMOTES[remote]
+        return 0, GlobalRoute(rdma.dev.ports[port].gid_table[entry].gid, sgid_index=sgid_index)
+    nobodys = port1.gid[:15] + bytes([port1.gid[15] ^ 0x80])
+    if remote == Remote.GID_NOBODY_HAS:
+        rdma.dev.neighbours[nobodys] = rdma.dev.ports[2].mac    # a stale neighbour entry
+        return 0, GlobalRoute(nobodys)
     if remote == Remote.OTHER_PORT_LID:
         return rdma.dev.ports[2].lid, None
     if remote == Remote.LID_ABOVE_LMC_RANGE:
         return port1.lid + (1 << port1.lmc), None
-    return rdma.own_lid(1), GlobalRoute(port1.gid[:15] + bytes([port1.gid[15] ^ 0x80]))
+    return rdma.own_lid(1), GlobalRoute(nobodys)
 
 
 @cocotb.test()
@@ -173,7 +214,8 @@ async def test_memory_windows_across_the_cable(dut):
     await a.post_send(send_with_inv(local.sge(0, 3000), mw.rkey, wr_id=0xA2))
     [wc] = await rdma.poll_until(b.recv_cq, 1)
     assert_wc(wc, wr_id=0xB2, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV, byte_len=3000,
-              imm_data=mw.rkey, wc_flags=WCFlags.WITH_INV)
+              imm_data=mw.rkey)
+    assert WCFlags.WITH_INV in wc.wc_flags      # (GRH too on Ethernet: the model's to check)
     [wc] = await rdma.poll_until(a.send_cq, 1)
     assert_wc(wc, wr_id=0xA2, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND)
     assert region.read(1024, 3000) == local.read(0, 3000)
@@ -232,7 +274,7 @@ async def test_shared_receive_queue_across_the_cable(dut):
     u = await rdma.ud_qp(1, cq=cq)
     v = await rdma.pd.create_qp(QPType.UD, cq, cq, srq=srq)
     await v.to_rts(port=2, qkey=QKEY)
-    ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
+    ah = await rdma.ah(1, port_lid(rdma, 2))
     await srq.post_recv([RecvWR(sink.sge(4096 * k, 4096), wr_id=k) for k in range(3)])
 
     await a.post_send(work_request(WROpcode.SEND, local.sge(0, 3000), wr_id=0xA1))
@@ -262,27 +304,34 @@ async def test_shared_receive_queue_across_the_cable(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD], remote=list(Remote))
+@cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD], remote=REMOTES[LINK])
 async def test_not_loopback(dut, transport, remote):
-    """A message to an address that is not the sending port's own (the other port's LID, a
-    LID just outside the port's LMC range, the port's own LID with another GID) is
-    packetized: its packets leave port 1 and port 1's transmit counters move, while
-    LB_MSGS/LB_BYTES stay still. Port 2 takes the packets addressed to it and delivers them;
-    it drops the others as not its own, counting them in PortRcvErrors, and nothing lands (RC
-    then completes RETRY_EXC_ERR, having sent it 1 + retry_cnt times without an answer)."""
+    """A message to an address that is not the sending port's own is packetized: its packets
+    leave port 1 and port 1's transmit counters move, while LB_MSGS/LB_BYTES stay still. Port
+    2 takes the packets addressed to it and delivers them; it drops the others as not its
+    own, counting them in PortRcvErrors, and nothing lands (RC then completes RETRY_EXC_ERR,
+    having sent it 1 + retry_cnt times without an answer). InfiniBand: the other port's LID
+    is delivered; a LID just outside the port's LMC range, or the port's own LID with another
+    GID, is dropped. Ethernet: each of the other port's GIDs, from port 1's entry of its kind,
+    is delivered; its VLAN 7 GID sent untagged, or a GID nobody has, sent to its MAC, is
+    dropped. And a GID of port 1's own is loopback whichever entry holds it, not only the
+    one sent from (its IPv6 GID, and its VLAN 7 GID sent from its untagged entry): the
+    message takes the bypass to a QP on port 1, no link carries a beat and no port counter
+    moves."""
     rdma = await Rdma.open(dut, cabled=True)
     dlid, grh = remote_address(rdma, remote)
+    far = 1 if remote in OWN else 2
     local, inbox = await rdma.region(4096), await rdma.region(4096)
     memory = inbox.read()
-    delivered = remote == Remote.OTHER_PORT_LID
+    delivered = remote in DELIVERED | OWN
     if transport == QPType.UD:
-        a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
-        ah = await rdma.pd.create_ah(1, dlid, sl=SL, grh=grh)
-        wr = ud_send(local.sge(0, 100), ah, b.qp_num, QKEY, wr_id=0xA1)
+        a, b = await rdma.ud_qp(1), await rdma.ud_qp(far)
+        wr = ud_send(local.sge(0, 100), await rdma.ah(1, dlid, grh=grh), b.qp_num, QKEY,
+                     wr_id=0xA1)
     else:
         a, b = await rdma.qp(transport), await rdma.qp(transport)
         await rdma.connect(a, b.qp_num, port=1, dlid=dlid, grh=grh, timeout=1, retry_cnt=2)
-        await rdma.connect(b, a.qp_num, port=2, dlid=port_lid(rdma, 1))
+        await rdma.connect(b, a.qp_num, port=far, dlid=port_lid(rdma, 1))
         wr = work_request(WROpcode.SEND, local.sge(0, 100), wr_id=0xA1)
     need = 100 + (GRH_BYTES if transport == QPType.UD else 0)
     await b.post_recv(RecvWR(inbox.sge(0, need), wr_id=0xB1))
@@ -293,19 +342,23 @@ async def test_not_loopback(dut, transport, remote):
     failed = transport == QPType.RC and not delivered
     assert_wc(wc, wr_id=0xA1,
               status=WCStatus.RETRY_EXC_ERR if failed else WCStatus.SUCCESS)
-    after = {p: await counters(rdma, p) for p in (1, 2)}
-    assert moved(before[1], after[1], PortCounter.XMIT_PKTS) >= 1
-    assert rdma.tb.tx_beats(1) > 0, "nothing left port 1"
     if delivered:
         [rwc] = await rdma.poll_until(b.recv_cq, 1)
         assert_wc(rwc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=need)
+    after = {p: await counters(rdma, p) for p in (1, 2)}
+    if remote in OWN:
+        assert after == before, "a loopback message moved a port counter"
+        await rdma.assert_loopback_moves(1, 100)
     else:
+        assert moved(before[1], after[1], PortCounter.XMIT_PKTS) >= 1
+        assert rdma.tb.tx_beats(1) > 0, "nothing left port 1"
+        await rdma.assert_loopback_moves(0, 0)
+    if not delivered:
         tries = 3 if transport == QPType.RC else 1      # RC: the first try and 2 resends
         assert moved(before[2], after[2], PortCounter.RCV_ERRORS) == tries
         assert moved(before[2], after[2], PortCounter.RCV_PKTS) == 0
         assert inbox.read() == memory, "a packet not addressed to port 2 was delivered"
-    await rdma.assert_loopback_moves(0, 0)
-    await rdma.finish(links_idle=False)
+    await rdma.finish(links_idle=remote in OWN)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,17 +372,24 @@ async def test_bypass_switch_same_results(dut, transport):
     packetizer, the port's internal loopback and the depacketizer, yet gives the same
     completions and the same memory, puts no beat on any link and moves no port counter;
     LB_MSGS / LB_BYTES count the first run only. (UC and UD complete a send when its packets
-    have left, so each run ends with a SEND whose receive completion says the rest landed.)"""
+    have left, so each run ends with a SEND whose receive completion says the rest landed.)
+    On Ethernet the loopback address is port 1's GID on VLAN 7, sent from its untagged entry:
+    a loopback message's path attributes mean nothing, its VLAN among them, on either path."""
     rdma = await Rdma.open(dut, cabled=True)
     results = []
     counts_before = {p: await counters(rdma, p) for p in (1, 2)}
+    route = None
+    if rdma.ethernet(1):
+        [vlan_gid] = [e.gid for e in rdma.dev.ports[1].own_gids() if e.vlan is not None]
+        route = GlobalRoute(vlan_gid, sgid_index=0, hop_limit=17, traffic_class=0x5A)
     for bypass in (True, False):
         await rdma.dev.set_bypass(bypass)
         if transport == QPType.UD:
             a, b = await rdma.ud_qp(), await rdma.ud_qp()
-            ah = await rdma.loopback_ah(global_route=True)
+            ah = await (rdma.ah(grh=route) if route else rdma.loopback_ah(global_route=True))
         else:
-            a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024)
+            a, b = await rdma.connected_pair(transport, path_mtu=MTU.MTU1024,
+                                             **({"grh": route} if route else {}))
             ah = None
         src = await rdma.region(8192)
         src.write(0, bytes(range(256)) * 32)     # the same bytes in both runs
@@ -727,7 +787,7 @@ async def test_static_rate_slows_wire_not_loopback(dut):
     await rdma.finish(links_idle=False)
 
 
-@cocotb.test()
+@cocotb.test()     # InfiniBand only (RoCE v2 has no LIDs): the next test is its counterpart
 async def test_source_path_bits_in_slid(dut):
     """Port 1 has LMC 2: a QP sending with each source path bits value 0-3 puts LID | bits in
     the SLID of its packets on the wire, and the receive completion on port 2 reports that
@@ -745,6 +805,58 @@ async def test_source_path_bits_in_slid(dut):
         assert capture.packet.lrh.slid == slid
         assert_wc(rwc, slid=slid, status=WCStatus.SUCCESS)
         await rdma.poll_until(a.send_cq, 1)
+    await rdma.finish(links_idle=False)
+
+
+@cocotb.test()
+@cocotb.parametrize(transport=[QPType.RC, QPType.UD])
+async def test_sgid_index_chooses_the_source_address_and_vlan(dut, transport):
+    """Ethernet's counterpart of the source path bits (RoCE v2 has no LIDs): the AV's
+    sgid_index picks the entry of port 1's GID table a message leaves from. A SEND from each
+    entry to port 2's GID of the same kind: from the IPv4 entry an untagged IPv4 frame leaves,
+    from the IPv6 entry an IPv6 frame, from the VLAN 7 entry a frame tagged VID 7 with PCP =
+    the AV's SL, each with that entry's address as its source, and port 2 takes it. RC's ACK
+    comes back along the same path (in the request's VLAN and priority, to its source MAC,
+    the addresses swapped); a UD receive's GRH area holds the IP header the frame carried."""
+    rdma = await Rdma.open(dut, cabled=True)
+    assert rdma.ethernet(1), "an Ethernet program: the ethernet group runs it (RDMA_LINK=eth)"
+    src, dst = await rdma.region(256), await rdma.region(256)
+    theirs = rdma.dev.ports[2].gid_table
+    kinds = []
+    for index, mine in enumerate(rdma.dev.ports[1].gid_table):
+        if not any(mine.gid):
+            continue
+        route = GlobalRoute(theirs[index].gid, sgid_index=index)
+        if transport == QPType.UD:
+            a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
+            wr = ud_send(src.sge(0, 64), await rdma.ah(1, port_lid(rdma, 2), grh=route),
+                         b.qp_num, QKEY, wr_id=index)
+        else:
+            a, b = await rdma.qp(transport), await rdma.qp(transport)
+            await rdma.connect(a, b.qp_num, port=1, dlid=port_lid(rdma, 2), grh=route)
+            await rdma.connect(b, a.qp_num, port=2, dlid=port_lid(rdma, 1))
+            wr = work_request(WROpcode.SEND, src.sge(0, 64), wr_id=index)
+        seen = {port: len(rdma.tb.sniffers[port].captures) for port in PEER}
+        await b.post_recv(RecvWR(dst.sge(0, 64 + GRH_BYTES), wr_id=index))
+        await a.post_send(wr)
+        [wc] = await rdma.poll_until(b.recv_cq, 1)
+        assert_wc(wc, wr_id=index, status=WCStatus.SUCCESS)
+        [wc] = await rdma.poll_until(a.send_cq, 1)
+        assert_wc(wc, wr_id=index, status=WCStatus.SUCCESS)
+        [sent] = rdma.tb.sniffers[1].captures[seen[1]:]
+        frame = sent.packet.roce
+        assert (frame.sgid, frame.dgid, frame.vlan) == (mine.gid, theirs[index].gid, mine.vlan)
+        assert frame.pcp == (SL if mine.vlan is not None else 0)
+        kinds.append((frame.ipv4, frame.vlan))
+        if transport == QPType.UD:
+            assert dst.read(0, GRH_BYTES) == grh_area(sent), "GRH area"
+        else:
+            [ack] = rdma.tb.sniffers[2].captures[seen[2]:]
+            back = ack.packet.roce
+            assert (back.dmac, back.sgid, back.dgid, back.vlan, back.pcp) == (
+                frame.smac, frame.dgid, frame.sgid, frame.vlan, frame.pcp)
+    assert kinds == [(True, None), (False, None), (True, 7)], \
+        f"the port's GID table gave frames {kinds}, not IPv4, IPv6 and IPv4 on VLAN 7"
     await rdma.finish(links_idle=False)
 
 
@@ -767,9 +879,11 @@ async def test_port_counters_saturate(dut):
     a, b = await wire_pair(rdma, QPType.UC, path_mtu=MTU.MTU256)
     src, dst = await rdma.region(4096), await rdma.region(4096)
     await a.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(), dst.remote(), wr_id=1))
-    # and three packets to a LID nobody has: port 2 counts them as errors
+    # and three packets to an address nobody has: port 2 counts them as errors
+    dlid, grh = remote_address(rdma, Remote.GID_NOBODY_HAS if rdma.ethernet(1)
+                               else Remote.LID_ABOVE_LMC_RANGE)
     c = await rdma.qp(QPType.UC)
-    await rdma.connect(c, b.qp_num, port=1, dlid=0x77, path_mtu=MTU.MTU256)
+    await rdma.connect(c, b.qp_num, port=1, dlid=dlid, grh=grh, path_mtu=MTU.MTU256)
     await c.post_send(work_request(WROpcode.RDMA_WRITE, src.sge(0, 768), dst.remote(), wr_id=2))
     await rdma.poll_until(a.send_cq, 1)
     await rdma.poll_until(c.send_cq, 1)
@@ -941,7 +1055,7 @@ async def message_across(rdma, transport, opcode, wr_id):
     local, inbox = await rdma.region(4096), await rdma.region(4096)
     if transport == QPType.UD:
         a, b = await rdma.ud_qp(1), await rdma.ud_qp(2)
-        ah = await rdma.pd.create_ah(1, port_lid(rdma, 2), sl=SL)
+        ah = await rdma.ah(1, port_lid(rdma, 2))
         wr = ud_send(local.sge(0, 1000), ah, b.qp_num, QKEY, wr_id=wr_id)
     else:
         a, b = await wire_pair(rdma, transport, path_mtu=MTU.MTU1024)
@@ -1137,8 +1251,7 @@ async def test_mixed_traffic_sniffed(dut):
                 if transport == QPType.UD:
                     a = await rdma.ud_qp(port, cq=cq)
                     b = await rdma.ud_qp(PEER[port] if across else port, cq=cq)
-                    ah = await rdma.pd.create_ah(port, port_lid(rdma, b.attr.port_num),
-                                                 sl=SL, src_path_bits=SRC_PATH_BITS)
+                    ah = await rdma.ah(port, port_lid(rdma, b.attr.port_num))
                 else:
                     a, b = await rdma.qp(transport, cq, cq), await rdma.qp(transport, cq, cq)
                     far = PEER[port] if across else port
@@ -1197,27 +1310,38 @@ MIB_TESTS = "(test_rc_read_of_1mib_plus_7_over_the_cable|test_megabyte_write_on_
 WIDTH_TESTS = ("(test_wire_opcode|test_wire_ud_send|test_every_size_class_through_the_internal_"
                "loopback|test_path_mtu_sets_packets_not_loopback_cycles|test_mixed_traffic_sniffed)")
 # The "ethernet" group runs the same programs with both ports on Ethernet (RoCE v2,
-# RDMA_LINK=eth): the tests below, which address their peers through the RDMA program's
-# helpers (a LID stands for the GID of the port that owns it). make test runs the first five at
-# 256 bits; make regress all of them at every width. The others still create UD address handles
-# by LID, or expect InfiniBand's completion fields or LID rules: they are InfiniBand's until
-# they are ported (issue 25).
+# RDMA_LINK=eth): every test but test_source_path_bits_in_slid (RoCE v2 has no LIDs), and
+# ETHERNET_ONLY, its counterpart, which the "main" group leaves out. They address their peers
+# through the RDMA program's helpers (a LID stands for the GID of the port that owns it;
+# test_not_loopback's addresses are the link's own) and leave the completion fields Ethernet
+# changes (no SLID or SL, always a GRH) to the model. make test runs ETHERNET_CORE at 256
+# bits: every opcode over the cable, RC over a lossy cable, the bypass switch, atomics on
+# every path, the internal loopback's size classes and the frames of each GID table entry
+# (IPv4, IPv6, VLAN 7; UD, and RC's answers); make regress all of them at every width, the
+# 1 MiB messages too.
+ETHERNET_ONLY = ("test_sgid_index_chooses_the_source_address_and_vlan",)
 ETHERNET_CORE = ("test_wire_opcode", "test_rc_exactly_once_over_the_lossy_cable",
                  "test_bypass_switch_same_results", "test_atomics_give_the_same_results_on_every_path",
-                 "test_every_size_class_through_the_internal_loopback")
+                 "test_every_size_class_through_the_internal_loopback") + ETHERNET_ONLY
 ETHERNET_TESTS = ETHERNET_CORE + (
     "test_a_faulty_atomic_fails_the_same_on_every_path",
     "test_a_limited_partition_member_drops_its_loopback_on_both_paths",
+    "test_a_payload_host_memory_refuses_leaves_aborted_and_completes_general_err",
+    "test_a_payload_the_responder_cannot_store_is_not_taken",
     "test_a_port_sends_its_answers_before_new_requests",
     "test_an_answer_host_memory_refuses_completes_general_err",
     "test_answers_that_find_the_response_queue_full_are_discarded_and_recovered",
     "test_atomic_write_across_the_cable", "test_atomics_are_refused_on_uc_and_ud",
     "test_each_responder_rule_judges_the_same_on_both_paths",
-    "test_path_mtu_sets_packets_not_loopback_cycles", "test_rc_faults_on_the_wire",
-    "test_static_rate_slows_wire_not_loopback")
+    "test_megabyte_write_on_the_packet_path", "test_memory_windows_across_the_cable",
+    "test_mixed_traffic_sniffed", "test_not_loopback",
+    "test_path_mtu_sets_packets_not_loopback_cycles", "test_port_counters_saturate",
+    "test_rc_faults_on_the_wire", "test_rc_read_of_1mib_plus_7_over_the_cable",
+    "test_shared_receive_queue_across_the_cable", "test_static_rate_slows_wire_not_loopback",
+    "test_wire_ud_send")
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_wire.<test name>[/params]"
     "megabyte": rf"^test_wire\.{MIB_TESTS}(/|$)",
-    "main": rf"^test_wire\.(?!{MIB_TESTS}(/|$))",
+    "main": rf"^test_wire\.(?!({MIB_TESTS}|{'|'.join(ETHERNET_ONLY)})(/|$))",
     "ethernet": rf"^test_wire\.({'|'.join(ETHERNET_TESTS)})(/|$)",
 }
 
