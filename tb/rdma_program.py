@@ -13,7 +13,7 @@ from .rdma_tb import LINK, open_device, open_fabric
 from .seed import SEED
 from .verbs import (
     GRH_BYTES, Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR,
-    WCOpcode, WCStatus, WROpcode, send_with_inv,
+    WCFlags, WCOpcode, WCStatus, WROpcode, send_with_inv,
 )
 
 
@@ -217,6 +217,11 @@ class Rdma:
     def dlid_path_bits(self, port):
         return 0 if self.ethernet(port) else DLID_PATH_BITS & ((1 << self.dev.ports[port].lmc) - 1)
 
+    def grh_flag(self, port):
+        """The GRH flag of a receive completion on `port` for a sender without a GRH: set on
+        Ethernet, where every packet carries its IP header as one."""
+        return WCFlags.GRH if self.ethernet(port) else WCFlags(0)
+
     def sl(self, port, sl=SL):
         """The SL a receive completion on `port` reports for a sender using `sl` (RoCE v2
         carries none: 0)."""
@@ -384,13 +389,29 @@ async def wait_all(cq, n):
     return await cq.wait(n, timeout=n + 100)
 
 
-def grh_bytes(route, sgid, length, with_imm):
-    """The GRH a UD packet of `length` payload bytes would have carried: IPVer 6, TClass,
-    FlowLabel, PayLen, NxtHdr 0x1B (BTH), HopLmt, SGID, DGID. PayLen counts BTH (12),
-    DETH (8), ImmDt (4), the payload, its pad to 4 bytes and the ICRC (4)."""
+def grh_bytes(route, sgid, length, with_imm, link="ib"):
+    """The GRH area of a UD receive of `length` payload bytes: on InfiniBand the GRH the
+    packet would have carried: IPVer 6, TClass, FlowLabel, PayLen, NxtHdr 0x1B (BTH), HopLmt,
+    SGID, DGID, PayLen counting BTH (12), DETH (8), ImmDt (4), the payload, its pad to 4 bytes
+    and the ICRC (4). On Ethernet its IP header: IPv6 (next header UDP, the payload length
+    counting the UDP header), or between IPv4-mapped GIDs 20 zero bytes and the IPv4 header
+    (identification 0, DF, protocol UDP, its checksum)."""
     pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
-    return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | route.flow_label,
-                        pay_len, 0x1B, route.hop_limit) + sgid + route.dgid)
+    if link == "eth" and sgid[:12] == bytes(10) + b"\xff\xff":
+        header = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, route.traffic_class,
+                                       20 + 8 + pay_len, 0, 0x4000, route.hop_limit, 17, 0,
+                                       sgid[12:], route.dgid[12:]))
+        total = sum(struct.unpack(">10H", header))
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        header[10:12] = (total ^ 0xFFFF).to_bytes(2, "big")
+        return bytes(20) + bytes(header)
+    flow = route.flow_label
+    if link == "eth":
+        return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | flow, 8 + pay_len,
+                            17, route.hop_limit) + sgid + route.dgid)
+    return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | flow, pay_len, 0x1B,
+                        route.hop_limit) + sgid + route.dgid)
 
 
 def grh_area(capture):

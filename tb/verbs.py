@@ -1548,10 +1548,11 @@ async def _post(dev, wq, wqes, doorbell):
 
 async def connect(a, b, port_a=1, port_b=None, *, global_route=False, **attrs):
     """Take RC/UC QPs `a` and `b` through INIT -> RTR -> RTS aimed at each other, each
-    addressing the other's port LID (and GID with `global_route`). `attrs` go to to_rts."""
+    addressing the other's port LID (and GID with `global_route`, or on Ethernet, where the
+    GID is the address). `attrs` go to to_rts."""
     port_b = port_a if port_b is None else port_b
     pa, pb = a.dev.ports[port_a], b.dev.ports[port_b]
-    await a.to_rts(b.qp_num, pb.lid, port_a, grh=GlobalRoute(pb.gid) if global_route else None,
-                   **attrs)
-    await b.to_rts(a.qp_num, pa.lid, port_b, grh=GlobalRoute(pa.gid) if global_route else None,
-                   **attrs)
+    for qp, peer, port, attr in ((a, b, port_a, pb), (b, a, port_b, pa)):
+        grh = global_route or qp.dev.ports[port].link_layer == "eth"
+        await qp.to_rts(peer.qp_num, attr.lid, port, grh=GlobalRoute(attr.gid) if grh else None,
+                        **attrs)

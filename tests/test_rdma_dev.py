@@ -92,11 +92,11 @@ async def test_connected_opcode(dut, transport, opcode):
 
     if opcode in NEEDS_RECEIVE:
         [rwc] = await b.recv_cq.wait(1)
-        flags = WCFlags.WITH_IMM if opcode in WITH_IMM else WCFlags(0)
+        flags = (WCFlags.WITH_IMM if opcode in WITH_IMM else WCFlags(0)) | rdma.grh_flag(1)
         assert_wc(rwc, wr_id=0xB0B, status=WCStatus.SUCCESS, byte_len=length, qp_num=b.qp_num,
                   opcode=(WCOpcode.RECV_RDMA_WITH_IMM if opcode == WROpcode.RDMA_WRITE_WITH_IMM
                           else WCOpcode.RECV),
-                  src_qp=a.qp_num, wc_flags=flags, sl=SL, slid=rdma.slid(1),
+                  src_qp=a.qp_num, wc_flags=flags, sl=rdma.sl(1), slid=rdma.slid(1),
                   dlid_path_bits=rdma.dlid_path_bits(1))
         if opcode in WITH_IMM:
             assert rwc.imm_data == imm
@@ -132,17 +132,19 @@ async def test_ud_send(dut, with_imm, global_route):
     assert_wc(swc, wr_id=0xA1, status=WCStatus.SUCCESS, opcode=WCOpcode.SEND, byte_len=length,
               qp_num=a.qp_num)
     [rwc] = await b.recv_cq.wait(1)
-    flags = (WCFlags.GRH if global_route else WCFlags(0)) | (
+    flags = (WCFlags.GRH if global_route else rdma.grh_flag(1)) | (
         WCFlags.WITH_IMM if with_imm else WCFlags(0))
     assert_wc(rwc, wr_id=0xB0B, status=WCStatus.SUCCESS, opcode=WCOpcode.RECV,
               byte_len=GRH_BYTES + length, qp_num=b.qp_num, src_qp=a.qp_num, wc_flags=flags,
-              sl=SL, slid=rdma.slid(1), dlid_path_bits=DLID_PATH_BITS)
-    assert (rwc.slid, rwc.dlid_path_bits) == (0x13, 2)  # port 1: LID 0x10, LMC 2
+              sl=rdma.sl(1), slid=rdma.slid(1), dlid_path_bits=rdma.dlid_path_bits(1))
+    if not rdma.ethernet(1):
+        assert (rwc.slid, rwc.dlid_path_bits) == (0x13, 2)  # port 1: LID 0x10, LMC 2
     if with_imm:
         assert rwc.imm_data == imm
 
-    grh = (grh_bytes(ah.attr.grh, rdma.dev.ports[1].gid, length, with_imm) if global_route
-           else bytes(GRH_BYTES))
+    link = rdma.dev.ports[1].link_layer
+    grh = (grh_bytes(ah.attr.grh, rdma.dev.ports[1].gid, length, with_imm, link)
+           if global_route or link == "eth" else bytes(GRH_BYTES))
     assert dst.read(8, GRH_BYTES) == grh, (
         f"GRH area: expected {grh.hex(' ')}, got {dst.read(8, GRH_BYTES).hex(' ')}")
     assert dst.read(8 + GRH_BYTES, length) == message
@@ -300,10 +302,10 @@ async def test_sends_between_equal_unaligned_offsets(dut, opcode):
         mw = await rdma.pd.alloc_mw(2)
         await bind_window(rdma, b, mw, remote.sge(2048, 64), Access.REMOTE_WRITE)
         wr, fields = (send_with_inv(local.sge(37, 300), mw.rkey, wr_id=0xA2),
-                      dict(imm_data=mw.rkey, wc_flags=WCFlags.WITH_INV))
+                      dict(imm_data=mw.rkey, wc_flags=WCFlags.WITH_INV | rdma.grh_flag(1)))
     else:
         wr, fields = (work_request(opcode, local.sge(37, 300), wr_id=0xA2, imm=0x5EED),
-                      dict(imm_data=0x5EED, wc_flags=WCFlags.WITH_IMM))
+                      dict(imm_data=0x5EED, wc_flags=WCFlags.WITH_IMM | rdma.grh_flag(1)))
     before = remote.read()
     await b.post_recv(RecvWR(remote.sge(101, 300), wr_id=0xB2))
     await a.post_send(wr)
@@ -1933,7 +1935,7 @@ async def test_illegal_qp_transitions(dut):
     await assert_refused(CmdResult.BAD_PARAM, a.modify(QPState.INIT, port_num=3),
                          "MODIFY_QP INIT -> INIT on port 3")
     await a.modify(QPState.RTR, dest_qp_num=b.qp_num,
-                   ah_attr=AHAttr(rdma.own_lid(1)))
+                   ah_attr=AHAttr(rdma.own_lid(1), grh=rdma.route(1, rdma.own_lid(1))))
     await refuse_illegal(QPState.RTR)
     await a.modify(QPState.RTS)
     await refuse_illegal(QPState.RTS)
@@ -1981,7 +1983,7 @@ async def test_destroyed_objects_free_their_numbers(dut):
     cq = await dev.create_cq(16)
     srq = await pd.create_srq(4)
     a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq, srq=srq)
-    ah = await pd.create_ah(1, dev.ports[1].lid)
+    ah = await pd.create_ah(1, dev.ports[1].lid, grh=rdma.route(1, dev.ports[1].lid))
     region = await rdma.region(4096)
     numbers = (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index, srq.srqn)
     for qp in (a, b):
@@ -1994,7 +1996,7 @@ async def test_destroyed_objects_free_their_numbers(dut):
     cq = await dev.create_cq(16)
     srq = await pd.create_srq(4)
     a, b = await pd.create_qp(QPType.RC, cq, cq), await pd.create_qp(QPType.RC, cq, cq, srq=srq)
-    ah = await pd.create_ah(1, dev.ports[1].lid)
+    ah = await pd.create_ah(1, dev.ports[1].lid, grh=rdma.route(1, dev.ports[1].lid))
     region = await rdma.region(4096)
     assert (cq.cqn, a.qp_num, b.qp_num, ah.ahn, region.mr.index, srq.srqn) == numbers
     await connect(a, b, port_a=1)
@@ -2137,7 +2139,8 @@ async def test_requester_refuses(dut, request):
         elif request == BadRequest.UD_AH_OUT_OF_RANGE:
             ah = (await rdma.loopback_ah()).ahn + rdma.dev.num_ah
         elif request == BadRequest.UD_AH_OF_OTHER_PD:
-            ah = await rdma.dev.alloc_pd().create_ah(1, rdma.own_lid(1))
+            ah = await rdma.dev.alloc_pd().create_ah(1, rdma.own_lid(1),
+                                                     grh=rdma.route(1, rdma.own_lid(1)))
         elif request == BadRequest.UD_AH_OF_OTHER_PORT:
             ah = await rdma.loopback_ah(port=2)
         else:
@@ -2425,14 +2428,19 @@ async def test_modify_to_undefined_state_refused(dut):
 # every width, make coverage one opcode per width. At 64 and 512 bits make test runs the tests
 # whose data movement the width shapes (every opcode, UD, every length and alignment, many
 # messages in flight), make regress and make coverage all of them: the rules the rest check do
-# not depend on the width.
+# not depend on the width. The ethernet group is the main group with both ports on Ethernet
+# (RoCE v2: loopback by GID, the Ethernet completion fields); make test runs ETHERNET_CORE of it.
 
 WIDTHS = [64, 256, 512]
 MEGABYTE_TESTS = "test_megabyte_messages"
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_rdma_dev.<test name>[/params]"
     "megabyte": rf"^test_rdma_dev\.{MEGABYTE_TESTS}(/|$)",
     "main": rf"^test_rdma_dev\.(?!{MEGABYTE_TESTS}(/|$))",
+    # the main group with both ports on Ethernet (RoCE v2): the loopback rule by GID
+    "ethernet": rf"^test_rdma_dev\.(?!{MEGABYTE_TESTS}(/|$))",
 }
+# make test runs these of the ethernet group, at 256 bits; make regress all of it at every width
+ETHERNET_CORE = ("test_connected_opcode", "test_ud_send", "test_sends_between_equal_unaligned_offsets")
 MEGABYTE_OPCODE = {64: "SEND", 256: "RDMA_WRITE", 512: "RDMA_READ"}     # make coverage's
 WIDTH_TESTS = ("test_connected_opcode", "test_ud_send", "test_length_alignment_sweep",
                "test_many_qps_many_outstanding", "test_bypass_messages_in_flight_keep_their_order")
@@ -2448,11 +2456,16 @@ def test_rdma_dev(w, group):
         pattern = rf"^test_rdma_dev\.{MEGABYTE_TESTS}/opcode={MEGABYTE_OPCODE[w]}$"
     if group == "main" and w != 256 and not (REGRESS or coverage_enabled()):
         pattern = rf"^test_rdma_dev\.({'|'.join(WIDTH_TESTS)})(/|$)"
+    if group == "ethernet" and not REGRESS:
+        if w != 256:
+            pytest.skip("Ethernet ports at 64 and 512 bits: make regress")
+        pattern = rf"^test_rdma_dev\.({'|'.join(ETHERNET_CORE)})(/|$)"
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
         parameters={"DATA_WIDTH": w},
-        extra_env={"COCOTB_TEST_FILTER": pattern},
+        extra_env={"COCOTB_TEST_FILTER": pattern,
+                   "RDMA_LINK": "eth" if group == "ethernet" else "ib"},
     )
 
 
