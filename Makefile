@@ -17,7 +17,8 @@
 #   make waves     open the last waveform in GTKWave
 #   make bench     clock-cycle benchmarks and simulation speed, table + sim/out/bench.json
 #   make rdma-core-tests  rdma-core's own test suite (Debian python3-pyverbs) against the device,
-#                  bypass on and off: a table + sim/out/rdma-core-tests.json
+#                  ports on InfiniBand and on Ethernet (RoCE v2; RDMA_LINK=ib or eth: one of
+#                  them), bypass on and off: a table + sim/out/rdma-core-tests.json
 #   make durations record every test's duration in .test_durations (SHARD and ordering use it)
 #   make clean     remove build and output folders
 # Set-up is automatic: a .venv from requirements.txt, and Icarus (and tshark, to check our

@@ -2,9 +2,10 @@
 
 rdma_core/suite.py starts it (environment: RDMA_CORE_SUITE, the unpacked suite;
 RDMA_CORE_MODULES, the suite modules to run; RDMA_CORE_TESTS, optionally only these test ids;
-RDMA_CORE_BYPASS, 1 or 0; RDMA_CORE_RESULTS, the JSON file for the results). It opens the
-device as every test here does (tb/rdma_tb.py: open_device, ports addressed), sets the bypass
-switch, attaches the device to this project's pyverbs (rdma_core/pyverbs), and runs the
+RDMA_CORE_LINK, the ports' link layer, "ib" or "eth"; RDMA_CORE_BYPASS, 1 or 0;
+RDMA_CORE_RESULTS, the JSON file for the results). It opens the device as every test here does
+(tb/rdma_tb.py: open_device, the ports addressed as IB_PORT_SETUP or ETH_PORT_SETUP), sets the
+bypass switch, attaches the device to this project's pyverbs (rdma_core/pyverbs), and runs the
 suite's unittest tests one by one in a thread bridged into the simulation: each verb drives
 the device and returns when it has answered.
 
@@ -38,8 +39,9 @@ if str(LAYER) not in sys.path[:1]:     # this pyverbs, before any other on the p
 import pyverbs                  # noqa: E402
 from pyverbs import _sim        # noqa: E402
 
-from tb.rdma_tb import open_device    # noqa: E402
+from tb.rdma_tb import ETH_PORT_SETUP, IB_PORT_SETUP, open_device    # noqa: E402
 from tb.seed import SEED              # noqa: E402
+from tb.verbs import PortReg, port_reg    # noqa: E402
 
 if Path(pyverbs.__file__).resolve().parent != LAYER / "pyverbs":
     raise ImportError(f"pyverbs resolves to {pyverbs.__file__}, not {LAYER / 'pyverbs'}")
@@ -130,18 +132,21 @@ async def rdma_core_suite(dut):
     suite = Path(os.environ["RDMA_CORE_SUITE"])
     modules = [m for m in os.environ.get("RDMA_CORE_MODULES", "").split(",") if m]
     only = {t for t in os.environ.get("RDMA_CORE_TESTS", "").split(",") if t}
+    link = os.environ.get("RDMA_CORE_LINK", "ib")
     bypass = os.environ.get("RDMA_CORE_BYPASS", "1") != "0"
     results_file = Path(os.environ["RDMA_CORE_RESULTS"])
 
-    tb, dev, sb = await open_device(dut, seed=SEED)
+    ports = {"ib": IB_PORT_SETUP, "eth": ETH_PORT_SETUP}[link]
+    tb, dev, sb = await open_device(dut, seed=SEED, ports=ports)
     # The suite is the judge here. The reference model does not follow what this layer adds
     # on top of the driver (its heap that reuses host memory, rereg), so it does not observe.
     dev.observers.clear()
     await dev.set_bypass(bypass)
     sim = _sim.attach(tb, dev)
     load_suite(suite)
-    dut._log.info("rdma-core suite from %s: %s, bypass %s; SEED=%d (replay with SEED=%d)",
-                  suite, ", ".join(modules), "on" if bypass else "off", SEED, SEED)
+    dut._log.info("rdma-core suite from %s: %s, ports on %s, bypass %s; SEED=%d (replay with "
+                  "SEED=%d)", suite, ", ".join(modules), link, "on" if bypass else "off", SEED,
+                  SEED)
     try:
         results = await bridge(run_tests)(sim, modules, only, dut._log)
     finally:
@@ -152,7 +157,11 @@ async def rdma_core_suite(dut):
         dut._log.warning("left on the device after the suite: %s", left)
     moved = await dev.read_counters() - dev.counters_at_open
     dut._log.info("loopback bypass: %d messages, %d bytes", moved.lb_msgs, moved.lb_bytes)
-    record = dict(bypass=bypass, seed=SEED, loopback_messages=moved.lb_msgs,
+    # the report names the pass by the link layer the device's ports were on (PORT_LINK)
+    links = {("ib", "eth")[await dev.read_reg(port_reg(port, PortReg.LINK)) & 1]
+             for port in dev.ports}
+    record = dict(link="/".join(sorted(links)), bypass=bypass, seed=SEED,
+                  loopback_messages=moved.lb_msgs,
                   loopback_bytes=moved.lb_bytes, cq_overflows=moved.cq_overflows, register_errors=moved.reg_errors,
                   left_on_device=left, tests=results)
     results_file.parent.mkdir(parents=True, exist_ok=True)

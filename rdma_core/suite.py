@@ -4,10 +4,11 @@ modules run, and one run of them (a "pass") in a simulation.
 The suite is Debian's python3-pyverbs package's (/usr/share/doc/rdma-core/tests, some files
 gzipped); `unpack` copies it into sim/build/rdma-core/tests unmodified. `run_pass` builds
 tb_rdma_dev at 256 bits through simrun and runs rdma_core/run_suite.py in it, which opens the
-device, sets the bypass switch and runs the chosen suite modules against this project's
-pyverbs layer (rdma_core/pyverbs). The results come back as a dict: "tests", a list with one
-dict per suite test ({"id", "module", "outcome" (passed / skipped / failed), "reason",
-"detail" (a failure's traceback), "cycles", "seconds"}), and what the device counted:
+device with its ports on InfiniBand or Ethernet (RoCE v2), sets the bypass switch and runs the
+chosen suite modules against this project's pyverbs layer (rdma_core/pyverbs). The results
+come back as a dict: "link", the link layer the ports were on ("ib" or "eth"); "tests", a list
+with one dict per suite test ({"id", "module", "outcome" (passed / skipped / failed),
+"reason", "detail" (a failure's traceback), "cycles", "seconds"}), and what the device counted:
 "loopback_messages" and "loopback_bytes" (LB_MSGS / LB_BYTES: the messages the bypass moved),
 "cq_overflows", "register_errors", "left_on_device" (objects not destroyed).
 """
@@ -31,6 +32,7 @@ PARAMETERS = {"DATA_WIDTH": 256}
 
 # the modules that run, in this order: every module of the Debian suite but the ones of other
 # providers' direct verbs (test_mlx5_*, test_efa*)
+LINKS = ("ib", "eth")   # the ports' link layers a pass may run on (tb.rdma_tb's PORT_SETUPs)
 MODULES = ("test_device", "test_pd", "test_cq", "test_cq_events", "test_qp", "test_mr",
            "test_atomic", "test_relaxed_ordering", "test_addr", "test_qpex", "test_cqex",
            "test_shared_pd", "test_parent_domain", "test_odp", "test_fork", "test_flow",
@@ -74,17 +76,19 @@ def unpack(source=DEBIAN_SUITE, dest=SUITE):
     return dest
 
 
-def run_pass(bypass, modules=MODULES, tests=None, name=None, seed=None):
+def run_pass(bypass, modules=MODULES, tests=None, name=None, seed=None, link="ib"):
     """Run the suite's `modules` (or only the test ids `tests`, e.g.
-    "test_device.DeviceTest.test_query_port") with the bypass switch on or off, in one
-    simulation. Each suite test draws its random numbers from `seed` (default: tb.seed's
-    SEED) and its id, so two passes with one seed run the same tests. Returns the results
-    (see the module docstring)."""
+    "test_device.DeviceTest.test_query_port") with the ports on `link` ("ib" or "eth") and the
+    bypass switch on or off, in one simulation. Each suite test draws its random numbers from
+    `seed` (default: tb.seed's SEED) and its id, so two passes with one seed run the same
+    tests. Returns the results (see the module docstring)."""
     from tb import simrun
     from tb.seed import SEED
 
+    if link not in LINKS:
+        raise ValueError(f"link {link!r}: one of {LINKS}")
     suite = unpack()
-    name = name or f"rdma-core-bypass-{'on' if bypass else 'off'}"
+    name = name or f"rdma-core-{link}-bypass-{'on' if bypass else 'off'}"
     if str(ROOT) not in sys.path:      # the simulator's Python gets this process's sys.path
         sys.path.insert(0, str(ROOT))
     runner, build_dir = simrun.build(HARNESS, PARAMETERS)
@@ -96,6 +100,7 @@ def run_pass(bypass, modules=MODULES, tests=None, name=None, seed=None):
         "RDMA_CORE_SUITE": str(suite),
         "RDMA_CORE_MODULES": ",".join(modules),
         "RDMA_CORE_TESTS": ",".join(tests or ()),
+        "RDMA_CORE_LINK": link,
         "RDMA_CORE_BYPASS": "1" if bypass else "0",
         "RDMA_CORE_RESULTS": str(results_file),
         "SEED": str(SEED if seed is None else seed),

@@ -1,6 +1,8 @@
 """rdma-core's own test suite against the device, short form (make test): a subset of the
-suite's tests, unmodified, through this project's pyverbs layer (rdma_core/pyverbs), with the
-bypass switch on. `make rdma-core-tests` runs the chosen modules whole, bypass on and off.
+suite's tests, unmodified, through this project's pyverbs layer (rdma_core/pyverbs): with the
+ports on InfiniBand and the bypass switch on, and a few RoCE tests with the ports on Ethernet
+and the bypass off. `make rdma-core-tests` runs the chosen modules whole, on both link layers,
+bypass on and off.
 
 The subset covers what every other suite test stands on: opening the device and querying it
 and its ports, PDs, CQ creation refused as a provider refuses it, QPs created with the
@@ -13,6 +15,12 @@ feature, and one
 test of each module that only imports against a layer exporting every name real pyverbs
 exports (fork, flow steering, RSS work queues, tag matching, ODP, parent domains, RDMA-CM),
 each passing or skipped with the suite's own reason.
+
+On Ethernet (RoCE v2), with the bypass off: the suite's RoCE test (an AH without a GRH
+refused), an empty entry of the port's GID table (ENODATA), and this layer's RoCE module: the
+GID table through every query, RTR without a GRH and bad source GIDs refused, and UD and RC
+traffic from each of the port's GIDs (IPv4, IPv6, IPv4 on VLAN 7) as RoCE v2 frames through
+the port's internal loopback, the destination MAC resolved from the DGID.
 """
 
 import pytest
@@ -62,18 +70,42 @@ SUBSET = {
 }
 
 
-def test_rdma_core_subset():
+# the same, with the ports on Ethernet (RoCE v2) and the bypass off
+ROCE_SUBSET = {
+    "test_addr.AHTest.test_create_ah_roce": ("passed", ""),
+    "test_device.DeviceTest.test_query_gid_ex_bad_flow": ("passed", ""),
+    "test_layer_roce.RoceTestCase.test_roce_gid_table": ("passed", ""),
+    "test_layer_roce.RoceTestCase.test_roce_address_errors": ("passed", ""),
+    "test_layer_roce.RoceTestCase.test_ud_traffic_every_gid": ("passed", ""),
+    "test_layer_roce.RoceTestCase.test_rc_traffic_every_gid": ("passed", ""),
+}
+
+
+def run_subset(subset, link, bypass, name):
+    """Run the test ids of `subset` in one pass and check each outcome; returns the pass's
+    record."""
     if not suite.install_package():
         pytest.skip(f"{suite.DEBIAN_SUITE} is missing ({suite.DEBIAN_PACKAGE} could not be "
                     f"installed)")
-    modules = list(dict.fromkeys(test_id.split(".")[0] for test_id in SUBSET))
-    record = suite.run_pass(True, modules, list(SUBSET), name="rdma-core-subset")
+    modules = list(dict.fromkeys(test_id.split(".")[0] for test_id in subset))
+    record = suite.run_pass(bypass, modules, list(subset), name=name, link=link)
     got = {t["id"]: (t["outcome"], t["reason"] if t["outcome"] == "skipped" else "")
            for t in record["tests"]}
-    wrong = [f"  {test_id}: expected {SUBSET[test_id]}, got {got.get(test_id, 'not run')}"
+    wrong = [f"  {test_id}: expected {subset[test_id]}, got {got.get(test_id, 'not run')}"
              + "".join(f"\n{t['detail']}" for t in record["tests"]
                        if t["id"] == test_id and t["detail"])
-             for test_id in SUBSET if got.get(test_id) != SUBSET[test_id]]
+             for test_id in subset if got.get(test_id) != subset[test_id]]
     assert not wrong, "rdma-core's suite:\n" + "\n".join(wrong)
-    assert record["loopback_messages"] > 0, "the atomics did not take the loopback bypass"
+    assert record["link"] == link, f"the ports were on {record['link']}, not {link}"
     assert not record["left_on_device"], f"left on the device: {record['left_on_device']}"
+    return record
+
+
+def test_rdma_core_subset():
+    record = run_subset(SUBSET, "ib", True, "rdma-core-subset")
+    assert record["loopback_messages"] > 0, "the atomics did not take the loopback bypass"
+
+
+def test_rdma_core_roce_subset():
+    record = run_subset(ROCE_SUBSET, "eth", False, "rdma-core-roce-subset")
+    assert record["loopback_messages"] == 0, "a message took the bypass, which was off"

@@ -129,22 +129,32 @@ def static_rate_divisor(static_rate, port_gbps):
 
 def driver_av(ctx, attr, what):
     """The tb.verbs address vector fields of `attr` (AHAttr), checked as a provider checks
-    them: port, static rate and, when global, the source GID index."""
+    them: port, static rate and, when global, the source GID index (EINVAL beyond the port's
+    GID table, ENODATA for an empty entry, as the kernel's GID cache answers). An Ethernet
+    port's address must be global (RoCE has no LIDs: mlx5 and the kernel refuse one without
+    a GRH, EINVAL); the driver resolves its destination MAC from the DGID."""
     from .device import LANE_SPEEDS, lane_speed    # device imports this module
 
     if not 1 <= attr.port_num <= ctx.dev.num_ports:
         raise rdma_error(f"{what}: port {attr.port_num} does not exist", errno.EINVAL)
+    port = ctx.dev.ports[attr.port_num]
     port_gbps = 4 * dict(LANE_SPEEDS)[lane_speed(ctx.dev.data_bytes)]
     rate = static_rate_divisor(attr.static_rate, port_gbps)
     if rate is None:
         raise rdma_error(f"{what}: static rate {attr.static_rate} is no ibv_rate", errno.EINVAL)
+    if port.link_layer == "eth" and not attr.is_global:
+        raise rdma_error(f"{what}: port {attr.port_num} is Ethernet (RoCE v2): the address "
+                         f"needs a GRH", errno.EINVAL)
     grh = None
     if attr.is_global:
-        if attr.gr.sgid_index != 0:     # one GID per port
-            raise rdma_error(f"{what}: sgid_index {attr.gr.sgid_index} is beyond the GID table",
+        index = attr.gr.sgid_index
+        if index >= len(port.gid_table):
+            raise rdma_error(f"{what}: sgid_index {index} is beyond the GID table",
                              errno.EINVAL)
+        if not any(port.gid_table[index].gid):
+            raise rdma_error(f"{what}: GID table entry {index} is empty", errno.ENODATA)
         grh = DriverRoute(attr.gr.dgid.raw, attr.gr.flow_label & 0xFFFFF, attr.gr.hop_limit & 0xFF,
-                          attr.gr.traffic_class & 0xFF)
+                          attr.gr.traffic_class & 0xFF, index)
     return dict(dlid=attr.dlid & 0xFFFF, sl=attr.sl & 0xF, src_path_bits=attr.src_path_bits & 0x7F,
                 static_rate=rate, grh=grh)
 

@@ -1,18 +1,19 @@
 """Contexts on the simulated device, its attributes and its ports.
 
-The simulation has one device (`_sim.DEVICE_NAME`): an InfiniBand channel adapter with the
-ports, QPs, CQs, MRs and AHs its registers report. What it can do is reported the way a
-provider reports it (docs/host-interface.md is where the numbers come from): one
-up to four scatter/gather elements per WQE, basic SRQs (no resize), memory windows of types 1
-and 2; no device memory, ODP, XRC, raw packet QPs or multicast; RC atomics within the device
-(IBV_ATOMIC_HCA).
+The simulation has one device (`_sim.DEVICE_NAME`): a channel adapter with the ports, QPs,
+CQs, MRs and AHs its registers report, each port InfiniBand or Ethernet (RoCE v2) as its
+PORT_LINK register says. What it can do is reported the way a provider reports it
+(docs/host-interface.md is where the numbers come from): up to four scatter/gather elements
+per WQE, basic SRQs (no resize), memory windows of types 1 and 2, a GID table of NUM_GIDS
+entries per port (RoCE v2 GIDs on an Ethernet port); no device memory, ODP, XRC, raw packet
+QPs or multicast; RC atomics within the device (IBV_ATOMIC_HCA).
 """
 
 import errno
 import os
 
 from tb.rdma_tb import CLOCK_PERIOD_NS
-from tb.verbs import DEV_ID_MAGIC, MAX_SGE, MAX_SGE_RD, PortReg, Reg, port_reg
+from tb.verbs import DEV_ID_MAGIC, MAX_SGE, MAX_SGE_RD, PortReg, Reg, gid_reg, port_reg
 
 from . import _sim
 from . import enums as e
@@ -38,6 +39,8 @@ DEVICE_CAPS = (e.IBV_DEVICE_RC_RNR_NAK_GEN | e.IBV_DEVICE_UD_AV_PORT_ENFORCE
                | e.IBV_DEVICE_SYS_IMAGE_GUID | e.IBV_DEVICE_MEM_WINDOW
                | e.IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 PORT_CAPS = 0
+# an Ethernet port's GIDs are its IP addresses (IPv4-mapped or IPv6), as on every RoCE port
+ETH_PORT_CAPS = e.IBV_PORT_IP_BASED_GIDS
 # IB lane speeds (ibv active_speed codes, Gb/s per lane); the port reports 4X lanes at the
 # fastest speed its link (data width x clock) carries
 LANE_SPEEDS = ((1, 2.5), (2, 5.0), (4, 10.0), (16, 14.0625), (32, 25.78125), (64, 53.125),
@@ -149,44 +152,74 @@ class Context(DeviceObject, PyverbsCM):
         return PortAttr(*self.sim.call(self._read_port, port_num), self.dev.data_bytes)
 
     async def _read_port(self, port):
+        """(Ethernet?, GID table entries, LID, LMC, active MTU) from the port's registers."""
         dev = self.dev
+        link = await dev.read_reg(port_reg(port, PortReg.LINK))
         lid = await dev.read_reg(port_reg(port, PortReg.LID)) & 0xFFFF
         lmc = await dev.read_reg(port_reg(port, PortReg.LMC)) & 7
         mtu = await dev.read_reg(port_reg(port, PortReg.MTU)) & 7
-        return lid, lmc, mtu
+        return bool(link & 1), link >> 8 & 0xFF, lid, lmc, mtu
 
-    async def _read_gid(self, port):
-        words = [await self.dev.read_reg(port_reg(port, PortReg.GID0 + 4 * i)) for i in range(4)]
-        return b"".join(w.to_bytes(4, "big") for w in words)
+    async def _read_gids(self, port, indices):
+        """The port's link layer (Ethernet?) and the GIDs (bytes) of its GID table entries
+        `indices` (None: every entry), from its registers; an all-zero GID is an empty entry.
+        An index beyond the table gives None."""
+        link = await self.dev.read_reg(port_reg(port, PortReg.LINK))
+        entries = link >> 8 & 0xFF
+        gids = []
+        for index in range(entries) if indices is None else indices:
+            if not 0 <= index < entries:
+                gids.append(None)
+                continue
+            words = [await self.dev.read_reg(gid_reg(port, index, 4 * i)) for i in range(4)]
+            gids.append(b"".join(w.to_bytes(4, "big") for w in words))
+        return bool(link & 1), gids
+
+    def _gid(self, port_num, index, what):
+        """GID `index` of port `port_num` (bytes, all zero when the entry is empty) and the
+        ibv_gid_type of the port's GIDs; EINVAL for a port or an index the device has not."""
+        self._check_port(port_num, what)
+        ethernet, (raw,) = self.sim.call(self._read_gids, port_num, [index])
+        if raw is None:
+            raise rdma_error(what, errno.EINVAL)
+        return raw, e.IBV_GID_TYPE_ROCE_V2 if ethernet else e.IBV_GID_TYPE_IB
 
     def query_gid(self, port_num, index):
-        if not 1 <= port_num <= self.dev.num_ports or index != 0:
-            raise rdma_error(f"Failed to query gid {index} of port {port_num}", errno.EINVAL)
+        """ibv_query_gid: an empty entry reads all zero, as libibverbs keeps it."""
         gid = GID()
-        gid.raw = self.sim.call(self._read_gid, port_num)
+        gid.raw, _ = self._gid(port_num, index, f"Failed to query gid {index} of port {port_num}")
         return gid
 
     def query_gid_type(self, port_num, index):
-        self.query_gid(port_num, index)
-        return e.IBV_GID_TYPE_SYSFS_IB_ROCE_V1
-
-    def _gid_entry(self, port_num, index):
-        raw = self.sim.call(self._read_gid, port_num)
-        return GIDEntry(raw, index, port_num, e.IBV_GID_TYPE_IB)
+        """ibv_query_gid_type, in sysfs' terms: RoCE v2 for an Ethernet port's GIDs (the device
+        speaks no RoCE v1); IB_ROCE_V1 for InfiniBand's and for an empty entry, as libibverbs
+        answers for one."""
+        raw, gid_type = self._gid(port_num, index, f"Failed to query gid type {index} of port "
+                                                   f"{port_num}")
+        return (e.IBV_GID_TYPE_SYSFS_ROCE_V2 if any(raw) and gid_type == e.IBV_GID_TYPE_ROCE_V2
+                else e.IBV_GID_TYPE_SYSFS_IB_ROCE_V1)
 
     def query_gid_table(self, max_entries, flags=0):
-        ports = range(1, self.dev.num_ports + 1)
-        if max_entries < len(ports) or flags:
+        """ibv_query_gid_table: every non-empty entry of every port, in port and index order."""
+        table = []
+        for port in range(1, self.dev.num_ports + 1):
+            ethernet, gids = self.sim.call(self._read_gids, port, None)
+            gid_type = e.IBV_GID_TYPE_ROCE_V2 if ethernet else e.IBV_GID_TYPE_IB
+            table += [GIDEntry(raw, index, port, gid_type) for index, raw in enumerate(gids)
+                      if any(raw)]
+        if len(table) > max_entries or flags:
             # ibv_query_gid_table returns -errno, and pyverbs passes it on as it is
             raise rdma_error("Failed to query gid table", -errno.EINVAL)
-        return [self._gid_entry(port, 0) for port in ports]
+        return table
 
     def query_gid_ex(self, port_num, gid_index, flags=0):
-        self._check_port(port_num, f"Failed to query gid {gid_index} of port {port_num}")
-        if gid_index != 0 or flags:
-            raise rdma_error(f"Failed to query gid {gid_index} of port {port_num}",
-                             errno.ENODATA if gid_index else errno.EINVAL)
-        return self._gid_entry(port_num, gid_index)
+        what = f"Failed to query gid {gid_index} of port {port_num}"
+        if flags:
+            raise rdma_error(what, errno.EINVAL)
+        raw, gid_type = self._gid(port_num, gid_index, what)
+        if not any(raw):
+            raise rdma_error(what, errno.ENODATA)
+        return GIDEntry(raw, gid_index, port_num, gid_type)
 
     def query_pkey(self, port_num, index):
         if not 1 <= port_num <= self.dev.num_ports or index != 0:
@@ -348,22 +381,23 @@ def lane_speed(data_bytes):
 
 
 class PortAttr(PyverbsObject):
-    """ibv_port_attr of one port: always active, InfiniBand, one GID and one P_Key."""
+    """ibv_port_attr of one port: always active, one P_Key, the device's GID table; on
+    Ethernet (RoCE v2) no LID, LMC or subnet manager, as a RoCE port reports them."""
 
-    def __init__(self, lid, lmc, active_mtu, data_bytes):
+    def __init__(self, ethernet, gid_tbl_len, lid, lmc, active_mtu, data_bytes):
         super().__init__()
         self.state = e.IBV_PORT_ACTIVE
         self.max_mtu = e.IBV_MTU_4096
         self.active_mtu = active_mtu
-        self.gid_tbl_len = 1
-        self.port_cap_flags = PORT_CAPS
+        self.gid_tbl_len = gid_tbl_len
+        self.port_cap_flags = ETH_PORT_CAPS if ethernet else PORT_CAPS
         self.max_msg_sz = MAX_MSG_SIZE
         self.bad_pkey_cntr = 0
         self.qkey_viol_cntr = 0
         self.pkey_tbl_len = 1
-        self.lid = lid
+        self.lid = 0 if ethernet else lid
         self.sm_lid = 0
-        self.lmc = lmc
+        self.lmc = 0 if ethernet else lmc
         self.max_vl_num = 1
         self.sm_sl = 0
         self.subnet_timeout = 0
@@ -371,7 +405,7 @@ class PortAttr(PyverbsObject):
         self.active_width = WIDTH_4X
         self.active_speed = lane_speed(data_bytes)
         self.phys_state = 5     # LinkUp
-        self.link_layer = e.IBV_LINK_LAYER_INFINIBAND
+        self.link_layer = e.IBV_LINK_LAYER_ETHERNET if ethernet else e.IBV_LINK_LAYER_INFINIBAND
         self.flags = 0
         self.port_cap_flags2 = 0
 
@@ -390,7 +424,7 @@ class GIDEntry(PyverbsObject):
         self.gid_index = gid_index
         self.port_num = port_num
         self.gid_type = gid_type
-        self.ndev_ifindex = 0
+        self.ndev_ifindex = 0   # the simulated host has no net devices (see RDMA-CM)
         self._raw = raw
 
     def gid_str(self):
