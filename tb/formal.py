@@ -160,6 +160,9 @@ PROOFS = (
                    "rcv_pkt, xmit_pkt, rcv_pkt, xmit_pkt | xmit_discard};"),
             Mutant("a clear spares the extended copy", "port_counters.v",
                    "            ext  <= 64'd0;\n", ""),
+            Mutant("np_ecn_marked_roce_packets moves on a CNP sent", "port_counters.v",
+                   "roce_hit = {cnp_handled, cnp_sent, rcv_ce};",
+                   "roce_hit = {cnp_handled, cnp_sent, rcv_ce | cnp_sent};"),
         ),
     ),
 )
