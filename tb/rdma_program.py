@@ -7,7 +7,8 @@ import struct
 
 from cocotb.triggers import ClockCycles
 
-from .ib_packet import ETH_HEADER_BYTES, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH, VLAN_TAG_BYTES
+from .ib_packet import (ETH_HEADER_BYTES, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH,
+                        VLAN_TAG_BYTES, ipv4_checksum, is_ipv4_mapped)
 from .link_faults import LinkFaults
 from .rdma_tb import LINK, open_device, open_fabric
 from .seed import SEED
@@ -397,14 +398,11 @@ def grh_bytes(route, sgid, length, with_imm, link="ib"):
     counting the UDP header), or between IPv4-mapped GIDs 20 zero bytes and the IPv4 header
     (identification 0, DF, protocol UDP, its checksum)."""
     pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
-    if link == "eth" and sgid[:12] == bytes(10) + b"\xff\xff":
+    if link == "eth" and is_ipv4_mapped(sgid):
         header = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, route.traffic_class,
                                        20 + 8 + pay_len, 0, 0x4000, route.hop_limit, 17, 0,
                                        sgid[12:], route.dgid[12:]))
-        total = sum(struct.unpack(">10H", header))
-        while total >> 16:
-            total = (total & 0xFFFF) + (total >> 16)
-        header[10:12] = (total ^ 0xFFFF).to_bytes(2, "big")
+        header[10:12] = ipv4_checksum(header).to_bytes(2, "big")
         return bytes(20) + bytes(header)
     flow = route.flow_label
     if link == "eth":

@@ -926,14 +926,14 @@ class Device:
         resolved from its DGID (one of this device's ports, or `neighbours`), as libibverbs
         resolves it; an address it cannot resolve, or whose GIDs are not of one IP version
         (RoCE v2 sends IPv4 between IPv4-mapped GIDs, else IPv6), is refused."""
-        attr = self.ports[port]
-        if attr.link_layer != "eth":
+        table = self.ports[port].gid_table
+        if self.ports[port].link_layer != "eth":
             return av
         if av.grh is None:
             raise VerbsError(f"port {port} is Ethernet: an address needs a GRH (RoCE v2)")
         dgid = bytes(av.grh.dgid)
-        if av.grh.sgid_index < len(attr.gid_table):
-            sgid = attr.gid_table[av.grh.sgid_index].gid
+        if av.grh.sgid_index < len(table):
+            sgid = table[av.grh.sgid_index].gid
             if is_ipv4_mapped(sgid) != is_ipv4_mapped(dgid):
                 raise VerbsError(f"source GID {sgid.hex()} and destination GID {dgid.hex()} "
                                  "are not of one IP version")

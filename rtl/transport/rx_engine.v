@@ -335,9 +335,10 @@ reg  [23:0] ans_psn;
 reg  [ADDR_WIDTH-1:0] ans_addr;
 // addressed back along the request's path: its source MAC and VLAN, its GIDs swapped; the
 // answering QP's number is the source QP (the UDP source port's flow is the connection's).
-// On Ethernet the traffic class's ECN is the request's, CE turned into ECT(0); a CNP's is ECT(0).
-wire [7:0] ans_tclass = port_eth[cur] && (ans_cnp || h_tclass[1:0] == 2'b11) ?
-                        {h_tclass[7:2], 2'b10} : h_tclass;
+// On Ethernet the traffic class's ECN is the request's, CE turned into ECT(0) (a CNP answers
+// only a CE request: it goes out ECT(0)).
+wire [7:0] ans_tclass = port_eth[cur] && h_tclass[1:0] == 2'b11 ? {h_tclass[7:2], 2'b10}
+                                                                : h_tclass;
 wire [TXD_WIDTH-1:0] ans = {ans_cnp, h[RXH_VLAN +: 13], h[RXH_SMAC +: 48],
                             2'b00, 64'd0, ans_orig, 32'd0, h_internal, sgl_one(h_dma_len, ans_addr), 4'd0, ans_msn,
                             ans_syndrome, ans_kind == 3'd3 ? h_dma_len : 32'd0, 32'd0, 64'd0,
