@@ -19,6 +19,7 @@ identification 0 with DF and a UDP checksum of 0, which `parse` does not require
 
 import ipaddress
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .ib_crc import fcs_bytes, icrc_bytes, roce_icrc_bytes, vcrc_bytes
 
@@ -485,6 +486,50 @@ def seal_frame(link, ip_packet):
     frames whose CRCs are right and whose other fields are wrong."""
     frame = bytes(link) + bytes(ip_packet) + roce_icrc_bytes(ip_packet)
     frame += bytes(max(0, ETH_MIN_FRAME - FCS_BYTES - len(frame)))
+    return frame + fcs_bytes(frame)
+
+
+class FrameLayout(NamedTuple):
+    """Where a RoCE v2 frame's IP header, UDP header and BTH start and its IP packet ends."""
+    ip: int
+    udp: int
+    bth: int
+    end: int
+    v4: bool
+
+
+def frame_layout(wire):
+    """The FrameLayout of a RoCE v2 frame as built (its fields still right): for tests that
+    break one field and reframe() the rest right."""
+    ip = ETH_HEADER_BYTES + (VLAN_TAG_BYTES if wire[12:14] == ETHERTYPE_VLAN.to_bytes(2, "big")
+                             else 0)
+    v4 = wire[ip] >> 4 == 4
+    udp = ip + (IPV4_HEADER_BYTES if v4 else IPV6_HEADER_BYTES)
+    size = (int.from_bytes(wire[ip + 2:ip + 4], "big") if v4
+            else IPV6_HEADER_BYTES + int.from_bytes(wire[ip + 4:ip + 6], "big"))
+    return FrameLayout(ip, udp, udp + UDP_HEADER_BYTES, ip + size, v4)
+
+
+def reframe(body, at, lengths=False, checksum=True, icrc=roce_icrc_bytes, after=b"",
+            pad=True):
+    """A frame of `body` (destination MAC .. pad, laid out as FrameLayout `at` says) with its
+    CRCs right: with `lengths` the IP and UDP lengths made to fit it, with `checksum` the IPv4
+    header checksum made right; then the ICRC (`icrc` of the IP packet), `after` (bytes past
+    the IP packet), the zero padding to 64 bytes (unless not `pad`) and the FCS."""
+    body = bytearray(body)
+    if lengths:
+        size = len(body) - at.ip + ICRC_BYTES
+        if at.v4:
+            body[at.ip + 2:at.ip + 4] = size.to_bytes(2, "big")
+        else:
+            body[at.ip + 4:at.ip + 6] = (size - IPV6_HEADER_BYTES).to_bytes(2, "big")
+        body[at.udp + 4:at.udp + 6] = (len(body) - at.udp + ICRC_BYTES).to_bytes(2, "big")
+    if checksum and at.v4:
+        header = bytes(body[at.ip:at.ip + IPV4_HEADER_BYTES])
+        body[at.ip + 10:at.ip + 12] = ipv4_checksum(header).to_bytes(2, "big")
+    frame = bytes(body) + icrc(bytes(body[at.ip:])) + bytes(after)
+    if pad:
+        frame += bytes(max(0, ETH_MIN_FRAME - FCS_BYTES - len(frame)))
     return frame + fcs_bytes(frame)
 
 

@@ -8,8 +8,9 @@ import struct
 from cocotb.triggers import ClockCycles
 
 from .ib_packet import (ETH_HEADER_BYTES, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH,
-                        VLAN_TAG_BYTES, ipv4_checksum, is_ipv4_mapped)
+                        VLAN_TAG_BYTES, RoCE, ipv4_checksum, ipv4_gid, is_ipv4_mapped)
 from .link_faults import LinkFaults
+from .model import roce_sport
 from .rdma_tb import LINK, open_device, open_fabric
 from .seed import SEED
 from .verbs import (
@@ -373,6 +374,56 @@ class Rdma:
         """Whether irq is high now or rises within `cycles`."""
         await self.tb.wait_event(cycles)
         return bool(self.tb.irq.value)
+
+
+class FarEnd:
+    """A sender beyond a port's RX link that the testbench plays (rdma_tb.LinkInjector puts
+    its packets on the link, the port's sniffer shows what the device sends it): LID `lid`
+    on InfiniBand; on Ethernet GID `gid` (not one of the device's) at MAC `mac`, which the
+    host's neighbour table gives (`address` adds it)."""
+
+    def __init__(self, rdma, port, lid=0x9, gid=ipv4_gid("10.0.0.9"),
+                 mac=bytes.fromhex("020000000009"), hop_limit=64):
+        self.rdma, self.port = rdma, rdma.dev.ports[port]
+        self.ethernet = rdma.ethernet(port)
+        self.lid, self.gid, self.mac, self.hop_limit = lid, gid, mac, hop_limit
+        if self.ethernet:
+            rdma.dev.neighbours[gid] = mac
+
+    def address(self):
+        """The address vector fields that aim a QP of the port at the far end."""
+        if self.ethernet:
+            return dict(dlid=0, grh=GlobalRoute(self.gid, hop_limit=self.hop_limit))
+        return dict(dlid=self.lid)
+
+    def to_port(self, qpn, dest_qpn, sl=0, dlid=None):
+        """The addressing headers of a packet from far QP `qpn` to the port's QP `dest_qpn`,
+        sent on SL `sl` (InfiniBand) to `dlid` (default the port's LID)."""
+        if self.ethernet:
+            return dict(roce=RoCE(dmac=self.port.mac, smac=self.mac, sgid=self.gid,
+                                  dgid=self.port.gid, hop_limit=self.hop_limit,
+                                  sport=roce_sport(0, qpn, dest_qpn)))
+        return dict(lrh=LRH(dlid=self.port.lid if dlid is None else dlid, slid=self.lid, sl=sl))
+
+    def from_port(self, qpn, far_qpn):
+        """The addressing headers of the answers the port's QP `qpn` (aimed by address())
+        sends far QP `far_qpn` for requests to_port() addressed (SL 0, to its LID)."""
+        if self.ethernet:
+            return dict(roce=RoCE(dmac=self.mac, smac=self.port.mac, sgid=self.port.gid,
+                                  dgid=self.gid, hop_limit=self.hop_limit,
+                                  sport=roce_sport(0, qpn, far_qpn)))
+        return dict(lrh=LRH(dlid=self.lid, slid=self.port.lid, sl=0))
+
+    @property
+    def slid(self):
+        """The SLID a receive completion reports for the far end (RoCE v2: 0)."""
+        return 0 if self.ethernet else self.lid
+
+    def sent_to(self, packet):
+        """Whether a packet the port sent is addressed to the far end."""
+        if self.ethernet:
+            return (packet.roce.dmac, packet.roce.dgid) == (self.mac, self.gid)
+        return packet.lrh.dlid == self.lid
 
 
 def free_index(table, count, first=0):

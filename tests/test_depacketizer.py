@@ -23,7 +23,6 @@ replays a run.
 import logging
 import zlib
 from dataclasses import replace
-from typing import NamedTuple
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -32,8 +31,8 @@ import pytest
 
 import tb.ib_packet as ib
 from tb import simrun
-from tb.ib_packet import imm_le, marked_ce
-from tb.ib_crc import fcs_bytes, roce_icrc_bytes, roce_icrc_mask, vcrc_bytes
+from tb.ib_packet import frame_layout as layout, imm_le, marked_ce, reframe
+from tb.ib_crc import fcs_bytes, roce_icrc_mask, vcrc_bytes
 from tb.seed import rng_for
 from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
 from tb.verbs import ATOMIC_WRITE_BYTES
@@ -122,25 +121,6 @@ def body_of(wire):
     return bytearray(wire[:-6])
 
 
-class Layout(NamedTuple):
-    """Where a RoCE v2 frame's IP header, UDP header and BTH start and its IP packet ends."""
-    ip: int
-    udp: int
-    bth: int
-    end: int
-    v4: bool
-
-
-def layout(wire):
-    """The Layout of a frame as built (its fields still right)."""
-    ip = 18 if wire[12:14] == b"\x81\x00" else 14
-    v4 = wire[ip] >> 4 == 4
-    udp = ip + (20 if v4 else 40)
-    size = (int.from_bytes(wire[ip + 2:ip + 4], "big") if v4
-            else 40 + int.from_bytes(wire[ip + 4:ip + 6], "big"))
-    return Layout(ip, udp, udp + 8, ip + size, v4)
-
-
 def icrc_v4_layout(ip_packet):
     """The ICRC of an IP packet read as a 20-byte IPv4 header whatever its first byte says
     (the ICRC masks of an IPv4 header, the first byte as it is): how a receiver reads any IP
@@ -148,29 +128,6 @@ def icrc_v4_layout(ip_packet):
     masked = bytearray(roce_icrc_mask(b"\x45" + bytes(ip_packet[1:])))
     masked[8] = ip_packet[0]        # after the eight 0xFF bytes that stand for an LRH
     return zlib.crc32(masked).to_bytes(4, "little")
-
-
-def reframe(body, at, lengths=False, checksum=True, icrc=roce_icrc_bytes, after=b"",
-            pad=True):
-    """A frame of `body` (destination MAC .. pad, laid out as `at` says) with its CRCs right:
-    with `lengths` the IP and UDP lengths made to fit it, with `checksum` the IPv4 header
-    checksum made right; then the ICRC (`icrc` of the IP packet), `after` (bytes past the IP
-    packet), the zero padding to 64 bytes (unless not `pad`) and the FCS."""
-    body = bytearray(body)
-    if lengths:
-        size = len(body) - at.ip + ib.ICRC_BYTES
-        if at.v4:
-            body[at.ip + 2:at.ip + 4] = size.to_bytes(2, "big")
-        else:
-            body[at.ip + 4:at.ip + 6] = (size - 40).to_bytes(2, "big")
-        body[at.udp + 4:at.udp + 6] = (len(body) - at.udp + ib.ICRC_BYTES).to_bytes(2, "big")
-    if checksum and at.v4:
-        header = bytes(body[at.ip:at.ip + 20])
-        body[at.ip + 10:at.ip + 12] = ib.ipv4_checksum(header).to_bytes(2, "big")
-    frame = bytes(body) + icrc(bytes(body[at.ip:])) + bytes(after)
-    if pad:
-        frame += bytes(max(0, ib.ETH_MIN_FRAME - ib.FCS_BYTES - len(frame)))
-    return frame + fcs_bytes(frame)
 
 
 def cut_by_4(pkt):

@@ -9,7 +9,8 @@ the packets each of the four links carried, decoded by a sniffer that checks the
 lengths independently of the RTL. Every test also writes one pcap per link under sim/out,
 named after the run and the test; the pcap test has tshark (when installed) confirm that it
 decodes every frame of each as InfiniBand (the format is the same for every test, and a
-tshark run costs more than a small test's simulation).
+tshark run costs more than a small test's simulation). With RDMA_LINK=eth every port is on
+Ethernet (RoCE v2): a port is addressed by its GIDs, the pcaps hold Ethernet frames.
 """
 
 import shutil
@@ -22,8 +23,9 @@ import pytest
 from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.link_faults import LinkFaults
+from tb.rdma_tb import LINK
 from tb.rdma_program import (
-    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SURE_LOSSES, Rdma,
+    DATA_OPCODES, LOSSY_SLOT, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SURE_LOSSES, Rdma,
     assert_all_succeed, assert_counters_follow_cable, assert_wc, grh_bytes, long_read,
     long_read_timeout, lossy_cable, post_lossy_rc, work_request,
 )
@@ -47,7 +49,20 @@ def lid(rdma, port, bits):
 
 
 def path_bits(rdma, port, bits):
-    return bits & ((1 << rdma.dev.ports[port].lmc) - 1)
+    """The DLID path bits a receive completion on `rdma`'s `port` reports for a DLID with
+    `bits` (RoCE v2 has no LIDs: 0)."""
+    return 0 if rdma.ethernet(port) else bits & ((1 << rdma.dev.ports[port].lmc) - 1)
+
+
+def slid(rdma, port, bits):
+    """The SLID a receive completion reports for a sender on `rdma`'s `port` with source path
+    bits `bits` (RoCE v2: 0)."""
+    return 0 if rdma.ethernet(port) else lid(rdma, port, bits)
+
+
+def destination(packet):
+    """Where a captured packet was sent: its DLID, or on Ethernet its DGID."""
+    return packet.lrh.dlid if packet.roce is None else packet.roce.dgid
 
 
 class Fabric:
@@ -110,8 +125,10 @@ class Fabric:
             captured = len(self.sniffer(d, p).captures)
             assert len(frames) == captured, \
                 f"{path}: tshark reads {len(frames)} frames, the sniffer captured {captured}"
-            bad = [(i, f) for i, f in enumerate(frames, 1) if "infiniband" not in f.split(":")]
-            assert not bad, f"{path}: frames not decoded as InfiniBand: {bad[:5]}"
+            # RoCE v2: InfiniBand's transport dissected behind UDP port 4791
+            want = {"infiniband", "udp"} if self.r[d].ethernet(p) else {"infiniband"}
+            bad = [(i, f) for i, f in enumerate(frames, 1) if not want <= set(f.split(":"))]
+            assert not bad, f"{path}: frames not decoded as {'/'.join(sorted(want))}: {bad[:5]}"
 
 
 async def connected_pairs(fabric, transport, **attrs):
@@ -172,8 +189,8 @@ async def test_connected_opcode_between_devices(dut, transport, opcode):
                 if opcode in NEEDS_RECEIVE:
                     [rwc] = await rt.poll_until(receiver.recv_cq, 1)
                     assert_wc(rwc, wr_id=wr_id, status=WCStatus.SUCCESS, byte_len=length,
-                              qp_num=receiver.qp_num, src_qp=sender.qp_num, sl=SL,
-                              slid=lid(rs, port, SRC_BITS),
+                              qp_num=receiver.qp_num, src_qp=sender.qp_num, sl=rt.sl(port),
+                              slid=slid(rs, port, SRC_BITS),
                               dlid_path_bits=path_bits(rt, port, DLID_BITS),
                               opcode=(WCOpcode.RECV_RDMA_WITH_IMM
                                       if opcode == WROpcode.RDMA_WRITE_WITH_IMM else WCOpcode.RECV))
@@ -201,10 +218,12 @@ async def test_connected_opcode_between_devices(dut, transport, opcode):
 @cocotb.parametrize(global_route=[False, True], with_imm=[False, True])
 async def test_ud_send_between_devices(dut, global_route, with_imm):
     """UD SEND from dev0 to dev1 and back over each cable, through an AH for the other
-    device's port LID (with a GRH to the other device's port GID, or without): the receive
-    buffer starts with the GRH the packet carried (SGID the sender port's GID, DGID the
-    receiver's) or 40 zero bytes, then the payload; the completion has the GRH flag, source
-    QP, SL, SLID under the sender's LMC and DLID path bits under the receiver's."""
+    device's port LID (with a GRH to the other device's port GID, or without; on Ethernet
+    the GID is always the address): the receive buffer starts with the GRH the packet carried
+    (SGID the sender port's GID, DGID the receiver's; on Ethernet the IP header) or 40 zero
+    bytes, then the payload; the completion has the GRH flag, source QP, SL, SLID under the
+    sender's LMC and DLID path bits under the receiver's (on Ethernet SL, SLID and path bits
+    0)."""
     fabric = await Fabric.open(dut)
     imm = 0x51525354 if with_imm else None
     qps = {(d, p): await r.ud_qp(port=p) for d, r in enumerate(fabric.r) for p in CABLES}
@@ -214,12 +233,12 @@ async def test_ud_send_between_devices(dut, global_route, with_imm):
         for s, t in ((0, 1), (1, 0)):
             rs, rt = fabric.r[s], fabric.r[t]
             sender, receiver = qps[s, port], qps[t, port]
-            route = None
+            dlid = lid(rt, port, DLID_BITS)
+            route = rs.route(port, dlid)
             if global_route:
                 route = GlobalRoute(rt.dev.ports[port].gid, flow_label=0x12345 + port,
                                     hop_limit=9, traffic_class=0x3C)
-            ah = await rs.pd.create_ah(port, lid(rt, port, DLID_BITS), sl=SL,
-                                       src_path_bits=SRC_BITS, grh=route)
+            ah = await rs.ah(port, dlid, src_path_bits=SRC_BITS, grh=route)
             for i, length in enumerate((1, 1000, 4096)):
                 wr_id = port << 12 | s << 8 | i
                 await receiver.post_recv(RecvWR(dst[t].sge(0, length + GRH_BYTES), wr_id=wr_id))
@@ -227,13 +246,13 @@ async def test_ud_send_between_devices(dut, global_route, with_imm):
                                                wr_id=wr_id, imm=imm))
                 [rwc] = await rt.poll_until(receiver.recv_cq, 1)
                 assert_wc(rwc, wr_id=wr_id, status=WCStatus.SUCCESS, byte_len=length + GRH_BYTES,
-                          src_qp=sender.qp_num, sl=SL, slid=lid(rs, port, SRC_BITS),
+                          src_qp=sender.qp_num, sl=rt.sl(port), slid=slid(rs, port, SRC_BITS),
                           dlid_path_bits=path_bits(rt, port, DLID_BITS),
                           wc_flags=(WCFlags.GRH if route else WCFlags(0))
                           | (WCFlags.WITH_IMM if with_imm else WCFlags(0)))
                 assert dst[t].read(GRH_BYTES, length) == src[s].read(0, length)
-                want = (grh_bytes(route, rs.dev.ports[port].gid, length, with_imm) if route
-                        else bytes(GRH_BYTES))
+                want = (grh_bytes(route, rs.dev.ports[port].gid, length, with_imm, LINK)
+                        if route else bytes(GRH_BYTES))
                 assert dst[t].read(0, GRH_BYTES) == want, "GRH area"
                 await rs.poll_until(sender.send_cq, 1)
     await fabric.finish(f"test_ud_send_between_devices-grh{int(global_route)}-imm{int(with_imm)}")
@@ -282,9 +301,10 @@ async def test_slid_and_dlid_path_bits_follow_each_ports_lmc(dut):
 @cocotb.test()
 @cocotb.parametrize(transport=[QPType.RC, QPType.UC, QPType.UD])
 async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
-    """A message from dev0 port 1 addressed to dev1 port 2's LID (0x50) is not loopback (no
-    LB_MSGS move, its packets leave on dev0 port 1's link, cable 1), reaches dev1 port 1, which
-    owns LIDs 0x40-0x41 and drops every packet as not its own (PortRcvErrors, no PortRcvPkts),
+    """A message from dev0 port 1 addressed to dev1 port 2's LID (0x50; on Ethernet its GID,
+    at its MAC) is not loopback (no LB_MSGS move, its packets leave on dev0 port 1's link,
+    cable 1), reaches dev1 port 1, which owns LIDs 0x40-0x41 (its own MAC and GIDs) and drops
+    every packet as not its own (PortRcvErrors, no PortRcvPkts),
     and is not delivered: the QP on dev1 port 2 that the LID names gets nothing, cable 2
     carries nothing. RC resends it twice on its ACK timeout, then completes RETRY_EXC_ERR; UC
     and UD complete SUCCESS."""
@@ -296,7 +316,7 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
     length = 100 if transport == QPType.UD else 1500    # UD: one packet; RC/UC: two
     if transport == QPType.UD:
         a, b = await r0.ud_qp(1), await r1.ud_qp(2)
-        ah = await r0.pd.create_ah(1, dlid, sl=SL)
+        ah = await r0.ah(1, dlid, src_path_bits=0)
         wr = ud_send(local.sge(0, length), ah, b.qp_num, QKEY, wr_id=0xA1)
         npkts = 1
     else:
@@ -320,7 +340,8 @@ async def test_other_ports_lid_goes_out_on_cable_and_is_dropped(dut, transport):
     assert moved(before, after, (1, 1), PortCounter.RCV_PKTS) == 0
     for key in ((0, 2), (1, 2)):
         assert after[key] == before[key], f"dev{key[0]} port {key[1]} counted"
-    assert [c.packet.lrh.dlid for c in fabric.sniffer(0, 1).captures] == [dlid] * sent
+    address = r1.dev.ports[2].gid if r0.ethernet(1) else dlid
+    assert [destination(c.packet) for c in fabric.sniffer(0, 1).captures] == [address] * sent
     assert fabric.sniffer(0, 2).beats == 0, "cable 2 carried the message"
     assert fabric.sniffer(1, 1).beats == 0 and fabric.sniffer(1, 2).beats == 0, "an answer"
     assert await b.recv_cq.poll() == [], "delivered"
@@ -421,7 +442,7 @@ async def test_uc_and_ud_lose_only_what_the_cables_lost(dut):
         for s, t in ((0, 1), (1, 0)):
             rs, rt = fabric.r[s], fabric.r[t]
             src, dst = await rs.region(per_qp * slot), await rt.region(2 * per_qp * slot)
-            ah = await rs.pd.create_ah(port, lid(rt, port, 0), sl=SL)
+            ah = await rs.ah(port, lid(rt, port, 0), src_path_bits=0)
             uc_wrs, ud_wrs = [], []
             for i in range(per_qp):
                 opcode = rs.rng.choice(UNRELIABLE_OPCODES)
@@ -527,7 +548,8 @@ async def test_rc_read_longer_than_many_ack_timeouts_between_devices(dut):
 async def test_one_pcap_per_link_decodes_as_infiniband(dut):
     """RC WRITEs and READs both ways over both cables put requests, ACKs and READ responses on
     all four links: each link's pcap holds exactly the packets its sniffer captured, none of
-    them failed a check, and tshark decodes every frame of every file as InfiniBand."""
+    them failed a check, and tshark decodes every frame of every file as InfiniBand (on
+    Ethernet as RoCE v2: InfiniBand behind UDP)."""
     fabric = await Fabric.open(dut)
     pairs = await connected_pairs(fabric, QPType.RC, path_mtu=MTU.MTU1024)
     src = [await r.region(4096) for r in fabric.r]
@@ -548,21 +570,25 @@ async def test_one_pcap_per_link_decodes_as_infiniband(dut):
 
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Two rdma_dev instances cabled port to port (on tb/hdl/tb_fabric.v) at each
-# supported data width, in two groups per width (one simulator process each, so pytest-xdist
-# can spread them): the transports' long tests (lossy cables, the long READ) and everything
-# else. make test runs both at 256 bits, with three of the nine connected opcodes and two of
-# the four UD cases between devices (every opcode crosses a cable in make test's test_wire and
-# between devices in its random program); make regress both groups whole at every width, make
-# coverage the main group (the packets the width shapes cross a cable at 64 and 512 bits in
-# make test's test_wire).
+# supported data width, in groups (one simulator process each, so pytest-xdist can spread
+# them): the transports' long tests (lossy cables, the long READ), everything else, and the
+# ethernet group: both, every port on Ethernet (RoCE v2, RDMA_LINK=eth), but the path bits test
+# (RoCE v2 has no LIDs). make test runs the first two at 256 bits, with three of the nine
+# connected opcodes and two of the four UD cases between devices (every opcode crosses a cable
+# in make test's test_wire and between devices in its random program), and ETHERNET_CORE of the
+# ethernet group at 256 bits; make regress every group whole at every width, make coverage the
+# main group (the packets the width shapes cross a cable at 64 and 512 bits in make test's
+# test_wire).
 
 TRANSPORT_TESTS = ("test_rc_exactly_once_over_lossy_cables",
                    "test_uc_and_ud_lose_only_what_the_cables_lost",
                    "test_atomics_execute_exactly_once_when_their_acks_are_lost",
                    "test_rc_read_longer_than_many_ack_timeouts_between_devices")
+IB_ONLY = ("test_slid_and_dlid_path_bits_follow_each_ports_lmc",)
 GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_fabric.<test name>[/params]"
     "transport": rf"^test_fabric\.({'|'.join(TRANSPORT_TESTS)})(/|$)",
     "main": rf"^test_fabric\.(?!({'|'.join(TRANSPORT_TESTS)})(/|$))",
+    "ethernet": rf"^test_fabric\.(?!({'|'.join(IB_ONLY)})(/|$))",
 }
 PER_CASE_TESTS = ("test_connected_opcode_between_devices", "test_ud_send_between_devices")
 SHORT_CASES = (     # make test's cases of PER_CASE_TESTS
@@ -572,19 +598,32 @@ SHORT_CASES = (     # make test's cases of PER_CASE_TESTS
 )
 SHORT_MAIN = (rf"^test_fabric\.((?!({'|'.join(TRANSPORT_TESTS + PER_CASE_TESTS)})(/|$))"
               rf"|({'|'.join(SHORT_CASES)})$)")
+ETHERNET_CORE = (   # make test's part of the ethernet group
+    "test_connected_opcode_between_devices/transport=RC/opcode=RDMA_READ",
+    "test_ud_send_between_devices/global_route=False/with_imm=True",
+    "test_other_ports_lid_goes_out_on_cable_and_is_dropped/transport=UD",
+    "test_rc_exactly_once_over_lossy_cables/loss=0.01",
+    "test_one_pcap_per_link_decodes_as_infiniband",
+)
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("w", [64, 256, 512])
 def test_fabric(w, group):
-    if group == "transport" and w != 256 and not REGRESS:
-        pytest.skip("the transports' long tests at 64 and 512 bits run under make regress")
+    if group in ("transport", "ethernet") and w != 256 and not REGRESS:
+        pytest.skip(f"the {group} group at 64 and 512 bits runs under make regress")
     if w != 256 and not (REGRESS or coverage_enabled()):
         pytest.skip("two devices at 64 and 512 bits run under make regress and make coverage")
+    if REGRESS or group == "transport":
+        pattern = GROUPS[group]
+    elif group == "ethernet":
+        pattern = rf"^test_fabric\.({'|'.join(ETHERNET_CORE)})$"
+    else:
+        pattern = GROUPS[group] if coverage_enabled() else SHORT_MAIN
     simrun.run(
         toplevel="tb_fabric",
         test_module="test_fabric",
         parameters={"DATA_WIDTH": w},
-        extra_env={"COCOTB_TEST_FILTER": GROUPS[group] if group == "transport" or REGRESS
-                   or coverage_enabled() else SHORT_MAIN},
+        extra_env={"COCOTB_TEST_FILTER": pattern,
+                   "RDMA_LINK": "eth" if group == "ethernet" else "ib"},
     )

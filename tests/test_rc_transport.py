@@ -1,6 +1,7 @@
 """RC reliability with the testbench as the far end (harness tb/hdl/tb_rdma_dev.v, CABLE = 0):
 port 1's TX link ends at a sniffer and its RX link at the testbench, which plays a peer QP
-behind LID PEER_LID: it sees every packet the device sends and answers, stays silent, NAKs or
+behind LID PEER_LID (on Ethernet ports, RDMA_LINK=eth: behind FarEnd's GID and MAC, in RoCE
+v2 frames): it sees every packet the device sends and answers, stays silent, NAKs or
 sends requests exactly as each test needs. So each trigger of the transport is hit on purpose
 and its effect checked packet by packet:
 
@@ -29,9 +30,11 @@ import pytest
 from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.ib_packet import (
-    AETH, BTH, LRH, PSN_MASK, RETH, AtomicAckETH, AtomicETH, Packet, build, packetize,
+    AETH, BTH, PSN_MASK, RETH, AtomicAckETH, AtomicETH, Packet, build, packetize,
 )
-from tb.rdma_program import UNSIGNALED, Rdma, assert_wc, unregistered_key, work_request
+from tb.rdma_program import (
+    UNSIGNALED, FarEnd, Rdma, assert_wc, unregistered_key, work_request,
+)
 from tb.rdma_tb import LinkInjector
 from tb.seed import REGRESS
 from tb.verbs import (
@@ -49,15 +52,22 @@ WAIT = 200000           # cycles any single wait may take before the test fails
 
 class Peer:
     """The far end of port 1's link: what the device sent (the port's sniffer, in order) and
-    packets put on the port's RX link."""
+    packets put on the port's RX link, addressed as the port's link layer does."""
 
     def __init__(self, rdma):
         self.rdma = rdma
         self.link = LinkInjector(rdma.dut, PORT)
         self.sniffer = rdma.tb.sniffers[PORT]
         self.taken = 0
-        port = rdma.dev.ports[PORT]
-        self.lrh = LRH(dlid=port.lid, slid=PEER_LID, sl=0)
+        self.far = FarEnd(rdma, PORT, lid=PEER_LID)
+
+    def to_device(self, qp):
+        """The addressing headers of a packet from the peer to device QP `qp`."""
+        return self.far.to_port(PEER_QPN, qp.qp_num)
+
+    def from_device(self, qp):
+        """The addressing headers of the answers device QP `qp` sends the peer."""
+        return self.far.from_port(qp.qp_num, PEER_QPN)
 
     async def sent(self, n, what, cycles=WAIT):
         """The next `n` packets the device sends (captures, with their cycles); fails naming
@@ -87,41 +97,45 @@ class Peer:
 
     async def answer(self, qp, psn, syndrome=0x1F, msn=0):
         """An ACK (or NAK / RNR NAK, by `syndrome`) for PSN `psn` to device QP `qp`."""
-        await self.put([Packet(lrh=self.lrh, bth=BTH(opcode=0x11, dest_qp=qp.qp_num, psn=psn),
+        await self.put([Packet(**self.to_device(qp),
+                               bth=BTH(opcode=0x11, dest_qp=qp.qp_num, psn=psn),
                                aeth=AETH(syndrome=syndrome, msn=msn))])
 
     def read_responses(self, qp, data, psn, msn=1):
         """The READ response packets carrying `data` from PSN `psn` on."""
-        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, lrh=self.lrh,
+        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, **self.to_device(qp),
                          dest_qp=qp.qp_num, psn=psn, aeth=AETH(syndrome=0x1F, msn=msn))
 
-    def answers(self, data, psn, msn):
-        """The READ responses the device sends back to the peer carrying `data`."""
-        lrh = LRH(dlid=PEER_LID, slid=self.lrh.dlid, sl=0)
-        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, lrh=lrh,
+    def answers(self, qp, data, psn, msn):
+        """The READ responses device QP `qp` sends back to the peer carrying `data`."""
+        return packetize("RC", "RDMA_READ_RESPONSE", data, MTU_BYTES, **self.from_device(qp),
                          dest_qp=PEER_QPN, psn=psn, aeth=AETH(syndrome=0x1F, msn=msn))
+
+    def read_request(self, qp, psn, remote, length):
+        """An RDMA READ request for `length` bytes at RemoteAddr `remote` to device QP `qp`."""
+        return Packet(**self.to_device(qp), bth=BTH(opcode=0x0C, dest_qp=qp.qp_num, psn=psn),
+                      reth=RETH(va=remote.addr, rkey=remote.rkey, dma_len=length))
 
     def atomic(self, qp, target, psn, add=None, compare=0, swap=0):
         """A FetchAdd of `add` (or, without it, a CompareSwap) on the 8 bytes at RemoteAddr
         `target` of device QP `qp`, at PSN `psn`."""
         eth = AtomicETH(va=target.addr, rkey=target.rkey,
                         swap_add=swap if add is None else add, compare=compare)
-        return Packet(lrh=self.lrh, atomic_eth=eth,
+        return Packet(**self.to_device(qp), atomic_eth=eth,
                       bth=BTH(opcode=0x13 if add is None else 0x14, dest_qp=qp.qp_num, psn=psn,
                               ackreq=True))
 
     def atomic_ack(self, qp, psn, orig, msn=1, to_peer=False):
         """The atomic ACK of PSN `psn` carrying `orig`: to device QP `qp`, or (`to_peer`)
-        the one the device sends the peer."""
-        lrh = LRH(dlid=PEER_LID, slid=self.lrh.dlid, sl=0) if to_peer else self.lrh
-        return Packet(lrh=lrh, bth=BTH(opcode=0x12, dest_qp=PEER_QPN if to_peer else qp.qp_num,
-                                       psn=psn),
+        the one that QP sends the peer."""
+        return Packet(**(self.from_device(qp) if to_peer else self.to_device(qp)),
+                      bth=BTH(opcode=0x12, dest_qp=PEER_QPN if to_peer else qp.qp_num, psn=psn),
                       aeth=AETH(syndrome=0x1F, msn=msn), atomic_ack_eth=AtomicAckETH(orig))
 
     def requests(self, qp, operation, payload, psn, **headers):
         """The request packets of one message to device QP `qp`, from PSN `psn`."""
-        return packetize("RC", operation, payload, MTU_BYTES, lrh=self.lrh, dest_qp=qp.qp_num,
-                         psn=psn, **headers)
+        return packetize("RC", operation, payload, MTU_BYTES, **self.to_device(qp),
+                         dest_qp=qp.qp_num, psn=psn, **headers)
 
 
 async def open_peer(dut):
@@ -130,18 +144,23 @@ async def open_peer(dut):
     return rdma, Peer(rdma)
 
 
+def peer_address(rdma):
+    """The address vector fields that aim a port 1 QP at the peer."""
+    return FarEnd(rdma, PORT, lid=PEER_LID).address()
+
+
 async def requester(rdma, sq_psn=0x100, depth=16, **attrs):
     """A device RC QP on port 1 aimed at the peer."""
     qp = await rdma.qp(QPType.RC, depth=depth)
     attrs = dict(timeout=1, retry_cnt=3, path_mtu=MTU.MTU256) | attrs
-    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, sq_psn=sq_psn, **attrs)
+    await rdma.connect(qp, PEER_QPN, port=PORT, **peer_address(rdma), sq_psn=sq_psn, **attrs)
     return qp
 
 
 async def responder(rdma, rq_psn, **attrs):
     """A device RC QP on port 1 answering the peer."""
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, rq_psn=rq_psn,
+    await rdma.connect(qp, PEER_QPN, port=PORT, **peer_address(rdma), rq_psn=rq_psn,
                        path_mtu=MTU.MTU256, **attrs)
     return qp
 
@@ -170,7 +189,7 @@ async def test_query_qp_returns_the_transport_attributes(dut):
     qp = await rdma.qp(QPType.RC)
     attrs = dict(timeout=17, retry_cnt=5, rnr_retry=6, min_rnr_timer=12, max_rd_atomic=4,
                  max_dest_rd_atomic=8)
-    await rdma.connect(qp, PEER_QPN, port=PORT, dlid=PEER_LID, sq_psn=0xABCDEF,
+    await rdma.connect(qp, PEER_QPN, port=PORT, **peer_address(rdma), sq_psn=0xABCDEF,
                        rq_psn=0x123456, **attrs)
     status = await qp.query()
     got = {name: getattr(status, name) for name in attrs}
@@ -620,7 +639,7 @@ async def test_a_wr_found_answered_when_issued_again_leaves_the_port_to_its_mess
     rdma, peer = await open_peer(dut)
     rc = await requester(rdma, sq_psn=0x400, timeout=1)
     uc = await rdma.qp(QPType.UC)
-    await rdma.connect(uc, PEER_QPN + 1, port=PORT, dlid=PEER_LID, sq_psn=0x40,
+    await rdma.connect(uc, PEER_QPN + 1, port=PORT, **peer_address(rdma), sq_psn=0x40,
                        path_mtu=MTU.MTU256)
     long = 512 * MTU_BYTES
     src, local = await rdma.region(long), await rdma.region(64)
@@ -806,19 +825,15 @@ async def test_a_duplicate_read_is_served_again_from_its_psn(dut):
     remote = source.remote(0)
     data = source.read(0, 3 * MTU_BYTES)
 
-    def read_request(psn, offset, length):
-        return Packet(lrh=peer.lrh, bth=BTH(opcode=0x0C, dest_qp=qp.qp_num, psn=psn),
-                      reth=RETH(va=remote.addr + offset, rkey=remote.rkey, dma_len=length))
-
-    await peer.put([read_request(0x40, 0, len(data))])
+    await peer.put([peer.read_request(qp, 0x40, remote, len(data))])
     first = await peer.sent(3, "the READ responses")
-    assert [c.packet for c in first] == peer.answers(data, 0x40, msn=1)
-    await peer.put([read_request(0x40, 0, len(data))])
+    assert [c.packet for c in first] == peer.answers(qp, data, 0x40, msn=1)
+    await peer.put([peer.read_request(qp, 0x40, remote, len(data))])
     again = await peer.sent(3, "the READ responses again")
     assert [c.packet for c in again] == [c.packet for c in first]
-    await peer.put([read_request(0x41, MTU_BYTES, 2 * MTU_BYTES)])
+    await peer.put([peer.read_request(qp, 0x41, source.remote(MTU_BYTES), 2 * MTU_BYTES)])
     rest = await peer.sent(2, "the responses from the second PSN")
-    assert [c.packet for c in rest] == peer.answers(data[MTU_BYTES:], 0x41, msn=1)
+    assert [c.packet for c in rest] == peer.answers(qp, data[MTU_BYTES:], 0x41, msn=1)
     assert (await qp.query()).rq_psn == 0x43
     await finish(rdma)
 
@@ -834,11 +849,10 @@ async def test_a_duplicate_read_is_served_inside_an_unfinished_write(dut):
     qp = await responder(rdma, rq_psn=0x70)
     source, target = await rdma.region(4096), await rdma.region(4096)
     remote = source.remote(0)
-    read = Packet(lrh=peer.lrh, bth=BTH(opcode=0x0C, dest_qp=qp.qp_num, psn=0x70),
-                  reth=RETH(va=remote.addr, rkey=remote.rkey, dma_len=100))
+    read = peer.read_request(qp, 0x70, remote, 100)
     await peer.put([read])
     [first] = await peer.sent(1, "the READ response")
-    assert first.packet == peer.answers(source.read(0, 100), 0x70, msn=1)[0]
+    assert first.packet == peer.answers(qp, source.read(0, 100), 0x70, msn=1)[0]
     data = rdma.payload(3 * MTU_BYTES)
     write = peer.requests(qp, "RDMA_WRITE", data, 0x71,
                           reth=RETH(va=target.remote(0).addr, rkey=target.remote(0).rkey,
@@ -886,9 +900,6 @@ async def test_acks_where_asked_and_psn_wrap_at_the_responder(dut):
     assert target.read(0, 32) == b"\x5a" * 16 + b"\xa5" * 16
     await finish(rdma)
 
-
-# ---------------------------------------------------------------------------------------------
-# The pytest runner: the same build as test_rdma_dev (links open to the testbench).
 
 # ---------------------------------------------------------------------------------------------
 # Atomics
@@ -992,11 +1003,28 @@ async def test_atomics_count_in_max_rd_atomic(dut):
     await finish(rdma)
 
 
-# make test at 256 bits; make regress and make coverage at every width (the transport's rules
-# do not depend on the width, and test_wire and test_fabric run RC at every width)
+# ---------------------------------------------------------------------------------------------
+# The pytest runner: the same build as test_rdma_dev (links open to the testbench). make test
+# runs the InfiniBand group at 256 bits; make regress and make coverage at every width (the
+# transport's rules do not depend on the width, and test_wire and test_fabric run RC at every
+# width). The ethernet group is the same tests with port 1 on Ethernet (RoCE v2 frames to and
+# from the peer): make test runs ETHERNET_CORE of it at 256 bits, make regress all of it.
+
+ETHERNET_CORE = ("test_timeout_resends_from_the_oldest_unacknowledged_psn",
+                 "test_sequence_nak_resends_from_the_psn_it_names",
+                 "test_a_duplicate_read_is_served_again_from_its_psn",
+                 "test_a_duplicate_atomic_is_answered_from_its_record_not_executed_again")
+
+
+@pytest.mark.parametrize("link", ["ib", "eth"])
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_rc_transport(w):
+def test_rc_transport(w, link):
     if w != 256 and not (REGRESS or coverage_enabled()):
         pytest.skip("RC transport at 64 and 512 bits: make regress")
+    if link == "eth" and w != 256 and not REGRESS:
+        pytest.skip("RC transport on Ethernet at 64 and 512 bits: make regress")
+    pattern = (rf"^test_rc_transport\.({'|'.join(ETHERNET_CORE)})(/|$)"
+               if link == "eth" and not REGRESS else r"^test_rc_transport\.")
     simrun.run(toplevel="tb_rdma_dev", test_module="test_rc_transport",
-               parameters={"DATA_WIDTH": w})
+               parameters={"DATA_WIDTH": w},
+               extra_env={"COCOTB_TEST_FILTER": pattern, "RDMA_LINK": link})

@@ -6,20 +6,29 @@ thing wrong is a CRC, both CRCs recomputed, so only the field under test can mak
 drop it. A dropped packet counts once in the port's PortRcvErrors and changes no memory; a good
 packet right after it is delivered. The scoreboard checks memory, completions and every port
 counter against the model, which is told what was injected.
+
+With RDMA_LINK=eth the ports are on Ethernet and every packet is a RoCE v2 frame from a far
+end behind a GID (tb/rdma_program.FarEnd): the same transport checks, and the frame's own
+(FCS, destination MAC, EtherType, IPv4 checksum and fragments, protocol, UDP port and length,
+the frame's length, the destination GID and its VLAN) in place of LRH, GRH and VCRC.
 """
 
+from dataclasses import replace
 from enum import Enum
 
 import cocotb
 import pytest
 
 from tb import coverage, simrun
-from tb.ib_crc import icrc_bytes, vcrc_bytes
+from tb.ib_crc import fcs_bytes, icrc_bytes, vcrc_bytes
 from tb.ib_packet import (
-    AETH, BTH, DETH, GRH, LRH, OPCODES_BY_NAME, RETH, ImmDt, Packet, build, packetize,
+    AETH, BTH, DETH, GRH, ICRC_BYTES, OPCODES_BY_NAME, RETH, ImmDt, Packet, build,
+    frame_layout, packetize, reframe,
 )
-from tb.rdma_program import QKEY, Rdma, assert_wc, free_index
-from tb.rdma_tb import LinkInjector
+from tb.model import pktlen
+from tb.rdma_program import QKEY, FarEnd, Rdma, assert_wc, free_index
+from tb.rdma_tb import LINK, LinkInjector
+from tb.seed import REGRESS
 from tb.verbs import GRH_BYTES, MTU, PortCounter, QPState, QPType, RecvWR, WCStatus
 
 PORT = 2            # injected on port 2's RX link (LID 0x20, LMC 0)
@@ -27,36 +36,52 @@ PAYLOAD = bytes(range(48, 48 + 37))
 
 
 class Bad(Enum):
-    VCRC = "VCRC wrong"
-    ICRC = "ICRC wrong (VCRC right over it)"
-    PKTLEN = "LRH PktLen one word short"
-    PAYLEN = "GRH PayLen one word long"
+    # either link: the transport's checks, the ICRC, the frame's end
+    ICRC = "ICRC wrong (VCRC or FCS right over it)"
     PADCNT = "PadCnt 2 on a SEND first packet, whose payload must be whole words"
-    LVER = "LRH LVer 1"
     TVER = "BTH TVer 1"
-    IPVER = "GRH IPVer 4"
     OPCODE = "opcode 0x13 (RC compare-and-swap: not supported)"
-    DLID = "DLID of another port"
-    DGID = "DGID of another port"
     PKEY = "P_Key of another partition"
     TRUNCATED = "ends inside the BTH"
     ABORTED = "aborted by the sender (tuser)"
     QPN = "destination QP that does not exist"
     QKEY = "UD Q_Key that is not the QP's"
+    # InfiniBand
+    VCRC = "VCRC wrong"
+    PKTLEN = "LRH PktLen one word short"
+    PAYLEN = "GRH PayLen one word long"
+    LVER = "LRH LVer 1"
+    IPVER = "GRH IPVer 4"
+    DLID = "DLID of another port"
+    DGID = "DGID not one of the port's"
+    # Ethernet (RoCE v2)
+    FCS = "FCS wrong"
+    DMAC = "destination MAC not the port's"
+    ETHERTYPE = "EtherType 0x0806 (ARP)"
+    IPV4_CHECKSUM = "IPv4 header checksum wrong"
+    FRAGMENT = "IPv4 more fragments"
+    PROTOCOL = "IPv4 protocol 6 (TCP)"
+    UDP_PORT = "UDP destination port 4790"
+    UDP_LENGTH = "UDP length one word longer than the IP packet's"
+    TRAILER = "4 bytes between the IP packet and the FCS, the frame past 64 bytes"
+    DEST_IP = "destination IPv4 address in no GID table entry"
+    VLAN = "tagged for VLAN 9, which the destination GID's entry is not on"
 
 
+ETHERNET_ONLY = {Bad.FCS, Bad.DMAC, Bad.ETHERTYPE, Bad.IPV4_CHECKSUM, Bad.FRAGMENT, Bad.PROTOCOL,
+                 Bad.UDP_PORT, Bad.UDP_LENGTH, Bad.TRAILER, Bad.DEST_IP, Bad.VLAN}
+IB_ONLY = {Bad.VCRC, Bad.PKTLEN, Bad.PAYLEN, Bad.LVER, Bad.IPVER, Bad.DLID, Bad.DGID}
 # bad at the link: the depacketizer drops them; the model is only told to count them
 LINK_BAD = set(Bad) - {Bad.QPN, Bad.QKEY}
 
 
 def ud_packet(rdma, dest_qp, qkey=QKEY, grh=False):
-    """A good UD SEND only packet to port 2 from a sender that does not exist (QPN 0x99)."""
-    port = rdma.dev.ports[PORT]
-    route = None
-    if grh:
-        route = GRH(sgid=bytes(16), dgid=bytes(port.gid), hop_limit=5)
-    return Packet(lrh=LRH(dlid=port.lid, slid=0x7, sl=1), grh=route,
-                  bth=BTH(opcode=0x64, dest_qp=dest_qp, psn=0),
+    """A good UD SEND only packet to port 2 from a far end's QP 0x99 (with a GRH on
+    InfiniBand when `grh`; on Ethernet the IP header is always there)."""
+    headers = FarEnd(rdma, PORT).to_port(0x99, dest_qp, sl=1)
+    if grh and not rdma.ethernet(PORT):
+        headers["grh"] = GRH(sgid=bytes(16), dgid=bytes(rdma.dev.ports[PORT].gid), hop_limit=5)
+    return Packet(**headers, bth=BTH(opcode=0x64, dest_qp=dest_qp, psn=0),
                   deth=DETH(qkey=qkey, src_qp=0x99), payload=PAYLOAD)
 
 
@@ -75,6 +100,8 @@ def patch(data, at, value):
 
 def bad_packet(rdma, bad, qp):
     """The wire bytes of a packet with `bad`, aimed at UD QP `qp` on port 2."""
+    if rdma.ethernet(PORT):
+        return bad_frame(rdma, bad, qp)
     good = build(ud_packet(rdma, qp.qp_num))
     bth = 8                         # BTH offset without a GRH
     if bad == Bad.VCRC:
@@ -89,9 +116,7 @@ def bad_packet(rdma, bad, qp):
         data = build(ud_packet(rdma, qp.qp_num, grh=True))
         return patch(data, 8 + 5, data[8 + 5] + 4)
     if bad == Bad.PADCNT:
-        first = Packet(lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x7),
-                       bth=BTH(opcode=0x20, dest_qp=qp.qp_num, psn=0), payload=PAYLOAD[:32])
-        data = build(first)
+        data = build(uc_send_first(rdma, qp))
         return patch(data, bth + 1, data[bth + 1] | 0x20)
     if bad == Bad.LVER:
         return patch(good, 0, good[0] | 0x01)
@@ -118,8 +143,79 @@ def bad_packet(rdma, bad, qp):
     return good                                # ABORTED: the frame itself is fine
 
 
+def uc_send_first(rdma, qp):
+    """A UC SEND first packet of 32 bytes to `qp` (whose PadCnt must be 0)."""
+    return Packet(**FarEnd(rdma, PORT).to_port(0x99, qp.qp_num),
+                  bth=BTH(opcode=0x20, dest_qp=qp.qp_num, psn=0), payload=PAYLOAD[:32])
+
+
+def bad_frame(rdma, bad, qp):
+    """The RoCE v2 frame with `bad`, aimed at UD QP `qp` on port 2: a good frame with the one
+    field broken and its IPv4 checksum, ICRC and FCS made right for it (but where the check
+    is that CRC)."""
+    good = build(ud_packet(rdma, qp.qp_num))
+    at = frame_layout(good)
+
+    def edited(edit, wire=good, **how):
+        """`wire` with edit(body) applied to its destination MAC .. pad, resealed (reframe's
+        keywords in `how`)."""
+        body = bytearray(wire[:at.end - ICRC_BYTES])
+        edit(body)
+        return reframe(body, at, **how)
+
+    def put(offset, value, **how):
+        return edited(lambda body: body.__setitem__(slice(offset, offset + len(value)), value),
+                      **how)
+
+    if bad == Bad.FCS:
+        return good[:-1] + bytes([good[-1] ^ 0x01])
+    if bad == Bad.ICRC:
+        body = bytearray(good[:-4])
+        body[at.end - 1] ^= 0x80
+        return bytes(body) + fcs_bytes(bytes(body))
+    if bad == Bad.PADCNT:
+        return edited(lambda body: body.__setitem__(at.bth + 1, body[at.bth + 1] | 0x20),
+                      build(uc_send_first(rdma, qp)))
+    if bad == Bad.TVER:
+        return put(at.bth + 1, bytes([good[at.bth + 1] | 0x01]))
+    if bad == Bad.OPCODE:
+        return put(at.bth, b"\x13")
+    if bad == Bad.PKEY:
+        return put(at.bth + 3, b"\x00")              # P_Key 0xFF00
+    if bad == Bad.TRUNCATED:
+        return edited(lambda body: body.__delitem__(slice(at.bth + 6, None)), lengths=True)
+    if bad == Bad.DMAC:
+        return put(5, bytes([good[5] ^ 0x01]))
+    if bad == Bad.ETHERTYPE:
+        return put(at.ip - 2, b"\x08\x06")
+    if bad == Bad.IPV4_CHECKSUM:
+        return put(at.ip + 11, bytes([good[at.ip + 11] ^ 0x01]), checksum=False)
+    if bad == Bad.FRAGMENT:
+        return put(at.ip + 6, b"\x20\x00")
+    if bad == Bad.PROTOCOL:
+        return put(at.ip + 9, b"\x06")
+    if bad == Bad.UDP_PORT:
+        return put(at.udp + 2, (4790).to_bytes(2, "big"))
+    if bad == Bad.UDP_LENGTH:
+        udp_length = int.from_bytes(good[at.udp + 4:at.udp + 6], "big")
+        return put(at.udp + 4, (udp_length + 4).to_bytes(2, "big"))
+    if bad == Bad.TRAILER:
+        return edited(lambda body: None, after=bytes(4))
+    if bad == Bad.DEST_IP:
+        return put(at.ip + 19, bytes([good[at.ip + 19] ^ 0x01]))
+    if bad == Bad.VLAN:
+        packet = ud_packet(rdma, qp.qp_num)
+        return build(replace(packet, roce=replace(packet.roce, vlan=9)))
+    if bad == Bad.QPN:
+        return build(ud_packet(rdma, 0x3E))
+    if bad == Bad.QKEY:
+        return build(ud_packet(rdma, qp.qp_num, qkey=QKEY ^ 1))
+    return good                                # ABORTED: the frame itself is fine
+
+
 @cocotb.test()
-@cocotb.parametrize(bad=list(Bad))
+@cocotb.parametrize(bad=[bad for bad in Bad
+                         if bad not in (IB_ONLY if LINK == "eth" else ETHERNET_ONLY)])
 async def test_bad_packet_dropped_and_counted(dut, bad):
     """A packet with one thing wrong arrives on port 2 for a UD QP with a receive posted: it is
     dropped, PortRcvErrors moves by one (PortRcvPkts only for the two that pass the link checks
@@ -154,7 +250,7 @@ async def test_bad_packet_dropped_and_counted(dut, bad):
     model.receive_injected(PORT, [good])
     [wc] = await rdma.poll_until(qp.recv_cq, 1)
     assert_wc(wc, wr_id=0xB1, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + GRH_BYTES,
-              src_qp=0x99, slid=0x7)
+              src_qp=0x99, slid=FarEnd(rdma, PORT).slid)
     assert inbox.read(GRH_BYTES, len(PAYLOAD)) == PAYLOAD
     await rdma.finish()
 
@@ -167,16 +263,16 @@ async def test_injected_rc_message_is_acknowledged(dut):
     predicts."""
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
+    far = FarEnd(rdma, PORT)
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=0x123456,
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x123456,
                        path_mtu=MTU.MTU256)
     inbox = await rdma.region(4096)
     await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC1))
-    port = rdma.dev.ports[PORT]
     data = bytes((7 * i) & 0xFF for i in range(256 * 2 + 100))
-    lrh = LRH(dlid=port.lid, slid=0x9, sl=3)
-    packets = [Packet(lrh=lrh, bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=0x123456 + i,
-                                       ackreq=code == 0x02),
+    packets = [Packet(**far.to_port(0x77, qp.qp_num, sl=3),
+                      bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=0x123456 + i,
+                              ackreq=code == 0x02),
                       payload=data[256 * i:256 * (i + 1)])
                for i, code in enumerate((0x00, 0x01, 0x02))]
     link = LinkInjector(dut, PORT)
@@ -185,11 +281,12 @@ async def test_injected_rc_message_is_acknowledged(dut):
     model.receive_injected(PORT, packets)
     [wc] = await rdma.poll_until(qp.recv_cq, 1)
     assert_wc(wc, wr_id=0xC1, status=WCStatus.SUCCESS, byte_len=len(data), src_qp=0x77,
-              slid=0x9, sl=3)
+              slid=far.slid, sl=rdma.sl(PORT, 3))
     assert inbox.read(0, len(data)) == data
     await rdma.cycles(300)
     [ack] = rdma.tb.sniffers[PORT].packets()
-    assert (ack.bth.opcode, ack.bth.psn, ack.aeth.msn, ack.lrh.dlid) == (0x11, 0x123458, 1, 0x9)
+    assert (ack.bth.opcode, ack.bth.psn, ack.aeth.msn) == (0x11, 0x123458, 1)
+    assert far.sent_to(ack), ack.summary()
     await rdma.finish(links_idle=False)
 
 
@@ -202,15 +299,14 @@ async def test_interleaved_messages_of_many_qps_all_land(dut):
     the model predicts message by message."""
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
-    port = rdma.dev.ports[PORT]
-    lrh = LRH(dlid=port.lid, slid=0x9, sl=3)
+    far = FarEnd(rdma, PORT)
     size = 256 * 2 + 100
     messages, checks = [], []
     for n, (qp_type, op) in enumerate(((QPType.RC, "SEND"), (QPType.UC, "SEND"),
                                        (QPType.RC, "RDMA_WRITE"))):
         qp = await rdma.qp(qp_type)
         psn = 0x100 * (n + 1)
-        await rdma.connect(qp, 0x70 + n, port=PORT, dlid=0x9, rq_psn=psn,
+        await rdma.connect(qp, 0x70 + n, port=PORT, **far.address(), rq_psn=psn,
                            path_mtu=MTU.MTU256)
         inbox = await rdma.region(4096)
         data = bytes((n + 3 * i) & 0xFF for i in range(size))
@@ -222,7 +318,8 @@ async def test_interleaved_messages_of_many_qps_all_land(dut):
             target = inbox.remote(64)
             reth = RETH(va=target.addr, rkey=target.rkey, dma_len=size)
             checks.append((None, None, inbox, 64, data, 0x70 + n))
-        messages.append(packetize(qp_type.name, op, data, 256, lrh=lrh, dest_qp=qp.qp_num,
+        messages.append(packetize(qp_type.name, op, data, 256,
+                                  **far.to_port(0x70 + n, qp.qp_num, sl=3), dest_qp=qp.qp_num,
                                   psn=psn, reth=reth))
     ud = await rdma.ud_qp(port=PORT)
     ud_inbox = await rdma.region(4096)
@@ -241,7 +338,7 @@ async def test_interleaved_messages_of_many_qps_all_land(dut):
         if qp is not None:
             [wc] = await rdma.poll_until(qp.recv_cq, 1)
             assert_wc(wc, wr_id=wr_id, status=WCStatus.SUCCESS, byte_len=len(data),
-                      src_qp=peer, slid=0x9, sl=3)
+                      src_qp=peer, slid=far.slid, sl=rdma.sl(PORT, 3))
     [wc] = await rdma.poll_until(ud.recv_cq, 1)
     assert_wc(wc, wr_id=0xDF, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + GRH_BYTES)
     for qp, wr_id, inbox, offset, data, peer in checks:
@@ -271,14 +368,14 @@ async def test_rnr_after_a_sequence_nak_takes_the_message_back(dut):
     model = rdma.sb.model
     model.links_lossy()         # the answers to this test's own loss are checked here
     psn = 0x200
+    far = FarEnd(rdma, PORT)
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=psn, path_mtu=MTU.MTU256)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=psn, path_mtu=MTU.MTU256)
     inbox = await rdma.region(4096)
-    port = rdma.dev.ports[PORT]
     data = bytes((5 * i + 1) & 0xFF for i in range(256 * 2 + 40))
     target = inbox.remote(100)
     first, middle, last = packetize(
-        "RC", "RDMA_WRITE", data, 256, lrh=LRH(dlid=port.lid, slid=0x9, sl=3),
+        "RC", "RDMA_WRITE", data, 256, **far.to_port(0x77, qp.qp_num, sl=3),
         dest_qp=qp.qp_num, psn=psn, reth=RETH(va=target.addr, rkey=target.rkey,
                                               dma_len=len(data)), immdt=ImmDt(0xC0FFEE))
     link = LinkInjector(dut, PORT)
@@ -304,7 +401,7 @@ async def test_rnr_after_a_sequence_nak_takes_the_message_back(dut):
     assert await answers(first, middle, last) == [(psn + 2, 0x1F)]
     [wc] = await rdma.poll_until(qp.recv_cq, 1)
     assert_wc(wc, wr_id=0xE1, status=WCStatus.SUCCESS, byte_len=len(data), src_qp=0x77,
-              slid=0x9, sl=3)
+              slid=far.slid, sl=rdma.sl(PORT, 3))
     assert inbox.read(100, len(data)) == data
     await rdma.finish(links_idle=False)
 
@@ -321,18 +418,18 @@ async def test_a_duplicate_just_before_the_psn_wrap_is_acknowledged_not_naked(du
     model = rdma.sb.model
     model.links_lossy()     # the model takes messages in order: the answers are checked here
     first_psn = 0xFFFFFE
+    far = FarEnd(rdma, PORT)
     qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, rq_psn=first_psn)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=first_psn)
     inbox = await rdma.region(4096)
-    lrh = LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9, sl=3)
     link = LinkInjector(dut, PORT)
     sniffer = rdma.tb.sniffers[PORT]
 
     def write_only(n, fill):
         """The RDMA WRITE only packet of PSN first_psn + n, 40 bytes of `fill` at offset 64 n."""
         target = inbox.remote(64 * n)
-        [packet] = packetize("RC", "RDMA_WRITE", bytes([fill]) * 40, 256, lrh=lrh,
-                             dest_qp=qp.qp_num, psn=(first_psn + n) & 0xFFFFFF,
+        [packet] = packetize("RC", "RDMA_WRITE", bytes([fill]) * 40, 256,
+                             **far.to_port(0x77, qp.qp_num, sl=3), dest_qp=qp.qp_num, psn=(first_psn + n) & 0xFFFFFF,
                              reth=RETH(va=target.addr, rkey=target.rkey, dma_len=40))
         return packet
 
@@ -366,22 +463,23 @@ async def test_a_packet_for_a_qp_of_the_other_port_is_dropped_and_counted(dut, t
     port 1's link is delivered."""
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
+    far = {port: FarEnd(rdma, port) for port in (1, 2)}
     if transport == QPType.UD:
         qp = await rdma.ud_qp(port=1)
     else:
         qp = await rdma.qp(transport)
-        await rdma.connect(qp, 0x77, port=1, dlid=0x9, rq_psn=0x40)
+        await rdma.connect(qp, 0x77, port=1, **far[1].address(), rq_psn=0x40)
     inbox = await rdma.region(4096)
     await qp.post_recv(RecvWR(inbox.sge(0, 1024), wr_id=0xF1))
     memory = inbox.read()
 
     def send_only(port):
-        lrh = LRH(dlid=rdma.dev.ports[port].lid, slid=0x9, sl=3)
+        headers = far[port].to_port(0x77, qp.qp_num, sl=3)
         if transport == QPType.UD:
-            return Packet(lrh=lrh, bth=BTH(opcode=0x64, dest_qp=qp.qp_num, psn=0),
+            return Packet(**headers, bth=BTH(opcode=0x64, dest_qp=qp.qp_num, psn=0),
                           deth=DETH(qkey=QKEY, src_qp=0x77), payload=PAYLOAD)
-        [packet] = packetize(transport.name, "SEND", PAYLOAD, 256, lrh=lrh, dest_qp=qp.qp_num,
-                             psn=0x40)
+        [packet] = packetize(transport.name, "SEND", PAYLOAD, 256, **headers,
+                             dest_qp=qp.qp_num, psn=0x40)
         return packet
 
     before = {port: await rdma.dev.port_counters(port) for port in (1, 2)}
@@ -391,10 +489,10 @@ async def test_a_packet_for_a_qp_of_the_other_port_is_dropped_and_counted(dut, t
     after = {port: await rdma.dev.port_counters(port) for port in (1, 2)}
     moved = {port: {c.name: after[port][c] - before[port][c] for c in after[port]
                     if after[port][c] != before[port][c]} for port in (1, 2)}
-    size = len(build(send_only(2)))
+    words = pktlen(send_only(2))
     assert moved == {1: {}, 2: {"RCV_ERRORS": 1, "RCV_ERRORS_EXT": 1, "RCV_PKTS": 1,
-                                "RCV_PKTS_EXT": 1, "RCV_DATA": size // 4,
-                                "RCV_DATA_EXT": size // 4}}, f"counters moved: {moved}"
+                                "RCV_PKTS_EXT": 1, "RCV_DATA": words,
+                                "RCV_DATA_EXT": words}}, f"counters moved: {moved}"
     assert inbox.read() == memory, "memory changed"
     assert await qp.recv_cq.poll() == [], "a completion appeared"
     assert rdma.tb.sniffers[2].packets() == [], "port 2 answered"
@@ -404,7 +502,7 @@ async def test_a_packet_for_a_qp_of_the_other_port_is_dropped_and_counted(dut, t
     [wc] = await rdma.poll_until(qp.recv_cq, 1)
     offset = GRH_BYTES if transport == QPType.UD else 0
     assert_wc(wc, wr_id=0xF1, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD) + offset,
-              src_qp=0x77, slid=0x9)
+              src_qp=0x77, slid=far[1].slid)
     assert inbox.read(offset, len(PAYLOAD)) == PAYLOAD
     await rdma.finish(links_idle=False)
 
@@ -429,11 +527,12 @@ async def test_a_response_for_a_qp_that_cannot_have_asked_is_dropped_and_counted
         if target == "QP in INIT":
             await qp.modify(QPState.INIT, port_num=PORT)
         elif target != "QP in RESET":
-            await rdma.connect(qp, 0x77, port=1 if target == "QP of port 1" else PORT, dlid=0x9)
+            port = 1 if target == "QP of port 1" else PORT
+            await rdma.connect(qp, 0x77, port=port, **FarEnd(rdma, port).address())
         qpn = qp.qp_num
-    lrh = LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9)
-    answers = [Packet(lrh=lrh, bth=BTH(opcode=0x11, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0)),
-               Packet(lrh=lrh, bth=BTH(opcode=0x10, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0),
+    headers = FarEnd(rdma, PORT).to_port(0x77, qpn)
+    answers = [Packet(**headers, bth=BTH(opcode=0x11, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0)),
+               Packet(**headers, bth=BTH(opcode=0x10, dest_qp=qpn, psn=0), aeth=AETH(0x1F, 0),
                       payload=PAYLOAD)]
     before = await rdma.dev.port_counters(PORT)
     link = LinkInjector(dut, PORT)
@@ -463,12 +562,13 @@ async def test_a_write_whose_first_packet_overruns_its_reth_length_writes_nothin
     allows only the CQ rings)."""
     rdma = await Rdma.open(dut)
     rdma.sb.stop_predicting()       # the model only sends WRITEs whose lengths agree
+    far = FarEnd(rdma, PORT)
     qp = await rdma.qp(transport)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, path_mtu=MTU.MTU256)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), path_mtu=MTU.MTU256)
     target = await rdma.region(4096)
     rdma.tb.mem.guard([(cq.ring, cq.ring + 32 * cq.depth) for cq in rdma.dev.cqs.values()])
     payload = bytes(range(256)) if opcode.endswith("FIRST") else PAYLOAD
-    packet = Packet(lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9),
+    packet = Packet(**far.to_port(0x77, qp.qp_num),
                     bth=BTH(opcode=OPCODES_BY_NAME[f"{transport.name}_{opcode}"].code,
                             dest_qp=qp.qp_num, psn=0, ackreq=True),
                     reth=RETH(target.mr.addr if dma_len else 0x28, target.lkey, dma_len),
@@ -494,14 +594,15 @@ async def test_a_packet_its_path_mtu_does_not_fit_is_refused(dut, transport, pac
     rdma = await Rdma.open(dut)
     rdma.sb.stop_predicting()       # the model only sends packets that fit
     opcode, length = packet
+    far = FarEnd(rdma, PORT)
     qp = await rdma.qp(transport)
-    await rdma.connect(qp, 0x77, port=PORT, dlid=0x9, path_mtu=MTU.MTU256)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), path_mtu=MTU.MTU256)
     inbox = await rdma.region(4096)
     await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xA7))
     memory = inbox.read()
     reth = RETH(inbox.mr.addr, inbox.lkey, 1024) if "WRITE" in opcode else None
     await LinkInjector(dut, PORT).send(build(Packet(
-        lrh=LRH(dlid=rdma.dev.ports[PORT].lid, slid=0x9),
+        **far.to_port(0x77, qp.qp_num),
         bth=BTH(opcode=OPCODES_BY_NAME[f"{transport.name}_{opcode}"].code, dest_qp=qp.qp_num,
                 psn=0, ackreq=True),
         reth=reth, payload=bytes(i & 0xFF for i in range(length)))))
@@ -516,8 +617,13 @@ async def test_a_packet_its_path_mtu_does_not_fit_is_refused(dut, transport, pac
 
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: Packets injected on rdma_dev's RX links by the testbench at each supported
-# data width; the same build as test_rdma_dev (links open to the testbench).
+# data width; the same build as test_rdma_dev (links open to the testbench). On Ethernet ports
+# (RDMA_LINK=eth) at 256 bits in make test, at every width under make regress.
 
+@pytest.mark.parametrize("link", ["ib", "eth"])
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_rx_errors(w):
-    simrun.run(toplevel="tb_rdma_dev", test_module="test_rx_errors", parameters={"DATA_WIDTH": w})
+def test_rx_errors(w, link):
+    if link == "eth" and w != 256 and not REGRESS:
+        pytest.skip("injected frames on Ethernet ports at 64 and 512 bits: make regress")
+    simrun.run(toplevel="tb_rdma_dev", test_module="test_rx_errors", parameters={"DATA_WIDTH": w},
+               extra_env={"RDMA_LINK": link})
