@@ -12,9 +12,10 @@ import cocotb
 import pytest
 
 from tb import simrun
+from tb.rdma_tb import LINK
 from tb.seed import REGRESS
 from tb.rdma_program import (
-    NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SL, SRC_PATH_BITS, Rdma, assert_wc,
+    NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, Rdma, assert_wc,
     grh_bytes, unregistered_key, work_request,
 )
 from tb.verbs import (
@@ -121,8 +122,8 @@ async def test_gather_and_scatter_on_every_path(dut, transport):
 async def test_ud_grh_area_spans_receive_sges(dut, global_route):
     """UD SENDs whose receive lists begin with SGEs shorter than the 40-byte GRH area (the GRH
     then spans two or three SGEs, and the payload starts inside one), from a gather list, on
-    every path: the receive list holds the GRH the packet carried (or 40 zero bytes) and then
-    the payload, and byte_len counts both."""
+    every path: the receive list holds the GRH the packet carried (or 40 zero bytes; on
+    Ethernet always the IP header) and then the payload, and byte_len counts both."""
     rdma = await Rdma.open(dut, cabled=True)
     rng = rdma.rng
     for path in PATHS:
@@ -130,10 +131,10 @@ async def test_ud_grh_area_spans_receive_sges(dut, global_route):
         peer_port = 2 if path == "cable" else 1
         a = await rdma.ud_qp(port=1, sges=MAX_SGE)
         b = await rdma.ud_qp(port=peer_port, sges=MAX_SGE)
+        dlid = rdma.own_lid(peer_port)
         route = GlobalRoute(rdma.dev.ports[peer_port].gid, flow_label=0x2468A, hop_limit=33,
-                            traffic_class=0x66) if global_route else None
-        ah = await rdma.pd.create_ah(1, rdma.own_lid(peer_port), sl=SL,
-                                     src_path_bits=SRC_PATH_BITS, grh=route)
+                            traffic_class=0x66) if global_route else rdma.route(1, dlid)
+        ah = await rdma.ah(1, dlid, grh=route)
         src, dst = await rdma.region(8192), await rdma.region(8192)
         for i, length in enumerate(UD_LENGTHS):
             firsts = ([7, 20, 13], [16, 30], [40], [1, 39])[i % 4]    # the GRH area's SGEs
@@ -144,7 +145,7 @@ async def test_ud_grh_area_spans_receive_sges(dut, global_route):
             await a.post_send(ud_send(sends, ah, b.qp_num, QKEY, wr_id=i))
             [rwc] = await rdma.poll_until(b.recv_cq, 1)
             assert_wc(rwc, wr_id=i, status=WCStatus.SUCCESS, byte_len=length + GRH_BYTES)
-            grh = (grh_bytes(route, rdma.dev.ports[1].gid, length, False) if route
+            grh = (grh_bytes(route, rdma.dev.ports[1].gid, length, False, LINK) if route
                    else bytes(GRH_BYTES))
             got = gathered(dst, recvs)
             assert got[:GRH_BYTES + length] == grh + gathered(src, sends), \
@@ -251,7 +252,7 @@ async def test_qp_sge_capacity_is_created_and_queried(dut):
         assert (status.max_send_sge, status.max_recv_sge) == (send_sges, recv_sges)
         assert (qp.sq.stride, qp.rq.stride) == (64 if send_sges < 2 else 128,
                                                 64 if recv_sges < 2 else 128)
-        await qp.to_rts(qp.qp_num, rdma.own_lid(1))
+        await rdma.connect(qp, qp.qp_num, 1)
         src = await rdma.region(64)
         try:
             await qp.post_recv(RecvWR([src.sge(0, 1)] * (max(recv_sges, 1) + 1)))
@@ -271,14 +272,22 @@ async def test_qp_sge_capacity_is_created_and_queried(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the same build as test_wire (tb_rdma_dev with CABLE = 1). make test runs it
 # at 256 bits (the list machinery itself, dma_sgl, is tested at every width by test_dma_mover,
-# and the random program's lists run at 64 and 256); make regress at every width.
+# and the random program's lists run at 64 and 256), and on Ethernet ports the UD test, whose
+# GRH area there is the IP header; make regress everything on both link layers at every width.
 
+ETHERNET_CORE = "test_ud_grh_area_spans_receive_sges"
+
+
+@pytest.mark.parametrize("link", ["ib", "eth"])
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_scatter_gather(w):
+def test_scatter_gather(w, link):
     if w != 256 and not REGRESS:
         pytest.skip("make regress runs the scatter/gather programs at 64 and 512 bits")
+    pattern = (rf"^test_scatter_gather\.{ETHERNET_CORE}(/|$)" if link == "eth" and not REGRESS
+               else r"^test_scatter_gather\.")
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_scatter_gather",
         parameters={"DATA_WIDTH": w, "CABLE": 1},
+        extra_env={"COCOTB_TEST_FILTER": pattern, "RDMA_LINK": link},
     )
