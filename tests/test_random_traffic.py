@@ -9,6 +9,16 @@ gives the loopback run's results; UC and UD lose what the cables broke, so their
 completions and memory are checked against the model alone, which takes each UC and UD
 packet as its cable delivered it (tb/model.py, Model.arrived).
 
+Every port is InfiniBand, or Ethernet with RDMA_LINK=eth (RoCE v2: tb/rdma_tb.py), for the
+same program. On Ethernet a GID is the address: as the InfiniBand program's address vectors
+vary their DLID and source path bits, each leaves from a random entry of its port's GID table
+(IPv4, IPv6, or IPv4 on VLAN 7, whose frames carry the SL as their priority) for a GID of its
+peer's port that the entry reaches (of its IP version, on its VLAN; a loopback takes any of
+the port's own GIDs of its version, VLAN or not). Receive completions there carry no SLID, SL
+or path bits, and every UD receive a GRH area: the IP header, whose addresses (and IPv4's
+checksum over them) are what names the ports. `make test` runs the program on Ethernet on one
+device at 256 bits; `make regress` every run on both links.
+
 The program is what a busy RDMA application does: 38 QPs on both ports (RC, UC and UD),
 several thousand work requests posted in batches with one doorbell each, refilled as
 completions come back, with random lengths (mostly small, some tens of KiB) at random byte
@@ -51,7 +61,8 @@ state and counter, and on the packet path every packet on every link and every p
 The seed comes from $SEED (else a fresh one); it is logged at the start and every failure
 names it: `SEED=<n> pytest tests/test_random_traffic.py` replays the run exactly. Each flow
 draws its messages from its own generator, so the same seed also gives the same program at
-every DATA_WIDTH; only the interleaving, which depends on the device's timing, differs.
+every DATA_WIDTH (and on either link, but for its addresses); only the interleaving, which
+depends on the device's timing, differs.
 """
 
 from __future__ import annotations
@@ -67,9 +78,11 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 import pytest
 
 from tb import simrun
+from tb.ib_packet import is_ipv4_mapped
+from tb.model import echoed_tclass
 from tb.rdma_program import lossy_cable
 from tb.rdma_tb import (
-    CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, MEM_TIMINGS, PORT_SETUP, mem_timing, open_device,
+    CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, LINK, MEM_TIMINGS, PORT_SETUP, mem_timing, open_device,
     open_fabric,
 )
 from tb.seed import REGRESS, seed_from_env
@@ -748,23 +761,47 @@ class RandomTraffic(Observer):
         return await pd.reg_mr(addr, size, access, iova=iova)
 
     def random_route(self):
-        """The random part of an address vector: DLID path bits, SL, source path bits, and
-        half of the time GRH fields. Drawn the same whatever the port it will aim at, so every
-        placement builds the same program."""
+        """The random part of an address vector: DLID path bits, SL, source path bits, half
+        of the time GRH fields, and (Ethernet) the GID table entry it leaves from and the GID
+        it aims at among those that entry reaches. Drawn the same whatever the port it will
+        aim at (fixed-width draws: how many GIDs a route reaches depends on the placement),
+        so every placement builds the same program; and on either link, so a seed's program
+        differs between InfiniBand and Ethernet only in its addresses."""
         rng = self.rng
         grh = None
         if rng.random() < 0.5:
             grh = dict(flow_label=rng.getrandbits(20), hop_limit=rng.randint(1, 255),
                        traffic_class=rng.getrandbits(8))
         return dict(path_bits=rng.getrandbits(7), sl=rng.randrange(16),
-                    src_path_bits=rng.randrange(8), grh=grh)
+                    src_path_bits=rng.randrange(8), grh=grh, sgid=rng.getrandbits(8),
+                    dgid=rng.getrandbits(8))
 
-    def address_vector(self, route, side, port):
-        """`route` aimed at `side`'s `port`: one of the port's DLIDs, and its GID when global."""
-        attr = self.sides[side][1].ports[port]
-        grh = route["grh"] and GlobalRoute(attr.gid, **route["grh"])
-        return dict(dlid=attr.lid | (route["path_bits"] & ((1 << attr.lmc) - 1)),
-                    sl=route["sl"], src_path_bits=route["src_path_bits"], grh=grh)
+    def address_vector(self, route, source, far):
+        """`route` from `source` aimed at `far`, each (side, port): one of the far port's
+        DLIDs, and its GID when global. On Ethernet (RoCE v2) the GID is the address, and the
+        route always global: from the route's entry of the source port's GID table (IPv4,
+        IPv6 or IPv4 on VLAN 7) to a GID of the far port that entry reaches, one of its IP
+        version (the driver refuses two versions) on its VLAN; a loopback (the far port is the
+        source port) reaches any of the port's own GIDs of its version, VLAN or not. A
+        traffic class whose ECN field says CE (congestion experienced) would have each packet
+        ask for a CNP, at a rate (CNP_INTERVAL) the models do not predict: it sends ECT(0)
+        instead, as a responder echoes it."""
+        attr = self.sides[far[0]][1].ports[far[1]]
+        av = dict(dlid=attr.lid | (route["path_bits"] & ((1 << attr.lmc) - 1)),
+                  sl=route["sl"], src_path_bits=route["src_path_bits"])
+        if attr.link_layer != "eth":
+            return av | dict(grh=route["grh"] and GlobalRoute(attr.gid, **route["grh"]))
+        table = self.sides[source[0]][1].ports[source[1]].gid_table
+        entries = [i for i, entry in enumerate(table) if any(entry.gid)]
+        sgid_index = entries[route["sgid"] % len(entries)]
+        mine = table[sgid_index]
+        reached = [entry.gid for entry in attr.own_gids()
+                   if is_ipv4_mapped(entry.gid) == is_ipv4_mapped(mine.gid)
+                   and (far == source or entry.vlan == mine.vlan)]
+        grh = dict(route["grh"] or {})
+        grh["traffic_class"] = echoed_tclass(grh.get("traffic_class", 0))
+        return av | dict(grh=GlobalRoute(reached[route["dgid"] % len(reached)],
+                                         sgid_index=sgid_index, **grh))
 
     def plan(self):
         """Every QP as (transport, side, port, role) and the flows between them (indices)."""
@@ -875,10 +912,10 @@ class RandomTraffic(Observer):
             for port in (1, 2):
                 far = self.peer_of(d, port)
                 res.peer[port] = far[1]
-                res.ahs[port] = [await res.pd.create_ah(port, **self.address_vector(r, *far))
-                                 for r in routes[:4]]
+                res.ahs[port] = [await res.pd.create_ah(
+                    port, **self.address_vector(r, (d, port), far)) for r in routes[:4]]
                 res.other_pd_ahs[port] = await res.other_pd_pd.create_ah(
-                    port, **self.address_vector(routes[4], *far))
+                    port, **self.address_vector(routes[4], (d, port), far))
             res.qps_by_port = {p: [q for q, (_, side, port, _) in zip(qps, qp_plan)
                                    if (side, port) == (d, p)] for p in (1, 2)}
 
@@ -947,7 +984,7 @@ class RandomTraffic(Observer):
         no_read = next(r for s, r, error in flow_plan if error and qp_plan[s][0] == QPType.RC)
         qkeys, mtus = {}, {}
         for i, qp in enumerate(qps):
-            transport, _, port, _ = qp_plan[i]
+            transport, side, port, _ = qp_plan[i]
             if transport == QPType.UD:
                 pair = min(i, partner[i])
                 qkey = qkeys.setdefault(pair, rng.getrandbits(31))
@@ -965,7 +1002,8 @@ class RandomTraffic(Observer):
                             path_mtu=mtus[pair], rnr_retry=rng.randrange(8),
                             timeout=RC_TIMEOUT[self.lossy],
                             sq_psn=self.psn(i), rq_psn=self.psn(partner[i]),
-                            **self.address_vector(self.random_route(), far_side, far_port))
+                            **self.address_vector(self.random_route(), (side, port),
+                                                  (far_side, far_port)))
 
     def lossy_qpns(self, side):
         """The QPNs on `side` whose packets the cables into it may lose (tb/link_faults.py):
@@ -1065,8 +1103,10 @@ class RandomTraffic(Observer):
     def on_poll_cq(self, cq, wcs):
         """Every completion software polls (the program's and the scoreboard's last drain),
         as the placements must agree on it: SLID and DLID path bits name the ports, which
-        differ, and are left out. A failed receive leaves its buffer undefined; a UD receive
-        with a GRH has the sender's and the receiving port's GIDs in its GRH area."""
+        differ, and are left out (on Ethernet they are 0, as the SL is). A failed receive
+        leaves its buffer undefined; a UD receive with a GRH (on Ethernet, every one) has the
+        sender's and the receiving port's GIDs in bytes 8-39 of its GRH area (on Ethernet the
+        IP header's addresses, and IPv4's header checksum, which covers them)."""
         side = self.side_of[id(cq.dev)]
         for wc in wcs:
             # the source QPN is left out too: QPNs are numbered per device
@@ -1126,6 +1166,7 @@ class RandomTraffic(Observer):
 SAME_PORT = {1: (0, 1), 2: (0, 2)}
 OTHER_PORT = {1: (0, 2), 2: (0, 1)}
 OTHER_DEVICE = {1: (1, 1), 2: (1, 2)}   # tb_fabric cables port p to the other's port p
+LINK_NAMES = {"ib": "InfiniBand", "eth": "Ethernet"}    # every port's link layer: $RDMA_LINK
 RESULTS = {}   # placement -> results of its run, for a later test to compare with
 
 
@@ -1149,9 +1190,11 @@ def lossy_cables(program, seed, loss):
 
 def unreliable_fates(sides):
     """What the lossy cables did to UC and UD packets (the transports without retransmission):
-    how many were sent, lost (never arrived whole) and duplicated."""
+    how many were sent, lost (never arrived whole) and duplicated. A packet is known by its
+    source address (the SLID; on Ethernet the source GID), destination QP and PSN."""
     def tally(sniffers):
-        return Counter((c.packet.lrh.slid, c.packet.bth.dest_qp, c.packet.bth.psn)
+        return Counter((c.packet.lrh.slid if c.packet.roce is None else c.packet.roce.sgid,
+                        c.packet.bth.dest_qp, c.packet.bth.psn)
                        for s in sniffers for c in s.captures
                        if c.packet is not None and c.packet.op.transport != "RC")
     sent = tally(s for t, _, _ in sides for s in t.sniffers.values())
@@ -1164,8 +1207,9 @@ async def run_program(dut, placement, peer, loss=0.0):
     seed = seed_from_env()
     fabric = hasattr(dut, "dev1_irq")
     width = len((dut.dev0_m_axi_wdata if fabric else dut.m_axi_wdata))
-    dut._log.info("random traffic, peers on the %s: SEED=%d, DATA_WIDTH=%d (replay with "
-                  "SEED=%d)", placement, seed, width, seed)
+    dut._log.info("random traffic, peers on the %s: SEED=%d, DATA_WIDTH=%d, ports on %s "
+                  "(RDMA_LINK=%s; replay with SEED=%d)", placement, seed, width,
+                  LINK_NAMES[LINK], LINK, seed)
     wall = time.monotonic()
     if fabric:
         sides = list(await open_fabric(dut, seed))
@@ -1210,7 +1254,8 @@ async def run_program(dut, placement, peer, loss=0.0):
                                c.packet.summary() if c.packet else c.error)
         write_link_traces(sides, program.faults, placement)
         raise AssertionError(f"random traffic (peers on the {placement}) failed at "
-                             f"DATA_WIDTH={width}: {e}\nreplay with SEED={seed}") from e
+                             f"DATA_WIDTH={width} on {LINK_NAMES[LINK]}: {e}\nreplay with "
+                             f"SEED={seed} RDMA_LINK={LINK}") from e
 
 
 def write_link_traces(sides, faults, placement):
@@ -1337,6 +1382,21 @@ async def random_traffic_other_device_lossy(dut):
 # and test_fabric, and a run on the packet path costs twice one through the bypass.
 TRANSPARENCY_WIDTH = 256
 
+# Each run has an Ethernet twin (RDMA_LINK=eth, RoCE v2): the same program, its peers addressed
+# by GIDs of every kind in the ports' tables, its placements told apart by the IP headers in
+# UD GRH areas instead of SLIDs. make test runs one of them, on one device at 256 bits (the
+# same port, then the other port: as long to simulate as its InfiniBand twin), as the link
+# layer changes only the addresses and the headers around the BTH, which test_wire,
+# test_rdma_dev and test_fabric check on Ethernet; make regress runs every one.
+LINKS = list(LINK_NAMES)
+
+
+def skip_ethernet(link, w=TRANSPARENCY_WIDTH, between_devices=False):
+    """Outside make regress, the one Ethernet run is on one device at 256 bits."""
+    if link == "eth" and (w != TRANSPARENCY_WIDTH or between_devices) and not REGRESS:
+        pytest.skip("the program on Ethernet ports at 64 and 512 bits and between devices: "
+                    "make regress")
+
 
 # independent runs of each, each with its own seed: $RANDOM_RUNS (`make regress` sets it)
 RUNS = range(int(os.environ.get("RANDOM_RUNS", "1")))
@@ -1357,12 +1417,15 @@ def timing_of(kind, run):
     return TIMINGS[(TIMINGS.index(FIRST_TIMING[kind]) + run) % len(TIMINGS)]
 
 
+@pytest.mark.parametrize("link", LINKS)
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("w", [64, 256, 512])
-def test_random_traffic(w, run):
+def test_random_traffic(w, run, link):
+    skip_ethernet(link, w)
     seed = seed_from_env()
     timing = timing_of(w, run)
-    print(f"random traffic at DATA_WIDTH={w}: SEED={seed} MEM_TIMING={timing}")
+    print(f"random traffic at DATA_WIDTH={w} on {LINK_NAMES[link]}: SEED={seed} "
+          f"MEM_TIMING={timing} RDMA_LINK={link}")
     runs = {"COCOTB_TEST_FILTER": r"^test_random_traffic\.random_traffic_loopback$"}
     if w == TRANSPARENCY_WIDTH:
         runs = {"COCOTB_TEST_FILTER":
@@ -1370,13 +1433,14 @@ def test_random_traffic(w, run):
     try:
         simrun.run(toplevel="tb_rdma_dev", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": w, "CABLE": 1}, name=f"random_w{w}_{run}",
-                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, **runs})
+                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, "RDMA_LINK": link,
+                              **runs})
         return
     except AssertionError as failed:  # simrun's report of the cocotb failures
         report = str(failed)
     # The seed leads the message, even when the simulator stopped before the test named it.
-    pytest.fail(f"random traffic at DATA_WIDTH={w}: replay with SEED={seed} MEM_TIMING={timing}"
-                f"\n{report}", pytrace=False)
+    pytest.fail(f"random traffic at DATA_WIDTH={w} on {LINK_NAMES[link]}: replay with "
+                f"SEED={seed} MEM_TIMING={timing} RDMA_LINK={link}\n{report}", pytrace=False)
 
 
 def fabric_shape():
@@ -1384,46 +1448,55 @@ def fabric_shape():
     return {} if REGRESS or "RANDOM_WRS" in os.environ else {"RANDOM_WRS": str(FABRIC_WRS)}
 
 
+@pytest.mark.parametrize("link", LINKS)
 @pytest.mark.parametrize("loss", [0.01, 0.1])
-def test_random_traffic_lossy(loss):
+def test_random_traffic_lossy(loss, link):
     """The program between devices over lossy cables (random_traffic_other_device_lossy),
     compared with its run on one device's own ports, at 256 bits: 1 % in make test (a program
-    of FABRIC_WRS send WRs), 10 % (some five times longer to simulate) under make regress."""
+    of FABRIC_WRS send WRs, on InfiniBand), 10 % (some five times longer to simulate) and
+    Ethernet under make regress."""
     if loss > 0.01 and not REGRESS:
         pytest.skip("10 % loss runs under make regress")
+    skip_ethernet(link, between_devices=True)
     seed = seed_from_env()
     timing = timing_of("lossy", 0)
-    print(f"random traffic between devices at {loss:.0%} loss: SEED={seed} MEM_TIMING={timing}")
+    print(f"random traffic between devices at {loss:.0%} loss on {LINK_NAMES[link]}: "
+          f"SEED={seed} MEM_TIMING={timing} RDMA_LINK={link}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_lossy_{loss}",
                    extra_env={"SEED": str(seed), "RANDOM_LOSS": str(loss), "MEM_TIMING": timing,
-                              **fabric_shape(),
+                              "RDMA_LINK": link, **fabric_shape(),
                               "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device_lossy)$"})
         return
     except AssertionError as failed:
         report = str(failed)
-    pytest.fail(f"random traffic between devices at {loss:.0%} loss: replay with SEED={seed} "
-                f"MEM_TIMING={timing}\n{report}", pytrace=False)
+    pytest.fail(f"random traffic between devices at {loss:.0%} loss on {LINK_NAMES[link]}: "
+                f"replay with SEED={seed} MEM_TIMING={timing} RDMA_LINK={link}\n{report}",
+                pytrace=False)
 
 
+@pytest.mark.parametrize("link", LINKS)
 @pytest.mark.parametrize("run", RUNS)
-def test_random_traffic_other_device(run):
+def test_random_traffic_other_device(run, link):
     """The same program with its peers on the other device of tb_fabric, compared with its run
     on one device's own ports (both in one simulation of tb_fabric), at 256 bits (a program of
-    FABRIC_WRS send WRs in make test)."""
+    FABRIC_WRS send WRs in make test, on InfiniBand; Ethernet under make regress)."""
+    skip_ethernet(link, between_devices=True)
     seed = seed_from_env()
     timing = timing_of("other_device", run)
-    print(f"random traffic between devices: SEED={seed} MEM_TIMING={timing}")
+    print(f"random traffic between devices on {LINK_NAMES[link]}: SEED={seed} "
+          f"MEM_TIMING={timing} RDMA_LINK={link}")
     try:
         simrun.run(toplevel="tb_fabric", test_module="test_random_traffic",
                    parameters={"DATA_WIDTH": TRANSPARENCY_WIDTH}, name=f"random_fabric_{run}",
-                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, **fabric_shape(),
+                   extra_env={"SEED": str(seed), "MEM_TIMING": timing, "RDMA_LINK": link,
+                              **fabric_shape(),
                               "COCOTB_TEST_FILTER":
                               r"^test_random_traffic\.random_traffic_(loopback|other_device)$"})
         return
     except AssertionError as failed:
         report = str(failed)
-    pytest.fail(f"random traffic between devices: replay with SEED={seed} MEM_TIMING={timing}\n"
-                f"{report}", pytrace=False)
+    pytest.fail(f"random traffic between devices on {LINK_NAMES[link]}: replay with SEED={seed} "
+                f"MEM_TIMING={timing} RDMA_LINK={link}\n{report}", pytrace=False)
