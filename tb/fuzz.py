@@ -4,7 +4,8 @@ docs/fuzzing.md).
 
 It works across one cable between two ends (End): the peers' end and the targets' end, either
 a device's two ports cabled to each other (tb_rdma_dev, CABLE = 1) or port 1 of each of two
-devices (tb_fabric). Live traffic, the canaries, crosses the cable in its own protection
+devices (tb_fabric), their ports on InfiniBand or on Ethernet (RoCE v2: RDMA_LINK=eth, every
+address a GID). Live traffic, the canaries, crosses the cable in its own protection
 domain: an RC QP at the peers' end writes and sends to one at the targets' end, a UD QP sends
 to one, every round, their data checked. The fuzzer owns other QPs in a PD of its own on each
 device (Side): at the targets' end an RC, a UC and a UD QP (the targets), an RC QP left in
@@ -12,9 +13,11 @@ RESET and one in RTS on the device's other port, and at the peers' end the targe
 works in batches, each of one kind:
 
 - a packet batch puts up to PACKET_BATCH packets of one kind (a field of one header mutated,
-  a payload against the path MTU, a check of the link broken, a QP check broken, or real
-  packets replayed long after their time) on a port's receive side through the harness's
-  packet player, between the packets the cable delivers;
+  a payload against the path MTU, a check of the link broken, a QP check broken, real
+  packets replayed long after their time, or on Ethernet packets marked Congestion
+  Experienced and CNPs) on a port's receive side through the harness's packet player, between
+  the packets the cable delivers; the kinds are the port's link layer's (KINDS): an LRH or a
+  VCRC on InfiniBand, a MAC, VLAN, IP or UDP header or an FCS on Ethernet;
 - a WR batch writes random WQEs (valid ones with fields given values that matter, some wholly
   random bytes) into the targets' send rings and rings their doorbells, some with a random
   producer index, under one of WR_CONDITIONS; some are followed by random commands.
@@ -34,11 +37,19 @@ replay command:
   the link checks) or PortRcvErrors only (it did not), and a QP check's drop moved both;
   the cable's packets are never dropped; a kind whose fate the spec fixes (a link check
   broken, a QP that cannot take it, a duplicate) ends exactly so; PortXmitPkts counts exactly
-  the packets the port's link carried; no completion has a status the device does not
-  produce or a wr_id nobody posted; QPs end in the states the spec allows (the RESET QP stays
-  in RESET, the other port's in RTS, a QP that only received stray answers keeps its state,
-  the canaries stay in RTS);
-  the AXI bus stays legal.
+  the packets the port's link carried; every packet a port sent decodes (tb/ib_packet.py; on
+  Ethernet scapy agrees, tb/scapy_judge.py) but for those it aborted; no completion has a
+  status the device does not produce or a wr_id nobody posted; QPs end in the states the spec
+  allows (the RESET QP stays in RESET, the other port's in RTS, a QP that only received stray
+  answers keeps its state, the canaries stay in RTS);
+  the AXI bus stays legal;
+- on Ethernet, CNPs only as docs/packet-path.md ("ECN and CNPs") says: np_cnp_sent counts
+  exactly the CNPs the port's link carried, each for a packet marked CE
+  (np_ecn_marked_roce_packets), and rp_cnp_handled exactly the CNPs that came over the cable
+  for a QP of the port that may have sent (and at most the injected packets whose opcode is
+  the CNP's beside them); a batch of marked packets draws one CNP for each marked request a QP
+  took, none for answers or refused requests (the targets' device sends a CNP for every marked
+  request: CNP_INTERVAL 0).
 
 What each kind did (link-dropped, dropped by a QP check, taken by a QP; the answers it drew,
 the completions it caused) is tallied per kind for the report.
@@ -54,18 +65,22 @@ from cocotb.triggers import ClockCycles
 from cocotb_coverage.coverage import CoverPoint
 
 from .coverage import DMA_CLIENTS, VERBS_ONLY_STATUSES
-from .ib_crc import icrc_bytes, vcrc_bytes
+from .ib_crc import fcs_bytes, icrc_bytes, roce_icrc_bytes, vcrc_bytes
 from .ib_packet import (
-    AETH, BTH, DETH, EXTENSION_HEADERS, GRH, LRH, OPCODES, PSN_MASK, AtomicAckETH, AtomicETH,
-    ImmDt, Packet, RETH, build, seal,
+    AETH, BTH, CNP_OPCODE, DETH, ECN_CE, ETH_HEADER_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
+    ETHERTYPE_VLAN, EXTENSION_HEADERS, FCS_BYTES, GRH, ICRC_BYTES, IP_PROTO_UDP,
+    IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH, OPCODES, PSN_MASK, ROCE_V2_UDP_PORT,
+    UDP_HEADER_BYTES, VCRC_BYTES, VLAN_TAG_BYTES, AtomicAckETH, AtomicETH, CNPReserved, ImmDt,
+    Packet, RETH, RoCE, build, ipv4_checksum, ipv4_gid, is_ipv4_mapped, seal, seal_frame,
 )
 from .link_faults import bth_at
 from .pcap import PcapWriter
 from .rdma_tb import CLOCK_PERIOD_NS
 from .rdma_program import ALL_ACCESS, work_request
 from .verbs import (
-    ATOMIC_OPS, MTU, Access, Cmd, CmdResult, CommandError, PortCounter, QPState, QPType, RecvWR,
-    SendFlags, SendWR, WCStatus, WROpcode, encode_send_wqe, port_counter_reg, sq_db,
+    ATOMIC_OPS, MTU, Access, Cmd, CmdResult, CommandError, GlobalRoute, PortCounter, QPState,
+    QPType, RecvWR, SendFlags, SendWR, WCStatus, WROpcode, encode_send_wqe, port_counter_reg,
+    sq_db,
 )
 
 PACKET_BATCH = 48       # packets per packet batch
@@ -87,6 +102,8 @@ PEER_CONDITIONS = WR_CONDITIONS[6:9]
 RECV_BYTES = 320        # each: a UD GRH area and a 256-byte payload, and some
 FUZZ_MTU = MTU.MTU256   # the fuzz QPs' path MTU: small packets, many of them
 DEVICE_STATUSES = frozenset(s for s in WCStatus if s.name not in VERBS_ONLY_STATUSES)
+# Ethernet: where the fuzzer's AH for nobody points (InfiniBand: LID 0x77)
+NOBODY_GID, NOBODY_MAC = ipv4_gid("10.0.0.119"), bytes.fromhex("020000000077")
 
 
 class Violation(AssertionError):
@@ -96,6 +113,8 @@ class Violation(AssertionError):
 # ---------------------------------------------------------------------------------------------
 # Header fields: (header, name, offset of the field's first bit in the header, width in bits),
 # reserved fields included. Headers are big-endian, bit 0 the most significant of byte 0.
+# On Ethernet "eth" is the MACs and the EtherType after them (an 802.1Q tag's TPID in a tagged
+# frame), "vlan" the tag's TCI and the EtherType behind it.
 
 FIELDS = [
     ("lrh", "VL", 0, 4), ("lrh", "LVer", 4, 4), ("lrh", "SL", 8, 4), ("lrh", "Rsv2", 12, 2),
@@ -104,6 +123,19 @@ FIELDS = [
     ("grh", "IPVer", 0, 4), ("grh", "TClass", 4, 8), ("grh", "FlowLabel", 12, 20),
     ("grh", "PayLen", 32, 16), ("grh", "NxtHdr", 48, 8), ("grh", "HopLmt", 56, 8),
     ("grh", "SGID", 64, 128), ("grh", "DGID", 192, 128),
+    ("eth", "DstMAC", 0, 48), ("eth", "SrcMAC", 48, 48), ("eth", "EtherType", 96, 16),
+    ("vlan", "PCP", 0, 3), ("vlan", "DEI", 3, 1), ("vlan", "VID", 4, 12),
+    ("vlan", "EtherType", 16, 16),
+    ("ipv4", "Version", 0, 4), ("ipv4", "IHL", 4, 4), ("ipv4", "DSCP", 8, 6),
+    ("ipv4", "ECN", 14, 2), ("ipv4", "TotalLen", 16, 16), ("ipv4", "ID", 32, 16),
+    ("ipv4", "Flags", 48, 3), ("ipv4", "FragOff", 51, 13), ("ipv4", "TTL", 64, 8),
+    ("ipv4", "Protocol", 72, 8), ("ipv4", "Checksum", 80, 16), ("ipv4", "SrcAddr", 96, 32),
+    ("ipv4", "DstAddr", 128, 32),
+    ("ipv6", "Version", 0, 4), ("ipv6", "TClass", 4, 8), ("ipv6", "FlowLabel", 12, 20),
+    ("ipv6", "PayLen", 32, 16), ("ipv6", "NxtHdr", 48, 8), ("ipv6", "HopLmt", 56, 8),
+    ("ipv6", "SrcAddr", 64, 128), ("ipv6", "DstAddr", 192, 128),
+    ("udp", "SrcPort", 0, 16), ("udp", "DstPort", 16, 16), ("udp", "Length", 32, 16),
+    ("udp", "Checksum", 48, 16),
     ("bth", "OpCode", 0, 8), ("bth", "SE", 8, 1), ("bth", "M", 9, 1), ("bth", "PadCnt", 10, 2),
     ("bth", "TVer", 12, 4), ("bth", "P_Key", 16, 16), ("bth", "Resv8a", 32, 8),
     ("bth", "DestQP", 40, 24), ("bth", "A", 64, 1), ("bth", "Resv7", 65, 7),
@@ -116,21 +148,39 @@ FIELDS = [
     ("atomic_ack_eth", "OrigData", 0, 64),
     ("immdt", "Immediate", 0, 32),
 ]
+# the headers only one link layer has; the transport's follow them on both
+LINK_HEADERS = {"ib": ("lrh", "grh"), "eth": ("eth", "vlan", "ipv4", "ipv6", "udp")}
 
 # kinds whose fate the spec fixes: "link" ones fail a check of the link (PortRcvErrors only),
 # "qp" ones pass it and fail the destination QP's (PortRcvPkts and PortRcvErrors), "replay"
-# ones are real packets a QP takes as duplicates (PortRcvPkts only, nothing executed)
-LINK_KINDS = ("vcrc", "icrc", "truncated", "overlong", "garbage", "aborted", "dlid", "dgid",
-              "lver", "tver", "pkey", "pktlen", "paylen", "ipver")
+# ones are real packets a QP takes as duplicates (PortRcvPkts only, nothing executed). The
+# link checks are the link layer's: LRH, GRH and VCRC on InfiniBand; on Ethernet the frame's
+# (the FCS, at least 64 bytes, the destination MAC, the EtherType and 802.1Q VLAN), IP's
+# (version, IPv4 IHL, header checksum and no fragment, protocol, length) and UDP's (port 4791,
+# length); the ICRC, BTH TVer and P_Key, the framing and the DGID on both
+LINK_KINDS = {
+    "ib": ("vcrc", "icrc", "truncated", "overlong", "garbage", "aborted", "dlid", "dgid",
+           "lver", "tver", "pkey", "pktlen", "paylen", "ipver"),
+    "eth": ("fcs", "icrc", "truncated", "overlong", "runt", "garbage", "aborted", "dmac",
+            "ethertype", "vlan", "dgid", "ipver", "ihl", "checksum", "fragment", "protocol",
+            "iplen", "udplen", "udpport", "tver", "pkey"),
+}
+IPV4_KINDS = ("ihl", "checksum", "fragment")      # Ethernet link kinds of IPv4 frames only
 QP_KINDS = ("none", "reset", "other_port", "transport", "qkey")
 REPLAY_KINDS = ("request", "answer", "datagram")
 # payload lengths against the path MTU (256 on the fuzz QPs, the port's 4096 for UD): a first or
 # middle packet short of it, any packet over it
 LENGTH_KINDS = ("first short", "middle short", "first long", "middle long", "last long",
                 "only long", "datagram long")
-ALL_KINDS = ([("field", f) for f in FIELDS] + [("link", k) for k in LINK_KINDS]
-             + [("qp", k) for k in QP_KINDS] + [("replay", k) for k in REPLAY_KINDS]
-             + [("length", k) for k in LENGTH_KINDS])
+# Ethernet only: packets marked CE (IP ECN 11), whose requests a QP takes must draw a CNP each,
+# and CNPs (BTH opcode 0x81) for the fuzz QPs and for QPs that cannot have sent
+ECN_KINDS = ("ce", "cnp")
+ANSWERS = ("RDMA_READ_RESPONSE", "ACKNOWLEDGE", "ATOMIC_ACKNOWLEDGE")   # operations of answers
+KINDS = {link: [("field", f) for f in FIELDS if f[0] not in LINK_HEADERS[other]]
+         + [("link", k) for k in LINK_KINDS[link]] + [("qp", k) for k in QP_KINDS]
+         + [("replay", k) for k in REPLAY_KINDS] + [("length", k) for k in LENGTH_KINDS]
+         + ([("ecn", k) for k in ECN_KINDS] if link == "eth" else [])
+         for link, other in (("ib", "eth"), ("eth", "ib"))}
 
 
 def kind_name(category, what):
@@ -138,17 +188,19 @@ def kind_name(category, what):
     return f"{category} {what[0]}.{what[1]}" if category == "field" else f"{category} {what}"
 
 
-# Coverage (tb/coverage.py): each kind injected, and what became of the packets and WRs
+# Coverage (tb/coverage.py): each kind injected (of both link layers), and what became of the
+# packets and WRs
 @CoverPoint("rdma.fuzz.kind", xf=lambda name: name,
-            bins=[kind_name(*k) for k in ALL_KINDS if k != ("replay", "datagram")]
+            bins=list(dict.fromkeys(kind_name(*k) for link in KINDS for k in KINDS[link]
+                                    if k != ("replay", "datagram")))
             + ["field replayed datagram"])
 def _sample_kind(name):
     pass
 
 
 FUZZ_OUTCOMES = ["link-dropped", "QP-dropped", "taken by a QP", "answer ACK", "answer NAK",
-                 "answer with data", "receive completed", "receive completed in error",
-                 "QP to ERR"]
+                 "answer with data", "answer CNP", "receive completed",
+                 "receive completed in error", "QP to ERR"]
 
 
 @CoverPoint("rdma.fuzz.outcome", xf=lambda outcome: outcome, bins=FUZZ_OUTCOMES)
@@ -164,18 +216,42 @@ def _sample_wr_outcome(outcome):
     pass
 
 
+# the port counters read after every batch; on Ethernet also the RoCE congestion counters
+COUNTERS = (PortCounter.RCV_PKTS_EXT, PortCounter.RCV_ERRORS_EXT, PortCounter.XMIT_PKTS_EXT,
+            PortCounter.XMIT_DISCARDS_EXT)
+ECN_COUNTERS = (PortCounter.NP_ECN_MARKED_ROCE_PACKETS, PortCounter.NP_CNP_SENT,
+                PortCounter.RP_CNP_HANDLED)
+LINK_CRC_BYTES = {"ib": VCRC_BYTES, "eth": FCS_BYTES}
+
+
 def header_offsets(packet):
-    """Where each header of `packet` starts in its wire bytes."""
-    offsets, at = {"lrh": 0}, LRH.SIZE
-    if packet.grh is not None:
-        offsets["grh"] = at
-        at += GRH.SIZE
+    """Where each header of `packet` starts in its wire bytes (FIELDS' names), and its ICRC
+    ("icrc")."""
+    if packet.roce is None:
+        offsets, at = {"lrh": 0}, LRH.SIZE
+        if packet.grh is not None:
+            offsets["grh"] = at
+            at += GRH.SIZE
+    else:
+        offsets, at = {"eth": 0}, ETH_HEADER_BYTES
+        if packet.roce.vlan is not None:
+            offsets["vlan"] = at
+            at += VLAN_TAG_BYTES
+        ip, size = ("ipv4", IPV4_HEADER_BYTES) if packet.roce.ipv4 else ("ipv6", IPV6_HEADER_BYTES)
+        offsets[ip], offsets["udp"] = at, at + size
+        at += size + UDP_HEADER_BYTES
     offsets["bth"] = at
     at += BTH.SIZE
-    for name in OPCODES[packet.bth.opcode].headers:
+    for name in packet.op.headers:
         offsets[name] = at
         at += EXTENSION_HEADERS[name].SIZE
+    offsets["icrc"] = at + len(packet.payload) + (-len(packet.payload) & 3)
     return offsets
+
+
+def ip_at(offsets):
+    """Where a RoCE v2 frame's IP header starts."""
+    return offsets.get("ipv4", offsets.get("ipv6"))
 
 
 def get_field(data, start, bit, width):
@@ -195,14 +271,38 @@ def set_field(data, start, bit, width, value):
     data[at:at + span] = word.to_bytes(span, "big")
 
 
-def reseal(data):
-    """`data` (a whole packet) with both CRCs computed again over what precedes them; where
-    the headers no longer say where a BTH is that the ICRC could cover (a mutated LNH), the
-    old ICRC stays and only the VCRC is new."""
+def link_sealed(body, link):
+    """`body` (a packet without its link CRC) with the link CRC appended: the VCRC, or the
+    FCS."""
+    return bytes(body) + (fcs_bytes if link == "eth" else vcrc_bytes)(bytes(body))
+
+
+def sealed(body, offsets):
+    """`body` (a packet through its pad, its headers at `offsets`) with what follows the pad
+    computed: ICRC and VCRC, or the ICRC, the padding to 64 bytes and the FCS of a frame."""
+    if "lrh" in offsets:
+        return seal(body)
+    return seal_frame(body[:ip_at(offsets)], body[ip_at(offsets):])
+
+
+def reseal(data, offsets, checksum=True):
+    """`data` (a whole packet, built with its headers at `offsets`) with what checks it
+    computed again: ICRC and VCRC; on Ethernet the IPv4 header checksum (unless not `checksum`:
+    the checksum is what is wrong), the ICRC and the FCS, the padding kept. Where the headers
+    no longer say where a BTH is that the ICRC could cover (a mutated LNH, IP version or IHL),
+    the old ICRC stays."""
+    link = "ib" if "lrh" in offsets else "eth"
+    data = bytearray(data)
+    if "ipv4" in offsets and checksum:
+        ip = offsets["ipv4"]
+        set_field(data, ip, 80, 16, ipv4_checksum(data[ip:ip + IPV4_HEADER_BYTES]))
+    body, at = bytes(data[:offsets["icrc"]]), offsets["icrc"]
     try:
-        return seal(bytes(data[:-6]))
+        data[at:at + ICRC_BYTES] = (icrc_bytes(body) if link == "ib"
+                                    else roce_icrc_bytes(body[ip_at(offsets):]))
     except IndexError:
-        return bytes(data[:-2]) + vcrc_bytes(bytes(data[:-2]))
+        pass
+    return link_sealed(data[:-LINK_CRC_BYTES[link]], link)
 
 
 class End:
@@ -224,6 +324,20 @@ class End:
     @property
     def gid(self):
         return bytes(self.dev.ports[self.port].gid)
+
+    @property
+    def mac(self):
+        return self.dev.ports[self.port].mac
+
+    @property
+    def gids(self):
+        """The port's addresses (GidEntry: on Ethernet an IPv4 or IPv6 address and its VLAN)."""
+        return self.dev.ports[self.port].own_gids()
+
+    def route(self, dlid, port=None):
+        """The GRH that addresses the port owning `dlid` from this end's port (or `port` of its
+        device) on Ethernet, where the GID is the address (Rdma.route); None on InfiniBand."""
+        return self.rdma.route(port or self.port, dlid)
 
     @property
     def sent_tap(self):
@@ -278,6 +392,8 @@ class Batch:
     condition: str = None       # WR batches: one of WR_CONDITIONS
     fault: tuple = None         # WR batches: (host address, length) host memory refuses
     cycle: int = 0              # when it started
+    requests: int = 0           # "ecn ce": marked requests for QPs that can take them
+    doomed: int = 0             # "ecn" batches: packets for QPs that cannot take them
 
 
 class Fuzzer:
@@ -292,6 +408,9 @@ class Fuzzer:
         # the targets' device: hostile packets, WQEs and commands aim at it
         self.dev, self.tb = self.b.dev, self.b.tb
         self.dut = self.b.rdma.dut
+        self.link = self.dev.ports[self.b.port].link_layer     # "ib" or "eth", both ends'
+        self.kinds = KINDS[self.link]
+        self.counter_words = COUNTERS + (ECN_COUNTERS if self.link == "eth" else ())
         self.rng = rng
         self.tally = defaultdict(Counter)      # kind -> what happened
         self.wr_tally = Counter()
@@ -325,13 +444,15 @@ class Fuzzer:
             end.rdma.sb.stop_predicting()   # the model cannot predict hostile traffic
         # canaries: their own PD (the programs' pd), across the cable
         self.ca, self.cb = await a.rdma.qp(QPType.RC), await b.rdma.qp(QPType.RC)
-        await self.ca.to_rts(self.cb.qp_num, b.lid, a.port, timeout=1, retry_cnt=7)
-        await self.cb.to_rts(self.ca.qp_num, a.lid, b.port, timeout=1, retry_cnt=7)
+        await self.ca.to_rts(self.cb.qp_num, b.lid, a.port, timeout=1, retry_cnt=7,
+                             grh=a.route(b.lid))
+        await self.cb.to_rts(self.ca.qp_num, a.lid, b.port, timeout=1, retry_cnt=7,
+                             grh=b.route(a.lid))
         self.cc = await a.rdma.qp(QPType.UD)
         await self.cc.to_rts(port=a.port, qkey=CANARY_QKEY)
         self.cd = await b.rdma.qp(QPType.UD)
         await self.cd.to_rts(port=b.port, qkey=CANARY_QKEY)
-        self.canary_ah = await a.rdma.pd.create_ah(a.port, b.lid)
+        self.canary_ah = await a.rdma.pd.create_ah(a.port, b.lid, grh=a.route(b.lid))
         self.c_src = await a.rdma.region(4096)
         self.c_dst = await b.rdma.region(4096)
         self.c_recv = await b.rdma.region(4096, Access.LOCAL_WRITE)
@@ -355,15 +476,22 @@ class Fuzzer:
         self.reset_qp = await self._fuzz_qp(QPType.RC, b.side)
         self.other_port_qp = await self._fuzz_qp(QPType.RC, b.side)
         await self.other_port_qp.to_rts(self.peers["rc"].qp_num, a.lid, 3 - b.port,
-                                        access=ALL_ACCESS, path_mtu=FUZZ_MTU)
+                                        access=ALL_ACCESS, path_mtu=FUZZ_MTU,
+                                        grh=b.route(a.lid, port=3 - b.port))
         for name in self.targets:
             await self._bring_up(name)
         self.scratch = self.dev.alloc(8192, label="fuzz scratch: rings of random commands")
         self.none_qpn = next(i for i in reversed(range(2, self.dev.num_qp))
                              if i not in self.dev.qps)
-        self.ahs = [await self.pd.create_ah(b.port, a.lid),            # over the cable
-                    await self.pd.create_ah(b.port, b.lid),            # loopback
-                    await self.pd.create_ah(b.port, 0x77)]             # nobody's LID
+        nobody = (dict(grh=GlobalRoute(NOBODY_GID), dmac=NOBODY_MAC) if self.link == "eth"
+                  else {})
+        self.ahs = [await self.pd.create_ah(b.port, a.lid, grh=b.route(a.lid)),  # over the cable
+                    await self.pd.create_ah(b.port, b.lid, grh=b.route(b.lid)),  # loopback
+                    await self.pd.create_ah(b.port, 0x77, **nobody)]            # nobody's address
+        if self.link == "eth":
+            # a CNP for every marked request a QP takes, not one per QP per window: a batch's
+            # CNPs are known exactly
+            await self.dev.set_cnp_interval(0)
         self._guard()
         self.counters = await self._read_counters()
         self.tap_counts = self._tap_counts()
@@ -403,9 +531,9 @@ class Fuzzer:
             rc = dict(timeout=1, retry_cnt=1, rnr_retry=1, min_rnr_timer=1,
                       max_rd_atomic=4, max_dest_rd_atomic=4) if name == "rc" else {}
             await target.to_rts(peer.qp_num, a.lid, b.port, access=ALL_ACCESS,
-                                path_mtu=FUZZ_MTU, **rc)
+                                path_mtu=FUZZ_MTU, grh=b.route(a.lid), **rc)
             await peer.to_rts(target.qp_num, b.lid, a.port, access=ALL_ACCESS,
-                              path_mtu=FUZZ_MTU, **rc)
+                              path_mtu=FUZZ_MTU, grh=a.route(b.lid), **rc)
         await self._replenish(target)
         if peer_receives:
             await self._replenish(peer, peer_lkey)
@@ -447,11 +575,11 @@ class Fuzzer:
 
     async def _read_counters(self):
         """The low words of each end's 64-bit PortRcvPkts, PortRcvErrors, PortXmitPkts,
-        PortXmitDiscards (deltas are taken modulo 2^32)."""
+        PortXmitDiscards, and on Ethernet its 32-bit RoCE congestion counters (deltas are taken
+        modulo 2^32)."""
         out = {}
         for end in self.ends:
-            for c in (PortCounter.RCV_PKTS_EXT, PortCounter.RCV_ERRORS_EXT,
-                      PortCounter.XMIT_PKTS_EXT, PortCounter.XMIT_DISCARDS_EXT):
+            for c in self.counter_words:
                 out[end, c] = await end.dev.read_reg(port_counter_reg(end.port, c))
         return out
 
@@ -512,7 +640,10 @@ class Fuzzer:
                 self._violation(f"{end}: {qp_drops} packets failed a QP check, "
                                 f"{inj[end]} were injected: the cable's own were dropped")
             fates[end] = (inj[end], link_drops, qp_drops)
+            self._check_sent(end)
         self._check_fixed_fate(batch, fates)
+        if self.link == "eth":
+            self._check_ecn(batch, delta, fates)
         for side in self.sides:
             mem, where = side.rdma.tb.mem, side.rdma.tb.prefix.rstrip("_") or "the device"
             stray = mem.stray()
@@ -530,11 +661,70 @@ class Fuzzer:
     def _check_fixed_fate(self, batch, fates):
         category, _, name = batch.kind.partition(" ")
         inj, link, qp = fates[batch.end]
-        want = {"link": (inj, 0), "qp": (0, inj), "replay": (0, 0)}.get(category)
-        if want and (link, qp) != want:
+        want = {"link": (inj, 0), "qp": (0, inj), "replay": (0, 0),
+                "ecn": (0, batch.doomed)}.get(category)
+        # a marked request that puts its target in ERR has the batch's later ones for it
+        # refused too: more QP drops
+        if want and (link, qp) != want and not (name == "ce" and link == 0 and qp > want[1]):
             self._violation(f"{inj} packets of kind {batch.kind} at {batch.end}: {link} "
                             f"failed the link checks and {qp} a QP check, the spec says "
                             f"{want[0]} and {want[1]}")
+
+    def _check_sent(self, end):
+        """Every packet `end`'s port sent since the last batch decodes, but for those it
+        aborted (a payload host memory refused)."""
+        for capture in end.sniffer.captures[self.sent_seen[end]:]:
+            if capture.error and not capture.aborted:
+                self._violation(f"{end} sent a packet that does not decode at cycle "
+                                f"{capture.cycle}: {capture.error} ({capture.data.hex()})")
+
+    def _cnps(self, end):
+        """The CNPs `end`'s port sent since the last batch."""
+        return [c.packet for c in end.sniffer.captures[self.sent_seen[end]:]
+                if c.packet is not None and c.packet.bth.opcode == CNP_OPCODE]
+
+    def _may_have_sent(self, end):
+        """The QPs of `end`'s port that may have sent (neither RESET nor INIT): a CNP for one
+        counts in rp_cnp_handled, a CNP for any other QP in PortRcvErrors."""
+        return {qp.qp_num for qp in end.dev.qps.values() if qp.attr.port_num == end.port
+                and qp.state not in (QPState.RESET, QPState.INIT)}
+
+    def _check_ecn(self, batch, delta, fates):
+        """The RoCE congestion counters of a batch on Ethernet (the module's docstring)."""
+        for end in self.ends:
+            marked, sent, handled = (delta[end, c] for c in ECN_COUNTERS)
+            cnps = self._cnps(end)
+            if sent != len(cnps):
+                self._violation(f"{end}: np_cnp_sent moved by {sent}, its link carried "
+                                f"{len(cnps)} CNPs")
+            if sent > marked:
+                self._violation(f"{end}: {sent} CNPs sent for {marked} packets marked CE "
+                                f"(np_ecn_marked_roce_packets)")
+            live = self._may_have_sent(end)
+            came = sum(p.bth.dest_qp in live for p in self._cnps(end.far))
+            injected = sum(len(data) > (at := bth_at(data, "eth")) and data[at] == CNP_OPCODE
+                           for data, _ in batch.packets or ()) if batch.end is end else 0
+            if not came <= handled <= came + injected:
+                self._violation(f"{end}: rp_cnp_handled moved by {handled}; {came} CNPs came "
+                                f"over the cable for QPs of the port that may have sent, and "
+                                f"{injected} injected packets had the CNP's opcode")
+        inj, _, qp = fates[self.b]
+        marked, sent, handled = (delta[self.b, c] for c in ECN_COUNTERS)
+        if batch.kind == "ecn ce":
+            # every packet of the batch is marked and passes the link checks; the marked
+            # requests for QPs that can take them draw a CNP each but for those refused after
+            # a request put their QP in ERR, and those the full response queue discarded
+            drawn = batch.requests - (qp - batch.doomed)
+            discards = delta[self.b, PortCounter.XMIT_DISCARDS_EXT]
+            if marked != inj or not drawn - discards <= sent <= drawn:
+                self._violation(f"{inj} packets marked CE ({batch.requests} requests for QPs "
+                                f"that can take them, {batch.doomed} packets for QPs that "
+                                f"cannot, {qp} refused): np_ecn_marked_roce_packets moved by "
+                                f"{marked}, np_cnp_sent by {sent} ({discards} answers "
+                                f"discarded), the spec says {inj} and {drawn}")
+        if batch.kind == "ecn cnp" and handled != inj - batch.doomed:
+            self._violation(f"{inj} CNPs, {batch.doomed} for QPs that cannot have sent: "
+                            f"rp_cnp_handled moved by {handled}")
 
     async def _settle_qps(self, batch):
         """Completions of the fuzz QPs checked and tallied, QP states checked, QPs in ERR
@@ -605,8 +795,8 @@ class Fuzzer:
         return [*self.targets.values(), *self.peers.values()]
 
     def _tally_answers(self, batch):
-        """The targets' end's answers to the injected packets (those for the RC target's peer)
-        by kind."""
+        """The targets' end's answers to the injected packets (those for the RC target's peer,
+        CNPs among them) by kind."""
         peer = self.peers["rc"].qp_num
         for capture in self.b.sniffer.captures[self.sent_seen[self.b]:]:
             pkt = capture.packet
@@ -618,8 +808,9 @@ class Fuzzer:
                         else f"NAK {code:#04x}")
                 _sample_outcome("answer ACK" if code >> 5 == 0 else "answer NAK")
             else:
-                what = OPCODES[pkt.bth.opcode].operation.replace("_", " ")
-                _sample_outcome("answer with data")
+                what = pkt.op.operation.replace("_", " ")
+                _sample_outcome("answer CNP" if pkt.bth.opcode == CNP_OPCODE
+                                else "answer with data")
             self.tally[batch.kind][f"answer {what}"] += 1
 
     # -----------------------------------------------------------------------------------------
@@ -675,17 +866,35 @@ class Fuzzer:
     # -----------------------------------------------------------------------------------------
     # Packets
 
+    def _route(self, entry=None):
+        """How a packet from the peers' end reaches the targets' end, as Packet keywords: on
+        InfiniBand the LRH and, one time in four, a GRH; on Ethernet the RoCE v2 fields of a
+        frame to the address of entry `entry` of the targets' port's GID table (default: any)
+        from the same entry of the peers' (IPv4 or IPv6, untagged or in its VLAN), a traffic
+        class whose ECN is anything but CE, and a flow label on IPv6."""
+        rng, a, b = self.rng, self.a, self.b
+        if self.link == "ib":
+            return dict(lrh=LRH(dlid=b.lid, slid=a.lid),
+                        grh=(GRH(sgid=a.gid, dgid=b.gid, hop_limit=64)
+                             if rng.random() < 0.25 else None))
+        entry = rng.randrange(len(b.gids)) if entry is None else entry
+        src, dst = a.gids[entry], b.gids[entry]
+        ipv4 = is_ipv4_mapped(src.gid) and is_ipv4_mapped(dst.gid)
+        return dict(roce=RoCE(dmac=b.mac, smac=a.mac, sgid=src.gid, dgid=dst.gid, hop_limit=64,
+                              sport=0xC000 | rng.getrandbits(14),
+                              tclass=rng.getrandbits(6) << 2 | rng.randrange(ECN_CE),
+                              flow_label=0 if ipv4 else rng.getrandbits(20), vlan=dst.vlan,
+                              pcp=0 if dst.vlan is None else rng.getrandbits(3)))
+
     def _template(self, target, epsn):
         """A well-formed packet for fuzz target `target` ("rc", "uc", "ud") at PSN `epsn`."""
-        rng, a, b = self.rng, self.a, self.b
+        rng = self.rng
         qp = self.targets[target]
-        lrh = LRH(dlid=b.lid, slid=a.lid)
-        grh = (GRH(sgid=a.gid, dgid=b.gid, hop_limit=64)
-               if rng.random() < 0.25 else None)
+        route = self._route()
         mtu = FUZZ_MTU.size
         if target == "ud":
             opcode = rng.choice((0x64, 0x65))
-            return Packet(lrh=lrh, grh=grh,
+            return Packet(**route,
                           bth=BTH(opcode=opcode, dest_qp=qp.qp_num, psn=rng.getrandbits(24)),
                           deth=DETH(qkey=FUZZ_QKEY, src_qp=self.peers["ud"].qp_num),
                           immdt=ImmDt(rng.getrandbits(32)) if opcode == 0x65 else None,
@@ -709,7 +918,7 @@ class Fuzzer:
             fields["atomic_ack_eth"] = AtomicAckETH(rng.getrandbits(64))
         if "immdt" in op.headers:
             fields["immdt"] = ImmDt(rng.getrandbits(32))
-        return Packet(lrh=lrh, grh=grh,
+        return Packet(**route,
                       bth=BTH(opcode=op.code, dest_qp=qp.qp_num, psn=epsn,
                               ackreq=rng.random() < 0.5),
                       payload=self._payload(length, length) if op.payload else b"", **fields)
@@ -741,12 +950,38 @@ class Fuzzer:
                                          rng.getrandbits(16))),
             "DLID": lambda: rng.choice((self.a.lid, 0x21, 0xFFFF, 0,
                                         rng.getrandbits(16))),
+            # Ethernet: the other end's MAC, broadcast, multicast; EtherTypes of IP, 802.1Q,
+            # 802.1ad, RoCE v1 and ARP; VLANs untagged (0) and the ports'; every address of
+            # both ends' ports; UDP ports beside 4791 and VXLAN's
+            "DstMAC": lambda: rng.choice((int.from_bytes(self.a.mac, "big"), (1 << 48) - 1,
+                                          0x01005E000001, rng.getrandbits(48))),
+            "SrcMAC": lambda: rng.choice((int.from_bytes(self.b.mac, "big"), (1 << 48) - 1,
+                                          0x01005E000001, rng.getrandbits(48))),
+            "EtherType": lambda: rng.choice((ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN,
+                                             0x88A8, 0x8915, 0x0806, rng.getrandbits(16))),
+            "VID": lambda: rng.choice([0, 0xFFF, rng.getrandbits(12)]
+                                      + [e.vlan for e in self.b.gids if e.vlan is not None]),
+            "SrcAddr": lambda: rng.choice(self._addresses(width) + [rng.getrandbits(width)]),
+            "DstAddr": lambda: rng.choice(self._addresses(width) + [rng.getrandbits(width)]),
+            "DstPort": lambda: rng.choice((ROCE_V2_UDP_PORT - 1, ROCE_V2_UDP_PORT + 1, 0, 4789,
+                                           rng.getrandbits(16))),
         }.get(name)
         if pick:
             return pick() & ((1 << width) - 1)
         return rng.choice((rng.getrandbits(width), 0, (1 << width) - 1,
                            old ^ (1 << rng.randrange(width)), (old + 1) % (1 << width),
                            (old - 1) % (1 << width)))
+
+    @staticmethod
+    def _address(gid, width):
+        """`gid` as an IP address of `width` bits: the GID, or an IPv4-mapped one's IPv4."""
+        return int.from_bytes(gid[16 - width // 8:], "big")
+
+    def _addresses(self, width):
+        """Every address of both ends' ports as an IP address of `width` bits (IPv4: those of
+        the IPv4-mapped GIDs)."""
+        return [self._address(e.gid, width) for end in self.ends for e in end.gids
+                if width == 128 or is_ipv4_mapped(e.gid)]
 
     async def _epsn(self, target):
         return (await self.targets[target].query()).rq_psn
@@ -757,11 +992,9 @@ class Fuzzer:
         epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
         candidates = [t for t in self.targets if self._can_carry(t, header)]
         for _ in range(n):
-            while True:
+            while True:     # a template with the header (a GRH, a VLAN tag, IPv4 or IPv6)
                 target = self.rng.choice(candidates)
                 packet = self._template(target, epsns.get(target, 0))
-                if header == "grh" and packet.grh is None:
-                    continue
                 offsets = header_offsets(packet)
                 if header in offsets:
                     break
@@ -773,66 +1006,153 @@ class Fuzzer:
                 if value != old:
                     break
             set_field(data, start, bit, width, value)
-            out.append((reseal(data), False))
+            out.append((reseal(data, offsets, checksum=field[:2] != ("ipv4", "Checksum")),
+                        False))
         return out
 
     @staticmethod
     def _can_carry(target, header):
+        """Whether a packet for `target` may have `header`: any of the link's; of the
+        transport's, UD's are BTH, DETH and ImmDt, UC's BTH, RETH and ImmDt, RC's all but
+        the DETH."""
+        if header in LINK_HEADERS["ib"] + LINK_HEADERS["eth"]:
+            return True
         if target == "ud":
-            return header in ("lrh", "grh", "bth", "deth", "immdt")
+            return header in ("bth", "deth", "immdt")
         if target == "uc":
-            return header in ("lrh", "grh", "bth", "reth", "immdt")
+            return header in ("bth", "reth", "immdt")
         return header != "deth"
 
     async def _link_batch(self, kind, n):
-        rng, a, b = self.rng, self.a, self.b
+        """Packets that fail one check of the link (LINK_KINDS), all else right: the CRCs and
+        the IPv4 header checksum made good over what changed but where one is what is wrong."""
+        rng, link = self.rng, self.link
         out = []
         epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
         for _ in range(n):
-            target = rng.choice(("rc", "uc", "ud"))
-            packet = self._template(target, epsns.get(target, 0))
-            if kind in ("dgid", "paylen", "ipver") and packet.grh is None:
-                packet.grh = GRH(sgid=a.gid, dgid=b.gid, hop_limit=1)
+            packet = self._link_template(kind, epsns)
             data = bytearray(build(packet))
             off = header_offsets(packet)
+            icrc, crc_bytes = off["icrc"], LINK_CRC_BYTES[link]
             aborted = False
-            if kind == "vcrc":
-                data[-1 - rng.randrange(2)] ^= 1 << rng.randrange(8)
+            if kind in ("vcrc", "fcs"):
+                data[-1 - rng.randrange(crc_bytes)] ^= 1 << rng.randrange(8)
             elif kind == "icrc":
-                body = bytes(data[:-6])
-                icrc = bytearray(icrc_bytes(body))
-                icrc[rng.randrange(4)] ^= 1 << rng.randrange(8)
-                data = bytearray(body + icrc + vcrc_bytes(body + bytes(icrc)))
+                data[icrc + rng.randrange(ICRC_BYTES)] ^= 1 << rng.randrange(8)
+                data = link_sealed(data[:-crc_bytes], link)
             elif kind == "truncated":
-                cut = rng.randrange(1, len(data) - 6)
-                # CRCs over the cut packet where it still has its BTH (the ICRC covers it)
-                resealed = cut >= off["bth"] + 12 and rng.random() < 0.5
-                data = bytearray(seal(bytes(data[:cut])) if resealed else data[:cut])
+                cut = rng.randrange(1, icrc)
+                # both CRCs over the cut packet where it still has its BTH (the ICRC covers
+                # it); else none on InfiniBand, on Ethernet the FCS: only the lengths tell
+                if cut >= off["bth"] + BTH.SIZE and rng.random() < 0.5:
+                    data = sealed(data[:cut], off)
+                else:
+                    data = data[:cut] if link == "ib" else link_sealed(data[:cut], link)
             elif kind == "overlong":
-                data = bytearray(seal(bytes(data[:-6]) + self._payload(4, 64)))
+                data = sealed(data[:icrc] + self._payload(4, 64), off)
+            elif kind == "runt":        # without the padding that makes the frame 64 bytes
+                data = link_sealed(data[:icrc + ICRC_BYTES], link)
             elif kind == "garbage":
-                data = bytearray(self._payload(1, 300))
+                data = self._payload(1, 300)
             elif kind == "aborted":
                 aborted = True
-            else:
-                bad = {
-                    "dlid": ("lrh", 16, 16, rng.choice((a.lid, 0x21, 0x77))),
-                    "lver": ("lrh", 4, 4, rng.randint(1, 15)),
-                    "tver": ("bth", 12, 4, rng.randint(1, 15)),
-                    "pkey": ("bth", 16, 16, rng.choice((0x0000, 0x8000, 0x1234, 0x8123))),
-                    "pktlen": ("lrh", 37, 11, None),
-                    "dgid": ("grh", 192 + 8 * rng.randrange(16), 8, None),
-                    "paylen": ("grh", 32, 16, None),
-                    "ipver": ("grh", 0, 4, rng.choice((0, 4, 5, 7, 15))),
-                }[kind]
-                header, bit, width, value = bad
+            elif kind != "vlan":        # ("vlan": the template is in another VLAN)
+                header, bit, width, value = (self._ib_break if link == "ib"
+                                             else self._eth_break)(kind, data, off)
                 old = get_field(data, off[header], bit, width)
                 if value is None:
                     value = (old + rng.choice((-3, -2, -1, 1, 2, 3, 64))) % (1 << width)
                 set_field(data, off[header], bit, width, value)
-                data = bytearray(reseal(data))
+                data = reseal(data, off, checksum=kind != "checksum")
             out.append((bytes(data), aborted))
         return out
+
+    def _link_template(self, kind, epsns):
+        """The packet a link kind breaks: one for a target (at the PSNs `epsns`), with a GRH
+        where the kind breaks one (InfiniBand); on Ethernet an IPv4 frame for the IPv4 kinds,
+        the frame in another VLAN than its destination address's ("vlan": tagged where the
+        address is untagged, else untagged or in another), or the one frame short enough to
+        need padding ("runt": an RC or UC SEND of nothing over IPv4, untagged)."""
+        rng, a, b = self.rng, self.a, self.b
+        if kind == "runt":
+            target = rng.choice(("rc", "uc"))
+            entry = next(i for i, e in enumerate(b.gids)
+                         if is_ipv4_mapped(e.gid) and e.vlan is None)
+            return Packet(**self._route(entry),
+                          bth=BTH(opcode=0x04 if target == "rc" else 0x24,   # SEND ONLY
+                                  dest_qp=self.targets[target].qp_num, psn=epsns[target]))
+        target = rng.choice(("rc", "uc", "ud"))
+        while True:
+            packet = self._template(target, epsns.get(target, 0))
+            if self.link == "ib" or kind not in IPV4_KINDS or packet.roce.ipv4:
+                break
+        if self.link == "ib" and kind in ("dgid", "paylen", "ipver") and packet.grh is None:
+            packet.grh = GRH(sgid=a.gid, dgid=b.gid, hop_limit=1)
+        if kind == "vlan":
+            roce = packet.roce
+            roce.vlan = rng.choice([v for v in (None, rng.randint(1, 4094)) if v != roce.vlan])
+            roce.pcp = 0 if roce.vlan is None else rng.getrandbits(3)
+        return packet
+
+    def _ib_break(self, kind, data, off):
+        """(header, bit, width, value) of the field an InfiniBand link kind sets wrong; value
+        None: the field's own a little off."""
+        rng, a = self.rng, self.a
+        return {
+            "dlid": ("lrh", 16, 16, rng.choice((a.lid, 0x21, 0x77))),
+            "lver": ("lrh", 4, 4, rng.randint(1, 15)),
+            "tver": ("bth", 12, 4, rng.randint(1, 15)),
+            "pkey": ("bth", 16, 16, rng.choice((0x0000, 0x8000, 0x1234, 0x8123))),
+            "pktlen": ("lrh", 37, 11, None),
+            "dgid": ("grh", 192 + 8 * rng.randrange(16), 8, None),
+            "paylen": ("grh", 32, 16, None),
+            "ipver": ("grh", 0, 4, rng.choice((0, 4, 5, 7, 15))),
+        }[kind]
+
+    def _eth_break(self, kind, data, off):
+        """(header, bit, width, value) of the field an Ethernet link kind sets wrong; value
+        None: the field's own a little off (a length)."""
+        rng, a, b = self.rng, self.a, self.b
+        ip, v4 = ("ipv4", True) if "ipv4" in off else ("ipv6", False)
+
+        def other(right, values):
+            return rng.choice([v for v in values if v != right])
+
+        def not_ours():     # an address, of the frame's IP version, not the port's in its VLAN
+            width = 32 if v4 else 128
+            vlan = get_field(data, off["vlan"], 4, 12) if "vlan" in off else None
+            ours = [self._address(e.gid, width) for e in b.gids if e.vlan == vlan]
+            return rng.choice([x for x in self._addresses(width) + [rng.getrandbits(width)]
+                               if x not in ours])
+
+        def wrong_checksum():   # one's complement: 0 and 0xFFFF are the same sum
+            right = get_field(data, off["ipv4"], 80, 16)
+            return rng.choice([v for v in (right ^ 1 << rng.randrange(16), (right + 1) % 0x10000,
+                                           (right - 1) % 0x10000, 0, 0xFFFF, rng.getrandbits(16))
+                               if (v - right) % 0xFFFF])
+
+        return {
+            "dmac": lambda: ("eth", 0, 48, rng.choice((
+                int.from_bytes(a.mac, "big"), (1 << 48) - 1, 0x01005E000001,
+                int.from_bytes(b.mac, "big") ^ 1 << rng.randrange(48), rng.getrandbits(48)))),
+            "ethertype": lambda: (*(("vlan", 16) if "vlan" in off else ("eth", 96)), 16, other(
+                ETHERTYPE_IPV4 if v4 else ETHERTYPE_IPV6, (ETHERTYPE_IPV4, ETHERTYPE_IPV6,
+                ETHERTYPE_VLAN, 0x88A8, 0x8915, 0x0806, rng.getrandbits(16)))),
+            "dgid": lambda: (ip, 128 if v4 else 192, 32 if v4 else 128, not_ours()),
+            "ipver": lambda: (ip, 0, 4, other(4 if v4 else 6, (0, 4, 5, 6, 7, 15))),
+            "ihl": lambda: ("ipv4", 4, 4, other(IPV4_HEADER_BYTES // 4, range(16))),
+            "checksum": lambda: ("ipv4", 80, 16, wrong_checksum()),
+            "fragment": lambda: ("ipv4", 50, 14, rng.choice((   # MF, a fragment offset, both
+                1 << 13, rng.randint(1, (1 << 13) - 1), 1 << 13 | rng.randint(1, (1 << 13) - 1)))),
+            "protocol": lambda: (ip, 72 if v4 else 48, 8,
+                                 other(IP_PROTO_UDP, (0, 1, 6, 0x1B, 41, 58, rng.getrandbits(8)))),
+            "iplen": lambda: (ip, 16 if v4 else 32, 16, None),
+            "udplen": lambda: ("udp", 32, 16, None),
+            "udpport": lambda: ("udp", 16, 16, other(ROCE_V2_UDP_PORT, (
+                ROCE_V2_UDP_PORT ^ 1 << rng.randrange(16), 4789, 0, rng.getrandbits(16)))),
+            "tver": lambda: ("bth", 12, 4, rng.randint(1, 15)),
+            "pkey": lambda: ("bth", 16, 16, rng.choice((0x0000, 0x8000, 0x1234, 0x8123))),
+        }[kind]()
 
     async def _qp_batch(self, kind, n):
         rng = self.rng
@@ -882,36 +1202,67 @@ class Fuzzer:
         target."""
         rng = self.rng
         if kind == "answer":
-            pool = [c.data for c in self.b.sniffer.captures[-4000:]
+            pool = [c for c in self.b.sniffer.captures[-4000:]
                     if c.packet is not None and c.packet.bth.dest_qp == self.ca.qp_num]
         else:
-            pool = [c.data for c in self.a.sniffer.captures[-4000:]
+            pool = [c for c in self.a.sniffer.captures[-4000:]
                     if c.packet is not None and c.packet.bth.dest_qp
                     == (self.cb if kind == "request" else self.cd).qp_num]
         if not pool:
             return []
         out = []
         for _ in range(n):
-            data = bytearray(rng.choice(pool))
+            capture = rng.choice(pool)
+            data = capture.data
             if kind == "datagram":
-                at = bth_at(data)
-                set_field(data, at, 40, 24, self.targets["ud"].qp_num)                 # DestQP
-                set_field(data, at + BTH.SIZE, 0, 32, FUZZ_QKEY)                        # DETH Q_Key
-                data = bytearray(reseal(data))
+                off, data = header_offsets(capture.packet), bytearray(data)
+                set_field(data, off["bth"], 40, 24, self.targets["ud"].qp_num)     # DestQP
+                set_field(data, off["deth"], 0, 32, FUZZ_QKEY)                      # Q_Key
+                data = reseal(data, off)
             out.append((bytes(data), False))
+        return out
+
+    async def _ecn_batch(self, batch, n):
+        """Ethernet: "ecn ce", well-formed packets for the targets, requests and answers,
+        marked Congestion Experienced: each marked request a QP takes draws one CNP, an answer
+        none; "ecn cnp", CNPs (0x81, BECN mostly set, any PSN) for the targets, which count
+        them in rp_cnp_handled. A quarter of either aims at QPs that cannot take them (none,
+        RESET, the other port's): QP drops, no CNP drawn, none handled. Counts the batch's
+        requests and doomed packets into `batch`."""
+        rng, (_, kind) = self.rng, batch.kind.split()
+        epsns = {t: await self._epsn(t) for t in ("rc", "uc")}
+        out = []
+        for _ in range(n):
+            target = rng.choice(("rc", "uc", "ud"))
+            if kind == "ce":
+                packet = self._template(target, epsns.get(target, 0))
+                packet.roce.tclass |= ECN_CE
+            else:
+                packet = Packet(**self._route(), cnp=CNPReserved(),
+                                bth=BTH(opcode=CNP_OPCODE, dest_qp=self.targets[target].qp_num,
+                                        psn=rng.choice((0, rng.getrandbits(24))),
+                                        becn=rng.random() < 0.8))
+            if rng.random() < 0.25:
+                packet.bth.dest_qp = rng.choice((self.none_qpn, self.reset_qp.qp_num,
+                                                 self.other_port_qp.qp_num))
+                batch.doomed += 1
+            elif kind == "ce" and packet.op.operation not in ANSWERS:
+                batch.requests += 1
+            out.append((build(packet), False))
         return out
 
     def _pick_kind(self):
         """(category, what) of the next packet batch: every kind once (among those `restrict`
         kept) in a shuffled order, then again, so a short run still covers them all."""
         if not self.deck:
-            self.deck = list(self.only or ALL_KINDS)
+            self.deck = list(self.only or self.kinds)
             self.rng.shuffle(self.deck)
         return self.deck.pop()
 
     def restrict(self, pattern):
-        """Only the packet kinds whose name matches the regular expression `pattern`."""
-        self.only = [k for k in ALL_KINDS if re.search(pattern, kind_name(*k))]
+        """Only the packet kinds (of the link layer's) whose name matches the regular
+        expression `pattern`."""
+        self.only = [k for k in self.kinds if re.search(pattern, kind_name(*k))]
         if not self.only:
             raise ValueError(f"no packet kind matches {pattern!r}")
 
@@ -926,6 +1277,8 @@ class Fuzzer:
             packets = await self._qp_batch(what, n)
         elif category == "length":
             packets = await self._length_batch(what, n)
+        elif category == "ecn":
+            packets = await self._ecn_batch(batch, n)
         else:
             batch.end = self.a if what == "answer" else self.b
             packets = self._replay_batch(what, n)
@@ -1191,7 +1544,7 @@ class Fuzzer:
     def batch_size(self, packets):
         """Packets per packet batch in a run of `packets`: PACKET_BATCH, or fewer when a round
         of every kind at that size would not fit, so a short run still covers every kind."""
-        return max(1, min(PACKET_BATCH, packets // len(self.only or ALL_KINDS)))
+        return max(1, min(PACKET_BATCH, packets // len(self.only or self.kinds)))
 
     async def run(self, packets, wrs):
         self.started = time.monotonic()
@@ -1207,7 +1560,9 @@ class Fuzzer:
     def write_pcap(self, path):
         """What the links carried since the last batches began, by cycle: interface 0 and 1
         the peers' and the targets' end's TX links, 2 and 3 the packets injected into their RX
-        (those at the time their batch started: the player sends them as the cable lets it)."""
+        (those at the time their batch started: the player sends them as the cable lets it).
+        On Ethernet a pcap of frames, which has no place for the interface (nor for the abort
+        flag): an injected frame is one no port's TX link carried."""
         records = []
         for batch in self.history:
             for data, aborted in batch.packets or ():
@@ -1216,7 +1571,7 @@ class Fuzzer:
         for i, end in enumerate(self.ends):
             records += [(c.cycle, i, c.data, c.aborted)
                         for c in end.sniffer.captures if c.cycle >= since]
-        with PcapWriter(path) as pcap:
+        with PcapWriter(path, self.link) as pcap:
             for cycle, interface, data, aborted in sorted(records, key=lambda r: r[0]):
                 pcap.write(data, cycle * CLOCK_PERIOD_NS, interface, rx_error=aborted)
 
@@ -1224,7 +1579,8 @@ class Fuzzer:
         seconds = time.monotonic() - self.started if self.started else 0.0
         kinds = {kind: dict(sorted(t.items())) for kind, t in sorted(self.tally.items())}
         return {
-            "seed": seed, "between": self.between, "packets": self.packets, "wrs": self.wrs,
+            "seed": seed, "between": self.between, "link": self.link, "packets": self.packets,
+            "wrs": self.wrs,
             "batches": self.batches,
             "violations": violations, "seconds": round(seconds, 1),
             "packets_per_second": round(self.packets / seconds, 1) if seconds else None,
