@@ -809,6 +809,10 @@ def eth_bad_frames(tb):
         last = 19 if v4 else 39
         out.append((f"{ip}: destination address in no GID table entry",
                     mutate(flip(lambda at, last=last: at.ip + last), v4=v4), 0))
+    # an IPv4-mapped entry is an IPv4 address: an IPv6 header naming it names no one here
+    mapped = good(v4=True)
+    out.append(("IPv6 to an IPv4-mapped GID table entry",
+                ib.build(replace(mapped, roce=replace(mapped.roce, sgid=rng.randbytes(16)))), 0))
     # the transport's checks over Ethernet: its lengths come from the UDP length
     out.append(("BTH TVer 1", mutate(lambda b, at: b.__setitem__(at.bth + 1,
                                                                  b[at.bth + 1] & 0xF0 | 1)), 0))
