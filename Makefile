@@ -10,8 +10,9 @@
 #                  utilisation, a table + sim/out/pnr.json
 #   make fuzz      hostile packets and random work requests beside live traffic, invariants
 #                  checked as it runs, port to port and between two devices side by side
-#                  (FUZZ_PACKETS, FUZZ_WRS, SEED, FUZZ_KINDS, FUZZ_BETWEEN=both|port|fabric;
-#                  Verilator unless SIM is given): a table + sim/out/fuzz.json
+#                  (FUZZ_PACKETS, FUZZ_WRS, SEED, FUZZ_KINDS, FUZZ_BETWEEN=both|port|fabric,
+#                  RDMA_LINK=ib|eth|both; Verilator unless SIM is given): a table +
+#                  sim/out/fuzz.json
 #   make formal    every SymbiYosys proof, and every mutant each must fail on: a table +
 #                  sim/out/formal.json (make test runs the proofs that take under a minute)
 #   make waves     open the last waveform in GTKWave
