@@ -2472,7 +2472,8 @@ def test_rdma_dev(w, group):
 
 # The device make synth builds for an ECP5 (tools/synth.py: fewer QPs, MRs, CQs and AHs, a send
 # window of 8, one bypass mover) is the same RTL at other parameters. make regress runs the
-# main group on it; make test every opcode and the tests whose limits are those parameters.
+# main group on it, on both link layers; make test every opcode and the tests whose limits are
+# those parameters, on InfiniBand.
 SMALL_DEVICE = dict(next(c for c in CONFIGS if c.family == "ecp5").parameters)
 SMALL_DEVICE_TESTS = (
     "test_connected_opcode", "test_ud_send", "test_many_qps_many_outstanding",
@@ -2483,12 +2484,15 @@ SMALL_DEVICE_TESTS = (
 )
 
 
-def test_rdma_dev_small_device():
+@pytest.mark.parametrize("link", ["ib", "eth"])
+def test_rdma_dev_small_device(link):
+    if link == "eth" and not REGRESS:
+        pytest.skip("the small device with Ethernet ports: make regress")
     pattern = GROUPS["main"] if REGRESS else \
         rf"^test_rdma_dev\.({'|'.join(SMALL_DEVICE_TESTS)})(/|$)"
     simrun.run(
         toplevel="tb_rdma_dev",
         test_module="test_rdma_dev",
         parameters=SMALL_DEVICE,
-        extra_env={"COCOTB_TEST_FILTER": pattern},
+        extra_env={"COCOTB_TEST_FILTER": pattern, "RDMA_LINK": link},
     )
