@@ -23,8 +23,8 @@ from cocotb.triggers import Event, RisingEdge
 from tb import simrun
 from tb.coverage import enabled as coverage_enabled
 from tb.rdma_program import (
-    ALL_ACCESS, DATA_OPCODES, DLID_PATH_BITS, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE,
-    SIGNALED, SL, UNSIGNALED, WITH_IMM, Rdma, assert_invalidation_refused, assert_wc,
+    ALL_ACCESS, DATA_OPCODES, NEEDS_RECEIVE, QKEY, SEND_WC_OPCODE, SIGNALED, UNSIGNALED,
+    WITH_IMM, Rdma, assert_invalidation_refused, assert_wc,
     bind_window, free_index, grh_bytes, unregistered_key, wait_all, work_request,
 )
 from tb.seed import REGRESS, SEED
