@@ -3,15 +3,14 @@ and completion helpers, registered regions with guard margins, and `Rdma`, one t
 program (device, protection domain, QP set-up, counters). Test modules import from here."""
 
 import random
-import struct
 
 from cocotb.triggers import ClockCycles
 
-from .ib_packet import (ETH_HEADER_BYTES, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH,
-                        VLAN_TAG_BYTES, RoCE, ipv4_checksum, ipv4_gid, is_ipv4_mapped)
+from .ib_packet import (ETH_HEADER_BYTES, GRH, IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH,
+                        VLAN_TAG_BYTES, RoCE, ipv4_gid, is_ipv4_mapped)
 from .link_faults import LinkFaults
-from .model import roce_sport
-from .rdma_tb import LINK, open_device, open_fabric
+from .model import network_header, roce_sport, ud_paylen
+from .rdma_tb import LINK, LINK_NAMES, open_device, open_fabric
 from .seed import SEED
 from .verbs import (
     GRH_BYTES, Access, GlobalRoute, PortCounter, QPState, QPType, RecvWR, SendFlags, SendWR,
@@ -181,7 +180,7 @@ class Rdma:
         """`cabled`: the harness has port 1 and port 2 cabled to each other (CABLE = 1);
         `timing`: the host memory's (rdma_tb.MEM_TIMINGS; $MEM_TIMING or "ideal" by default)."""
         dut._log.info("SEED=%d (replay with SEED=%d), ports on %s (RDMA_LINK)", SEED, SEED,
-                      "Ethernet" if LINK == "eth" else "InfiniBand")
+                      LINK_NAMES[LINK])
         tb, dev, sb = await open_device(dut, seed=SEED, cabled=cabled, timing=timing)
         return cls(dut, tb, dev, sb)
 
@@ -384,7 +383,7 @@ class FarEnd:
 
     def __init__(self, rdma, port, lid=0x9, gid=ipv4_gid("10.0.0.9"),
                  mac=bytes.fromhex("020000000009"), hop_limit=64):
-        self.rdma, self.port = rdma, rdma.dev.ports[port]
+        self.port = rdma.dev.ports[port]
         self.ethernet = rdma.ethernet(port)
         self.lid, self.gid, self.mac, self.hop_limit = lid, gid, mac, hop_limit
         if self.ethernet:
@@ -396,14 +395,14 @@ class FarEnd:
             return dict(dlid=0, grh=GlobalRoute(self.gid, hop_limit=self.hop_limit))
         return dict(dlid=self.lid)
 
-    def to_port(self, qpn, dest_qpn, sl=0, dlid=None):
+    def to_port(self, qpn, dest_qpn, sl=0):
         """The addressing headers of a packet from far QP `qpn` to the port's QP `dest_qpn`,
-        sent on SL `sl` (InfiniBand) to `dlid` (default the port's LID)."""
+        sent on SL `sl` (InfiniBand)."""
         if self.ethernet:
             return dict(roce=RoCE(dmac=self.port.mac, smac=self.mac, sgid=self.gid,
                                   dgid=self.port.gid, hop_limit=self.hop_limit,
                                   sport=roce_sport(0, qpn, dest_qpn)))
-        return dict(lrh=LRH(dlid=self.port.lid if dlid is None else dlid, slid=self.lid, sl=sl))
+        return dict(lrh=LRH(dlid=self.port.lid, slid=self.lid, sl=sl))
 
     def from_port(self, qpn, far_qpn):
         """The addressing headers of the answers the port's QP `qpn` (aimed by address())
@@ -442,25 +441,19 @@ async def wait_all(cq, n):
 
 
 def grh_bytes(route, sgid, length, with_imm, link="ib"):
-    """The GRH area of a UD receive of `length` payload bytes: on InfiniBand the GRH the
-    packet would have carried: IPVer 6, TClass, FlowLabel, PayLen, NxtHdr 0x1B (BTH), HopLmt,
-    SGID, DGID, PayLen counting BTH (12), DETH (8), ImmDt (4), the payload, its pad to 4 bytes
-    and the ICRC (4). On Ethernet its IP header: IPv6 (next header UDP, the payload length
-    counting the UDP header), or between IPv4-mapped GIDs 20 zero bytes and the IPv4 header
-    (identification 0, DF, protocol UDP, its checksum)."""
-    pay_len = 12 + 8 + (4 if with_imm else 0) + length + (-length % 4) + 4
-    if link == "eth" and is_ipv4_mapped(sgid):
-        header = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, route.traffic_class,
-                                       20 + 8 + pay_len, 0, 0x4000, route.hop_limit, 17, 0,
-                                       sgid[12:], route.dgid[12:]))
-        header[10:12] = ipv4_checksum(header).to_bytes(2, "big")
-        return bytes(20) + bytes(header)
-    flow = route.flow_label
+    """The GRH area of a UD receive of `length` payload bytes sent along `route` (a
+    GlobalRoute) from `sgid`: on InfiniBand the GRH the packet carried, on Ethernet its IP
+    header (IPv6, or between IPv4-mapped GIDs 20 zero bytes and the IPv4 header, which has no
+    flow label), as the codec builds them."""
+    dgid = bytes(route.dgid)
     if link == "eth":
-        return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | flow, 8 + pay_len,
-                            17, route.hop_limit) + sgid + route.dgid)
-    return (struct.pack(">IHBB", 6 << 28 | route.traffic_class << 20 | flow, pay_len, 0x1B,
-                        route.hop_limit) + sgid + route.dgid)
+        return network_header(ud_paylen(length, with_imm), roce=RoCE(
+            dmac=bytes(6), smac=bytes(6), sgid=sgid, dgid=dgid, hop_limit=route.hop_limit,
+            sport=0, tclass=route.traffic_class,
+            flow_label=0 if is_ipv4_mapped(sgid) else route.flow_label))
+    return network_header(ud_paylen(length, with_imm), grh=GRH(
+        sgid=sgid, dgid=dgid, hop_limit=route.hop_limit, tclass=route.traffic_class,
+        flow_label=route.flow_label))
 
 
 def grh_area(capture):

@@ -291,6 +291,7 @@ class RdmaTB:
 # The link layer of every port the tests open: "ib" (InfiniBand), or "eth" (RoCE v2) with
 # RDMA_LINK=eth. The same RDMA programs run on both: on Ethernet a destination is its GID.
 LINK = os.environ.get("RDMA_LINK", "ib").strip() or "ib"
+LINK_NAMES = {"ib": "InfiniBand", "eth": "Ethernet"}
 
 # Port addresses every test starts from: port 1 owns LIDs 0x10-0x13 (LMC 2), port 2 is 0x20.
 IB_PORT_SETUP = {

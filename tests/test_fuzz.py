@@ -18,7 +18,7 @@ import pytest
 from tb import coverage, simrun
 from tb.fuzz import Fuzzer, Violation
 from tb.rdma_program import Rdma
-from tb.rdma_tb import LINK
+from tb.rdma_tb import LINK, LINK_NAMES
 from tb.seed import SEED, rng_for
 from tools.fuzz import HARNESSES, run_name
 
@@ -56,7 +56,7 @@ async def fuzz(dut, programs, peers, targets):
     assert not violations, violations[0]
     dut._log.info("fuzz across %s on %s: %d packets, %d WRs in %.0f s (%.0f packets/s, "
                   "%.0f WRs/s), %d canary rounds (worst %d cycles), %d cycles", fuzzer.between,
-                  "Ethernet" if fuzzer.link == "eth" else "InfiniBand", fuzzer.packets,
+                  LINK_NAMES[fuzzer.link], fuzzer.packets,
                   fuzzer.wrs, summary["seconds"], summary["packets_per_second"],
                   summary["wrs_per_second"], fuzzer.canary_rounds, fuzzer.canary_worst,
                   fuzzer.tb.cycle())

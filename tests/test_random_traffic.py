@@ -82,8 +82,8 @@ from tb.ib_packet import is_ipv4_mapped
 from tb.model import echoed_tclass
 from tb.rdma_program import lossy_cable
 from tb.rdma_tb import (
-    CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, LINK, MEM_TIMINGS, PORT_SETUP, mem_timing, open_device,
-    open_fabric,
+    CLOCK_PERIOD_NS, FABRIC_PORT_SETUP, LINK, LINK_NAMES, MEM_TIMINGS, PORT_SETUP, mem_timing,
+    open_device, open_fabric,
 )
 from tb.seed import REGRESS, seed_from_env
 from tb.verbs import (
@@ -1166,7 +1166,6 @@ class RandomTraffic(Observer):
 SAME_PORT = {1: (0, 1), 2: (0, 2)}
 OTHER_PORT = {1: (0, 2), 2: (0, 1)}
 OTHER_DEVICE = {1: (1, 1), 2: (1, 2)}   # tb_fabric cables port p to the other's port p
-LINK_NAMES = {"ib": "InfiniBand", "eth": "Ethernet"}    # every port's link layer: $RDMA_LINK
 RESULTS = {}   # placement -> results of its run, for a later test to compare with
 
 

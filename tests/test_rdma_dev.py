@@ -2441,7 +2441,8 @@ GROUPS = {  # COCOTB_TEST_FILTER patterns, matched against "test_rdma_dev.<test 
 }
 # make test runs these of the ethernet group, at 256 bits; make regress all of it at every width
 # (the 1 MiB messages too)
-ETHERNET_CORE = ("test_connected_opcode", "test_ud_send", "test_sends_between_equal_unaligned_offsets")
+ETHERNET_CORE = ("test_connected_opcode", "test_ud_send",
+                 "test_sends_between_equal_unaligned_offsets")
 MEGABYTE_OPCODE = {64: "SEND", 256: "RDMA_WRITE", 512: "RDMA_READ"}     # make coverage's
 WIDTH_TESTS = ("test_connected_opcode", "test_ud_send", "test_length_alignment_sweep",
                "test_many_qps_many_outstanding", "test_bypass_messages_in_flight_keep_their_order")

@@ -429,7 +429,8 @@ async def test_a_duplicate_just_before_the_psn_wrap_is_acknowledged_not_naked(du
         """The RDMA WRITE only packet of PSN first_psn + n, 40 bytes of `fill` at offset 64 n."""
         target = inbox.remote(64 * n)
         [packet] = packetize("RC", "RDMA_WRITE", bytes([fill]) * 40, 256,
-                             **far.to_port(0x77, qp.qp_num, sl=3), dest_qp=qp.qp_num, psn=(first_psn + n) & 0xFFFFFF,
+                             **far.to_port(0x77, qp.qp_num, sl=3), dest_qp=qp.qp_num,
+                             psn=(first_psn + n) & 0xFFFFFF,
                              reth=RETH(va=target.addr, rkey=target.rkey, dma_len=40))
         return packet
 

@@ -17,10 +17,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from tb import simrun
+from tb.rdma_tb import LINK_NAMES
 
 HARNESSES = {"port": ("tb_rdma_dev", {"DATA_WIDTH": 256, "CABLE": 1}),
              "fabric": ("tb_fabric", {"DATA_WIDTH": 256})}
-LINKS = {"ib": "InfiniBand", "eth": "Ethernet"}
 FATES = ("injected", "link-dropped", "QP-dropped", "taken by a QP")
 SUMMED = ("packets", "wrs", "batches", "commands", "canary_rounds")
 
@@ -54,7 +54,7 @@ def print_report(report):
     print(f"\n{report['commands']} random commands: "
           + ", ".join(f"{k} {v}" for k, v in report["command_results"].items()))
     for run in report["runs"].values():
-        print(f"across {run['between']} on {LINKS[run['link']]}: {run['packets']} packets and "
+        print(f"across {run['between']} on {LINK_NAMES[run['link']]}: {run['packets']} packets and "
               f"{run['wrs']} work requests in {run['seconds']} s ({run['packets_per_second']} "
               f"packets/s, {run['wrs_per_second']} WRs/s), {run['batches']} batches, "
               f"{run['canary_rounds']} canary rounds (the slowest "
@@ -123,10 +123,10 @@ def main():
     link = os.environ.pop("RDMA_LINK", "ib").strip() or "ib"
     os.environ.pop("FUZZ_REPORT", None)     # each run writes its own (test_fuzz's default)
     betweens = list(HARNESSES) if between == "both" else [between]
-    links = list(LINKS) if link == "both" else [link]
+    links = list(LINK_NAMES) if link == "both" else [link]
     if not set(betweens) <= set(HARNESSES):
         sys.exit(f"FUZZ_BETWEEN is port, fabric or both, not {between!r}")
-    if not set(links) <= set(LINKS):
+    if not set(links) <= set(LINK_NAMES):
         sys.exit(f"RDMA_LINK is ib, eth or both, not {link!r}")
     runs = [(b, lk) for lk in links for b in betweens]
     # the first run takes the remainder of an odd split
