@@ -72,6 +72,7 @@ from .ib_packet import (
     IPV4_HEADER_BYTES, IPV6_HEADER_BYTES, LRH, OPCODES, PSN_MASK, ROCE_V2_UDP_PORT,
     UDP_HEADER_BYTES, VCRC_BYTES, VLAN_TAG_BYTES, AtomicAckETH, AtomicETH, CNPReserved, ImmDt,
     Packet, RETH, RoCE, build, ipv4_checksum, ipv4_gid, is_ipv4_mapped, seal, seal_frame,
+    vlan_id,
 )
 from .link_faults import bth_at
 from .pcap import PcapWriter
@@ -870,8 +871,9 @@ class Fuzzer:
         """How a packet from the peers' end reaches the targets' end, as Packet keywords: on
         InfiniBand the LRH and, one time in four, a GRH; on Ethernet the RoCE v2 fields of a
         frame to the address of entry `entry` of the targets' port's GID table (default: any)
-        from the same entry of the peers' (IPv4 or IPv6, untagged or in its VLAN), a traffic
-        class whose ECN is anything but CE, and a flow label on IPv6."""
+        from the same entry of the peers' (IPv4 or IPv6, in its VLAN; to an untagged address
+        one frame in four priority-tagged, VLAN ID 0 being no VLAN), a traffic class whose ECN
+        is anything but CE, and a flow label on IPv6."""
         rng, a, b = self.rng, self.a, self.b
         if self.link == "ib":
             return dict(lrh=LRH(dlid=b.lid, slid=a.lid),
@@ -880,11 +882,12 @@ class Fuzzer:
         entry = rng.randrange(len(b.gids)) if entry is None else entry
         src, dst = a.gids[entry], b.gids[entry]
         ipv4 = is_ipv4_mapped(src.gid) and is_ipv4_mapped(dst.gid)
+        vlan = dst.vlan if dst.vlan is not None or rng.random() < 0.75 else 0
         return dict(roce=RoCE(dmac=b.mac, smac=a.mac, sgid=src.gid, dgid=dst.gid, hop_limit=64,
                               sport=0xC000 | rng.getrandbits(14),
                               tclass=rng.getrandbits(6) << 2 | rng.randrange(ECN_CE),
-                              flow_label=0 if ipv4 else rng.getrandbits(20), vlan=dst.vlan,
-                              pcp=0 if dst.vlan is None else rng.getrandbits(3)))
+                              flow_label=0 if ipv4 else rng.getrandbits(20), vlan=vlan,
+                              pcp=0 if vlan is None else rng.getrandbits(3)))
 
     def _template(self, target, epsn):
         """A well-formed packet for fuzz target `target` ("rc", "uc", "ud") at PSN `epsn`."""
@@ -1070,17 +1073,20 @@ class Fuzzer:
     def _link_template(self, kind, epsns):
         """The packet a link kind breaks: one for a target (at the PSNs `epsns`), with a GRH
         where the kind breaks one (InfiniBand); on Ethernet an IPv4 frame for the IPv4 kinds,
-        the frame in another VLAN than its destination address's ("vlan": tagged where the
-        address is untagged, else untagged or in another), or the one frame short enough to
-        need padding ("runt": an RC or UC SEND of nothing over IPv4, untagged)."""
+        the frame in another VLAN than its destination address's ("vlan": tagged with a VLAN
+        where the address is untagged, else untagged, priority-tagged or in another VLAN), or
+        the one frame short enough to need padding ("runt": an RC or UC SEND of nothing over
+        IPv4, untagged)."""
         rng, a, b = self.rng, self.a, self.b
         if kind == "runt":
             target = rng.choice(("rc", "uc"))
             entry = next(i for i, e in enumerate(b.gids)
                          if is_ipv4_mapped(e.gid) and e.vlan is None)
-            return Packet(**self._route(entry),
-                          bth=BTH(opcode=0x04 if target == "rc" else 0x24,   # SEND ONLY
-                                  dest_qp=self.targets[target].qp_num, psn=epsns[target]))
+            packet = Packet(**self._route(entry),
+                            bth=BTH(opcode=0x04 if target == "rc" else 0x24,   # SEND ONLY
+                                    dest_qp=self.targets[target].qp_num, psn=epsns[target]))
+            packet.roce.vlan, packet.roce.pcp = None, 0     # no tag: the frame needs its padding
+            return packet
         target = rng.choice(("rc", "uc", "ud"))
         while True:
             packet = self._template(target, epsns.get(target, 0))
@@ -1090,7 +1096,8 @@ class Fuzzer:
             packet.grh = GRH(sgid=a.gid, dgid=b.gid, hop_limit=1)
         if kind == "vlan":
             roce = packet.roce
-            roce.vlan = rng.choice([v for v in (None, rng.randint(1, 4094)) if v != roce.vlan])
+            roce.vlan = rng.choice([v for v in (None, 0, rng.randint(1, 4094))
+                                    if vlan_id(v) != vlan_id(roce.vlan)])
             roce.pcp = 0 if roce.vlan is None else rng.getrandbits(3)
         return packet
 
@@ -1121,7 +1128,8 @@ class Fuzzer:
         def not_ours():     # an address, of the frame's IP version, not the port's in its VLAN
             width = 32 if v4 else 128
             vlan = get_field(data, off["vlan"], 4, 12) if "vlan" in off else None
-            ours = [self._address(e.gid, width) for e in b.gids if e.vlan == vlan]
+            ours = [self._address(e.gid, width) for e in b.gids
+                    if vlan_id(e.vlan) == vlan_id(vlan)]
             return rng.choice([x for x in self._addresses(width) + [rng.getrandbits(width)]
                                if x not in ours])
 

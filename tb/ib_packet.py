@@ -162,6 +162,12 @@ def is_ipv4_mapped(gid):
     return len(gid) == 16 and gid[:12] == IPV4_MAPPED_PREFIX
 
 
+def vlan_id(vlan):
+    """The 802.1Q VLAN a frame or GID table entry is on, `vlan` None being untagged: VID 0 is
+    no VLAN (a priority tag carries only the PCP), so untagged and priority-tagged are alike."""
+    return vlan or 0
+
+
 def ipv4_gid(address):
     """The GID of an IPv4 address (text such as "10.0.0.1", 4 bytes or an int)."""
     return IPV4_MAPPED_PREFIX + ipaddress.IPv4Address(address).packed

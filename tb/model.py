@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from .ib_packet import (
     AETH, BTH, CNP_OPCODE, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH,
     AtomicETH, CNPReserved, ECN_CE, ECN_ECT0, ImmDt, Packet, RoCE, is_ipv4_mapped, marked_ce,
-    packetize,
+    packetize, vlan_id,
 )
 from .verbs import (
     ATOMIC_OPS, CNP_INTERVAL_RESET, COUNTERS, GID_ENTRY_STRIDE, GID_TABLE_BASE, GID_TABLE_PORT_STRIDE, GID_VLAN,
@@ -1473,13 +1473,14 @@ class Model(Observer):
     def _addressed(self, port, pkt, internal=False):
         """`pkt` passes `port`'s address checks: InfiniBand: DLID under the LMC mask, a GRH's
         DGID one of the port's GIDs; Ethernet: the destination MAC the port's, the DGID one of
-        its GIDs in the frame's VLAN (any VLAN for a loopback message's packet, `internal`:
-        its path attributes mean nothing); both: P_Key."""
+        its GIDs in the frame's VLAN (VID 0 being none, vlan_id; any VLAN for a loopback
+        message's packet, `internal`: its path attributes mean nothing); both: P_Key."""
         attr = self.ports[port]
         mine = self.pkeys[port]
         if attr.link_layer == "eth":
             to_me = (pkt.roce is not None and pkt.roce.dmac == attr.mac
-                     and any(e.gid == pkt.roce.dgid and (internal or e.vlan == pkt.roce.vlan)
+                     and any(e.gid == pkt.roce.dgid
+                             and (internal or vlan_id(e.vlan) == vlan_id(pkt.roce.vlan))
                              for e in attr.own_gids()))
         else:
             mask = ~((1 << attr.lmc) - 1) & 0xFFFF

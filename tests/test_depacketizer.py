@@ -154,7 +154,7 @@ class Port:
         self.pkey = rng.randrange(1 << 15) | 0x8000
         self.mac = bytes([rng.randrange(256) & 0xFE]) + rng.randbytes(5)    # unicast
         kinds = rng.sample([(v4, tagged) for v4 in (False, True) for tagged in (False, True)], 4)
-        vids = rng.sample(range(1 << 12), 2)
+        vids = rng.sample(range(1, 0xFFF), 2)     # VLAN IDs 1..4094: 0 is no VLAN, 0xFFF reserved
         self.gids, self.vlans = [], []      # {tagged, VID} per entry
         for v4, tagged in kinds:
             self.gids.append(ib.ipv4_gid(rng.randbytes(4)) if v4 else rng.randbytes(16))
@@ -680,7 +680,7 @@ def bad_frames(tb):
 def vlan_mismatches(rng, port):
     """(name, packet) of a frame to each GID table entry's GID on each VLAN of the table but
     its own (untagged being one) and on one no entry has."""
-    unused = next(v for v in range(1 << 12) if (1 << 12 | v) not in port.vlans)
+    unused = next(v for v in range(1, 1 << 12) if (1 << 12 | v) not in port.vlans)
     for entry, vlan in enumerate(port.vlans):
         for other in sorted({v for v in port.vlans if v != vlan} | {1 << 12 | unused}):
             pkt = port.frame(rng, 0x04, rng.randrange(200), entry)
@@ -906,6 +906,38 @@ async def test_eth_gid_table(dut):
         await tb.send_good(port.frame(rng, 0x0A, rng.randrange(100), entry))
         await tb.drain()
         tb.check(f"entry {entry} given back")
+
+
+@cocotb.test()
+async def test_eth_priority_tag(dut):
+    """Ethernet: VLAN ID 0 is no VLAN (802.1Q: a priority tag carries only the PCP). A frame
+    priority-tagged (VID 0, any PCP) to an untagged entry's GID is taken, with its tag in the
+    header (tagged, VID 0); an entry tagged with VID 0 takes untagged and priority-tagged
+    frames alike, and still none on a VLAN of its own number or another."""
+    tb = TB(dut, "test_eth_priority_tag", "eth")
+    rng, port = tb.rng, tb.port
+    await tb.reset()
+
+    def to(entry, vlan):
+        pkt = port.frame(rng, 0x04, rng.randrange(100), entry)
+        pkt.roce = replace(pkt.roce, vlan=vlan, pcp=rng.randrange(8) if vlan is not None else 0)
+        return pkt
+
+    for entry in port.entries(tagged=False):
+        await tb.send_good(to(entry, 0))
+    await tb.drain()
+    tb.check("priority-tagged frames to untagged entries")
+    for entry in port.entries(tagged=True):
+        vlan = port.vlans[entry]
+        port.vlans[entry] = 1 << 12         # tagged, VID 0: its frames leave priority-tagged
+        port.drive(dut)
+        await tb.send_good(to(entry, None))
+        await tb.send_good(to(entry, 0))
+        await tb.send_bad(ib.build(to(entry, vlan & 0xFFF)))
+        await tb.drain()
+        tb.check(f"entry {entry} tagged with VID 0")
+        port.vlans[entry] = vlan
+        port.drive(dut)
 
 
 @cocotb.test()

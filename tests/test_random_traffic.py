@@ -78,7 +78,7 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 import pytest
 
 from tb import simrun
-from tb.ib_packet import is_ipv4_mapped
+from tb.ib_packet import is_ipv4_mapped, vlan_id
 from tb.model import echoed_tclass
 from tb.rdma_program import lossy_cable
 from tb.rdma_tb import (
@@ -797,7 +797,7 @@ class RandomTraffic(Observer):
         mine = table[sgid_index]
         reached = [entry.gid for entry in attr.own_gids()
                    if is_ipv4_mapped(entry.gid) == is_ipv4_mapped(mine.gid)
-                   and (far == source or entry.vlan == mine.vlan)]
+                   and (far == source or vlan_id(entry.vlan) == vlan_id(mine.vlan))]
         grh = dict(route["grh"] or {})
         grh["traffic_class"] = echoed_tclass(grh.get("traffic_class", 0))
         return av | dict(grh=GlobalRoute(reached[route["dgid"] % len(reached)],

@@ -290,6 +290,35 @@ async def test_injected_rc_message_is_acknowledged(dut):
     await rdma.finish(links_idle=False)
 
 
+@cocotb.test(skip=LINK != "eth")
+async def test_a_priority_tagged_request_reaches_an_untagged_gid(dut):
+    """Ethernet: VLAN ID 0 is no VLAN (802.1Q), so an RC SEND whose frame carries a priority
+    tag (VID 0, PCP 5) to the port's untagged GID is delivered as an untagged one would be; the
+    ACK goes back in the request's VLAN, priority-tagged too — the packets the model predicts."""
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    far = FarEnd(rdma, PORT)
+    assert rdma.dev.ports[PORT].gid_table[0].vlan is None, "the port's GID 0 is untagged"
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x40)
+    inbox = await rdma.region(256)
+    await qp.post_recv(RecvWR(inbox.sge(0, 256), wr_id=0xC2))
+    headers = far.to_port(0x77, qp.qp_num)
+    headers["roce"] = replace(headers["roce"], vlan=0, pcp=5)
+    packet = Packet(**headers, bth=BTH(opcode=0x04, dest_qp=qp.qp_num, psn=0x40, ackreq=True),
+                    payload=PAYLOAD)
+    await LinkInjector(dut, PORT).send(build(packet))
+    model.receive_injected(PORT, [packet])
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert_wc(wc, wr_id=0xC2, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD), src_qp=0x77)
+    assert inbox.read(0, len(PAYLOAD)) == PAYLOAD
+    await rdma.cycles(300)
+    [ack] = rdma.tb.sniffers[PORT].packets()
+    assert (ack.bth.opcode, ack.bth.psn, ack.roce.vlan) == (0x11, 0x40, 0), ack.summary()
+    assert far.sent_to(ack), ack.summary()
+    await rdma.finish(links_idle=False)
+
+
 @cocotb.test()
 async def test_interleaved_messages_of_many_qps_all_land(dut):
     """Three-packet messages of three QPs arrive interleaved packet by packet on port 2, as

@@ -402,10 +402,14 @@ wire [15:0]  lmc_mask = (16'd1 << port_lmc) - 16'd1;
 
 // The destination GID is one of the port's (an empty entry matches nothing); on Ethernet the
 // entry's VLAN is the frame's too, as a VLAN interface owns its addresses, and an IPv4-mapped
-// entry is an IPv4 address, which an IPv6 header cannot carry. A loopback message's frames
-// (the internal loopback) ignore path attributes, the VLAN among them: a message to any of
-// the port's own GIDs is the port's, as the bypass takes it.
+// entry is an IPv4 address, which an IPv6 header cannot carry. VLAN ID 0 is no VLAN (802.1Q:
+// a priority tag carries only the PCP), so the VIDs are compared with an untagged frame or
+// entry as VID 0: a priority-tagged frame reaches an untagged entry, and an entry tagged
+// with VID 0 (whose frames leave priority-tagged) takes untagged frames too. A loopback
+// message's frames (the internal loopback) ignore path attributes, the VLAN among them: a
+// message to any of the port's own GIDs is the port's, as the bypass takes it.
 wire         v6_to_v4 = eth && e_v6 && dgid[127:32] == 96'h0000_0000_0000_0000_0000_FFFF;
+wire [11:0]  e_vid = e_tagged ? e_tci[11:0] : 12'd0;
 reg          gid_ok;
 integer g;
 always @* begin
@@ -413,7 +417,7 @@ always @* begin
     for (g = 0; g < NUM_GIDS; g = g + 1)
         if (port_gids[g*128 +: 128] != 128'd0 && port_gids[g*128 +: 128] == dgid && !v6_to_v4
                 && (!eth || t_tid
-                    || port_gid_vlans[g*13 +: 13] == {e_tagged, e_tagged ? e_tci[11:0] : 12'd0}))
+                    || (port_gid_vlans[g*13 + 12] ? port_gid_vlans[g*13 +: 12] : 12'd0) == e_vid))
             gid_ok = 1'b1;
 end
 
