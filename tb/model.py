@@ -28,9 +28,9 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 
 from .ib_packet import (
-    AETH, BTH, CNP_OPCODE, DETH, FIRST, GRH, IETH, LAST, LRH, ONLY, OPCODES, RETH, AtomicAckETH,
-    AtomicETH, CNPReserved, ECN_CE, ECN_ECT0, ImmDt, Packet, RoCE, is_ipv4_mapped, marked_ce,
-    packetize, vlan_id,
+    AETH, BTH, CNP_OPCODE, DETH, FIRST, GRH, IETH, LAST, LRH, MIDDLE, ONLY, OPCODES, RETH,
+    AtomicAckETH, AtomicETH, CNPReserved, ECN_CE, ECN_ECT0, ImmDt, Packet, RoCE, is_ipv4_mapped,
+    marked_ce, packetize, vlan_id,
 )
 from .verbs import (
     ATOMIC_OPS, CNP_INTERVAL_RESET, COUNTERS, GID_ENTRY_STRIDE, GID_TABLE_BASE, GID_TABLE_PORT_STRIDE, GID_VLAN,
@@ -131,6 +131,13 @@ def error_fields(wr_id, status, opcode, qp_num):
     if opcode is not None:
         fields["opcode"] = opcode
     return fields
+
+
+def _follows(op, pkt):
+    """Whether `pkt` may follow a packet of opcode `op` inside one message (RC opcode order):
+    a middle or last packet of the same operation."""
+    nxt = OPCODES[pkt.bth.opcode]
+    return nxt.position in (MIDDLE, LAST) and nxt.operation == op.operation
 
 
 @dataclass
@@ -1373,8 +1380,17 @@ class Model(Observer):
                 if dest is not None:
                     self._notify_congestion(port, dest, packets)
             return None, f"dropped: {why or 'out of sequence'}", []
-        operation = OPCODES[first.bth.opcode].operation
-        if operation == "RDMA_READ_REQUEST":
+        op = OPCODES[first.bth.opcode]
+        operation = op.operation
+        # a new request, or a packet of another operation, where a message's later packets
+        # should be (RC): it cuts the message short
+        cut = (qp_type == QPType.RC and op.position == FIRST
+               and any(not _follows(op, p) for p in packets[1:]))
+        if qp_type == QPType.RC and op.position in (MIDDLE, LAST):
+            answer, why, responses, taken = self._no_message_begun(port, dest, packets)
+        elif cut:
+            answer, why, responses, taken = self._cut_short(port, dest, packets)
+        elif operation == "RDMA_READ_REQUEST":
             answer, why, responses, taken = self._arrive_read(port, dest, first, what)
         elif operation in ("COMPARE_SWAP", "FETCH_ADD"):
             answer, why, responses, taken = self._arrive_atomic(port, dest, first)
@@ -1392,9 +1408,49 @@ class Model(Observer):
             self._notify_congestion(port, dest, packets[:taken] if failed else packets)
         return answer, why, responses
 
+    def _no_message_begun(self, port, dest, packets):
+        """An RC middle or last packet at the expected PSN, with no message begun (the model's
+        QPs are never inside a message between two arrivals): its opcode is out of sequence,
+        an invalid request (IBTA); the packets after it are past the expected PSN, and the
+        first of them draws the one sequence NAK of that gap."""
+        first = packets[0]
+        answer, why, nak = self._nak(port, dest, first, WCStatus.REM_INV_REQ_ERR,
+                                     f"{OPCODES[first.bth.opcode].name}: no message begun")
+        if len(packets) > 1:
+            nak += self._answer_packets(port, dest, first, SEQ_NAK)
+        return answer, why, nak, len(packets)
+
+    def _cut_short(self, port, dest, packets):
+        """RC: the first packets of a SEND or WRITE (all of `packets` but the last) arrived and
+        were taken, then, at the next PSN, a new request or a packet of another operation (the
+        last) where the message's next packet should be: an opcode out of sequence, an invalid
+        request (IBTA). The message ends there: what its packets wrote is not decided (the
+        remote range of a WRITE, the head receive's buffers of a SEND, whose WQE stays posted),
+        the ACKs they asked for go out, the last packet is NAKed and not executed, and the QP
+        expects its PSN again."""
+        begun, new = packets[:-1], packets[-1]
+        first = begun[0]
+        op = OPCODES[first.bth.opcode]
+        assert all(_follows(op, p) for p in begun[1:]), "one message begun, then one packet"
+        if first.reth is not None:
+            rmr, why = self._rkey_check(dest, first.reth, Access.REMOTE_WRITE)
+            assert rmr, f"the model cuts short only a message its first packet began: {why}"
+            if first.reth.dma_len:
+                self.image.undefined.append((rmr.host_addr(first.reth.va), first.reth.dma_len))
+        else:
+            assert dest.rq, "the model cuts short only a message its first packet began"
+            parts, _ = self._recv_parts(dest.rq[0], dest.recv_pd, 0, dest.rq[0].wr.length)
+            self.image.undefined += parts or []
+        dest.epsn = new.bth.psn
+        asked = self._acks_asked(port, dest, begun)
+        answer, why, nak = self._nak(port, dest, new, WCStatus.REM_INV_REQ_ERR,
+                                     f"{OPCODES[new.bth.opcode].name} inside a message")
+        return answer, why, asked + nak, len(packets)
+
     def receive_injected(self, port, packets):
-        """The testbench put `packets` (one message that passes the link checks) on `port`'s
-        RX link itself: the port delivers or drops them and answers as for any sender."""
+        """The testbench put `packets` (one message that passes the link checks, or the first
+        packets of one and then a packet out of its sequence) on `port`'s RX link itself: the
+        port delivers or drops them and answers as for any sender."""
         answer, why, responses = self._arrive(port, packets, False,
                                               f"packets injected on port {port}")
         self._sent(port, responses)

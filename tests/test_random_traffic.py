@@ -1282,7 +1282,7 @@ def engine_states(dev):
     the device's internals private, tb/hdl/harness_access.vlt)."""
     if not hasattr(dev, "req"):
         return "internal signals not visible on this simulator"
-    names = ("req.state", "req.turn", "req.copies.running", "rx.state", "rx.in_msg", "rx.cur",
+    names = ("req.state", "req.turn", "req.copies.busy", "rx.state", "rx.in_msg", "rx.cur",
              "rx.h_op", "msgs.locked", "msgs.owner", "msgs.busy", "resp.state", "cmp.c_state",
              "hdr_valid", "pl_tvalid", "dma_c_valid", "dma_c_ready", "dma_rd_tvalid",
              "dma_rd_tready", "dma_rd_tlast")

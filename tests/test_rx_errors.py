@@ -22,7 +22,7 @@ import pytest
 from tb import coverage, simrun
 from tb.ib_crc import fcs_bytes, icrc_bytes, vcrc_bytes
 from tb.ib_packet import (
-    AETH, BTH, DETH, GRH, ICRC_BYTES, OPCODES_BY_NAME, RETH, ImmDt, Packet, build,
+    AETH, BTH, DETH, GRH, ICRC_BYTES, OPCODES, OPCODES_BY_NAME, RETH, ImmDt, Packet, build,
     frame_layout, packetize, reframe,
 )
 from tb.model import pktlen
@@ -577,6 +577,65 @@ async def test_a_response_for_a_qp_that_cannot_have_asked_is_dropped_and_counted
         f"{after[PortCounter.RCV_ERRORS] - before[PortCounter.RCV_ERRORS]}, not {counted}"
     assert rdma.tb.sniffers[PORT].packets() == [], "port 2 answered a response"
     rdma.sb.check_device()
+
+
+# RC packets at the expected PSN whose opcode is out of sequence: (what went before, the packet)
+OUT_OF_SEQUENCE = {
+    "SEND middle, no message begun": ((), 0x01),
+    "RDMA WRITE last, no message begun": ((), 0x08),
+    "SEND last inside an RDMA WRITE": ((0x06,), 0x02),
+    "SEND only inside a SEND": ((0x00,), 0x04),
+    "RDMA WRITE first inside a SEND": ((0x00, 0x01), 0x06),
+    "RDMA READ request inside an RDMA WRITE": ((0x06,), 0x0C),
+}
+
+
+@cocotb.test()
+@cocotb.parametrize(case=list(OUT_OF_SEQUENCE))
+async def test_an_rc_opcode_out_of_sequence_is_naked_invalid_request(dut, case):
+    """An RC packet at the expected PSN whose opcode does not follow (a middle or last packet
+    with no message begun or of another operation, a new request where a message's next
+    packet should be) is an invalid request (IBTA): NAK 0x61 at its PSN, nothing executed.
+    The message it cut short goes no further (what it wrote is not decided; a SEND's receive
+    stays posted), and the QP expects the NAKed PSN again: a SEND only sent there lands in
+    the receive — the packets, memory and counters the model predicts."""
+    before, opcode = OUT_OF_SEQUENCE[case]
+    rdma = await Rdma.open(dut)
+    model = rdma.sb.model
+    far = FarEnd(rdma, PORT)
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x300,
+                       path_mtu=MTU.MTU256)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC3))
+    target = (await rdma.region(4096)).remote(0)
+    reth = RETH(va=target.addr, rkey=target.rkey, dma_len=1024)
+    headers = far.to_port(0x77, qp.qp_num)
+    chunk = bytes(range(256))
+
+    def packet(code, psn):
+        op = OPCODES[code]
+        return Packet(**headers, bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=psn),
+                      reth=reth if "reth" in op.headers else None,
+                      payload=chunk if op.payload and op.operation != "RDMA_READ_REQUEST" else b"")
+
+    packets = [packet(code, 0x300 + i) for i, code in enumerate(before + (opcode,))]
+    link = LinkInjector(dut, PORT)
+    for p in packets:
+        await link.send(build(p))
+    model.receive_injected(PORT, packets)
+    await rdma.cycles(300)
+    [nak] = rdma.tb.sniffers[PORT].packets()
+    assert (nak.bth.opcode, nak.bth.psn, nak.aeth.syndrome) == (0x11, packets[-1].bth.psn, 0x61), \
+        nak.summary()
+    again = Packet(**headers, bth=BTH(opcode=0x04, dest_qp=qp.qp_num, psn=packets[-1].bth.psn,
+                                      ackreq=True), payload=PAYLOAD)
+    await link.send(build(again))
+    model.receive_injected(PORT, [again])
+    [wc] = await rdma.poll_until(qp.recv_cq, 1)
+    assert_wc(wc, wr_id=0xC3, status=WCStatus.SUCCESS, byte_len=len(PAYLOAD), src_qp=0x77)
+    assert inbox.read(0, len(PAYLOAD)) == PAYLOAD
+    await rdma.finish(links_idle=False)
 
 
 @cocotb.test()

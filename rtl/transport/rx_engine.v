@@ -20,7 +20,8 @@
 // Each QP has its own message in progress (its offset, a WRITE's address and length, its first
 // PSN), so the packets of many QPs' messages may interleave on a link, as they do behind a
 // switch. Packets that fail the QP checks are dropped and reported per port (PortRcvErrors);
-// out-of-sequence packets are dropped silently.
+// out-of-sequence packets are dropped silently, but for an RC packet at the expected PSN whose
+// opcode is out of sequence: NAK invalid request.
 //
 // ECN (Ethernet ports, the notification point of DCQCN): a request packet from the link that
 // arrives marked CE and passes its QP check first sends a CNP to its source (the request's
@@ -543,10 +544,13 @@ always @(posedge clk) begin
                 state <= nak_sent[q] && !(took_back[q] && h_ackreq) ? S_DROP : S_ANSWER;
             end else if (!duplicate && (!psn_ok || !seq_ok)) begin
                 // out of sequence. Not a duplicate READ: it is served again even inside a
-                // later message, whose opcode sequence is the expected PSN's concern
-                if (h_type == QPT_UC)
-                    in_msg[q] <= 1'b0;          // UC: the rest of that message is lost
-                state <= S_DROP;
+                // later message, whose opcode sequence is the expected PSN's concern. RC at
+                // the expected PSN: the opcode is out of sequence (a new request inside a
+                // message, a middle or last packet of none), an invalid request (IBTA); the
+                // message in progress ends there. UC: the rest of that message is lost.
+                in_msg[q] <= 1'b0;
+                ans_syndrome <= 8'h61;
+                state <= h_type == QPT_RC ? S_ANSWER : S_DROP;
             end else begin
                 if (!duplicate) begin
                     nak_sent[q]  <= 1'b0;
