@@ -913,7 +913,7 @@ async def test_eth_priority_tag(dut):
     """Ethernet: VLAN ID 0 is no VLAN (802.1Q: a priority tag carries only the PCP). A frame
     priority-tagged (VID 0, any PCP) to an untagged entry's GID is taken, with its tag in the
     header (tagged, VID 0); an entry tagged with VID 0 takes untagged and priority-tagged
-    frames alike, and still none on a VLAN of its own number or another."""
+    frames alike, and none tagged with a VLAN (the one it was on)."""
     tb = TB(dut, "test_eth_priority_tag", "eth")
     rng, port = tb.rng, tb.port
     await tb.reset()
