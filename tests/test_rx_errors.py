@@ -296,6 +296,7 @@ async def test_a_priority_tagged_request_reaches_an_untagged_gid(dut):
     tag (VID 0, PCP 5) to the port's untagged GID is delivered as an untagged one would be; the
     ACK goes back in the request's VLAN, priority-tagged too — the packets the model predicts."""
     rdma = await Rdma.open(dut)
+    assert rdma.ethernet(PORT), "an Ethernet test: test_rx_errors[w-eth] runs it"
     model = rdma.sb.model
     far = FarEnd(rdma, PORT)
     assert rdma.dev.ports[PORT].gid_table[0].vlan is None, "the port's GID 0 is untagged"

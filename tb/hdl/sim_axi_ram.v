@@ -99,12 +99,14 @@ reg        guard_on = 1'b0;
 reg [GUARD_RANGES*ADDR_WIDTH-1:0] guard_base = {GUARD_RANGES*ADDR_WIDTH{1'b0}};
 reg [GUARD_RANGES*ADDR_WIDTH-1:0] guard_limit = {GUARD_RANGES*ADDR_WIDTH{1'b0}};
 reg [31:0] strays = 32'd0;          // written beats outside the guard's ranges
+/* verilator lint_off UNUSEDSIGNAL */  // the testbench reads these
 reg [ADDR_WIDTH-1:0] stray_addr = {ADDR_WIDTH{1'b0}};
 reg [63:0] stray_cycle = 64'd0;
 reg [ID_WIDTH-1:0] stray_id = {ID_WIDTH{1'b0}};
 reg [31:0] read_errors = 32'd0;       // protocol errors seen on AR
 reg [31:0] write_errors = 32'd0;      // protocol errors seen on AW and W
 wire [31:0] protocol_errors = read_errors + write_errors;
+/* verilator lint_on UNUSEDSIGNAL */
 reg [63:0] read_beats = 64'd0;
 reg [63:0] write_beats = 64'd0;
 reg [63:0] now = 64'd0;
@@ -157,7 +159,9 @@ endfunction
 // AXI4 rules this device must keep: INCR, full or narrower size, no 4 KiB page crossed
 function legal_burst(input [ADDR_WIDTH-1:0] addr, input [7:0] len, input [2:0] size,
                      input [1:0] burst);
-    reg [ADDR_WIDTH:0] last;
+    /* verilator lint_off UNUSEDSIGNAL */  // only its page bits are compared
+    reg [ADDR_WIDTH:0] last;    // the burst's last beat
+    /* verilator lint_on UNUSEDSIGNAL */
     begin
         last = {1'b0, (addr >> size) << size} + ({{(ADDR_WIDTH-7){1'b0}}, len} << size);
         legal_burst = burst == 2'b01 && {29'd0, size} <= BUS_SHIFT &&
@@ -183,8 +187,10 @@ wire [PTR-1:0] ar_head = ar_rd[PTR-1:0];
 wire r_ready_for_beat = !ar_empty && now >= ar_due[ar_head] && !stall_r &&
                         (!s_axi_rvalid || s_axi_rready);
 wire [ADDR_WIDTH-1:0] r_addr = beat_addr(ar_addr[ar_head], ar_size[ar_head], r_beat);
+/* verilator lint_off UNUSEDSIGNAL */  // the word's bits above its lane
 wire [ADDR_WIDTH-1:0] r_word = r_addr >> BUS_SHIFT;
-wire [LANE_BITS-1:0]  r_lane = LANES > 1 ? r_word[LANE_BITS-1:0] : 1'b0;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [LANE_BITS-1:0]  r_lane = LANES > 1 ? r_word[LANE_BITS-1:0] : {LANE_BITS{1'b0}};
 wire r_last = r_beat == ar_len[ar_head];
 wire [1:0] r_resp = beat_resp(r_addr, fault_base, fault_limit);
 
@@ -251,8 +257,10 @@ wire [PTR-1:0] b_head = b_rd[PTR-1:0];
 assign s_axi_awready = !rst && !aw_full && !stall_aw;
 assign s_axi_wready = !rst && !aw_empty && !b_full && !stall_w;
 wire [ADDR_WIDTH-1:0] w_addr = beat_addr(aw_addr[aw_head], aw_size[aw_head], w_beat);
+/* verilator lint_off UNUSEDSIGNAL */  // the word's bits above its lane
 wire [ADDR_WIDTH-1:0] w_word = w_addr >> BUS_SHIFT;
-wire [LANE_BITS-1:0]  w_lane = LANES > 1 ? w_word[LANE_BITS-1:0] : 1'b0;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [LANE_BITS-1:0]  w_lane = LANES > 1 ? w_word[LANE_BITS-1:0] : {LANE_BITS{1'b0}};
 wire w_last = w_beat == aw_len[aw_head];
 wire [1:0] w_beat_resp = beat_resp(w_addr, fault_base, fault_limit);
 wire [31:0] aw_error = {31'd0, s_axi_awvalid && s_axi_awready &&
