@@ -618,7 +618,7 @@ async def test_an_rc_opcode_out_of_sequence_is_naked_invalid_request(dut, case):
         op = OPCODES[code]
         return Packet(**headers, bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=psn),
                       reth=reth if "reth" in op.headers else None,
-                      payload=chunk if op.payload and op.operation != "RDMA_READ_REQUEST" else b"")
+                      payload=chunk if op.payload else b"")
 
     packets = [packet(code, 0x300 + i) for i, code in enumerate(before + (opcode,))]
     link = LinkInjector(dut, PORT)
@@ -627,8 +627,8 @@ async def test_an_rc_opcode_out_of_sequence_is_naked_invalid_request(dut, case):
     model.receive_injected(PORT, packets)
     await rdma.cycles(300)
     [nak] = rdma.tb.sniffers[PORT].packets()
-    assert (nak.bth.opcode, nak.bth.psn, nak.aeth.syndrome) == (0x11, packets[-1].bth.psn, 0x61), \
-        nak.summary()
+    assert (nak.bth.opcode, nak.bth.psn, nak.aeth.syndrome) == \
+        (0x11, packets[-1].bth.psn, 0x61), nak.summary()
     again = Packet(**headers, bth=BTH(opcode=0x04, dest_qp=qp.qp_num, psn=packets[-1].bth.psn,
                                       ackreq=True), payload=PAYLOAD)
     await link.send(build(again))
