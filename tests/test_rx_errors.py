@@ -255,6 +255,18 @@ async def test_bad_packet_dropped_and_counted(dut, bad):
     await rdma.finish()
 
 
+async def receiving_rc_qp(rdma, rq_psn, wr_id, **attrs):
+    """An RC QP of port 2 connected to the far end's QP 0x77 and expecting PSN `rq_psn`
+    (`attrs`: more QP attributes), one receive of a 4 KiB region posted (`wr_id`): the QP,
+    the far end and the region."""
+    far = FarEnd(rdma, PORT)
+    qp = await rdma.qp(QPType.RC)
+    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=rq_psn, **attrs)
+    inbox = await rdma.region(4096)
+    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=wr_id))
+    return qp, far, inbox
+
+
 @cocotb.test()
 async def test_injected_rc_message_is_acknowledged(dut):
     """An RC SEND of three packets (first, middle, last) put on port 2's link for an RC QP in
@@ -263,12 +275,7 @@ async def test_injected_rc_message_is_acknowledged(dut):
     predicts."""
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
-    far = FarEnd(rdma, PORT)
-    qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x123456,
-                       path_mtu=MTU.MTU256)
-    inbox = await rdma.region(4096)
-    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC1))
+    qp, far, inbox = await receiving_rc_qp(rdma, 0x123456, 0xC1, path_mtu=MTU.MTU256)
     data = bytes((7 * i) & 0xFF for i in range(256 * 2 + 100))
     packets = [Packet(**far.to_port(0x77, qp.qp_num, sl=3),
                       bth=BTH(opcode=code, dest_qp=qp.qp_num, psn=0x123456 + i,
@@ -298,12 +305,8 @@ async def test_a_priority_tagged_request_reaches_an_untagged_gid(dut):
     rdma = await Rdma.open(dut)
     assert rdma.ethernet(PORT), "an Ethernet test: test_rx_errors[w-eth] runs it"
     model = rdma.sb.model
-    far = FarEnd(rdma, PORT)
     assert rdma.dev.ports[PORT].gid_table[0].vlan is None, "the port's GID 0 is untagged"
-    qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x40)
-    inbox = await rdma.region(256)
-    await qp.post_recv(RecvWR(inbox.sge(0, 256), wr_id=0xC2))
+    qp, far, inbox = await receiving_rc_qp(rdma, 0x40, 0xC2)
     headers = far.to_port(0x77, qp.qp_num)
     headers["roce"] = replace(headers["roce"], vlan=0, pcp=5)
     packet = Packet(**headers, bth=BTH(opcode=0x04, dest_qp=qp.qp_num, psn=0x40, ackreq=True),
@@ -603,12 +606,7 @@ async def test_an_rc_opcode_out_of_sequence_is_naked_invalid_request(dut, case):
     before, opcode = OUT_OF_SEQUENCE[case]
     rdma = await Rdma.open(dut)
     model = rdma.sb.model
-    far = FarEnd(rdma, PORT)
-    qp = await rdma.qp(QPType.RC)
-    await rdma.connect(qp, 0x77, port=PORT, **far.address(), rq_psn=0x300,
-                       path_mtu=MTU.MTU256)
-    inbox = await rdma.region(4096)
-    await qp.post_recv(RecvWR(inbox.sge(0, 4096), wr_id=0xC3))
+    qp, far, inbox = await receiving_rc_qp(rdma, 0x300, 0xC3, path_mtu=MTU.MTU256)
     target = (await rdma.region(4096)).remote(0)
     reth = RETH(va=target.addr, rkey=target.rkey, dma_len=1024)
     headers = far.to_port(0x77, qp.qp_num)
