@@ -1343,18 +1343,20 @@ class Model(Observer):
             dest, _ = far._destination(far_port, q.type, self._dest_qpn(q, wr),
                                        self._qkey(q, wr))
             if dest is not None and dest.state == QPState.RTS:
-                far._taken_in_part(dest, wr)
+                write = wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM)
+                far._taken_in_part(dest, RETH(va=wr.remote_addr, rkey=wr.rkey,
+                                              dma_len=wr.length) if write else None)
         return WCStatus.GENERAL_ERR, "host memory refused its payload: packets aborted"
 
-    def _taken_in_part(self, dest, wr):
-        """The first packets of `wr` reached QP `dest` of this device and the rest never will:
-        the bytes they may have written are undefined; an RC WRITE whose rkey fails was NAKed
-        at its first packet, which moves `dest` to ERR."""
-        if wr.opcode in (WROpcode.RDMA_WRITE, WROpcode.RDMA_WRITE_WITH_IMM):
-            rmr, _ = self._rkey_check(dest, RETH(va=wr.remote_addr, rkey=wr.rkey,
-                                                 dma_len=wr.length), Access.REMOTE_WRITE)
+    def _taken_in_part(self, dest, reth):
+        """The first packets of a SEND (`reth` None) or an RDMA WRITE (its RETH) reached QP
+        `dest` of this device and the rest never will: the bytes they may have written are
+        undefined (the WRITE's remote range, the head receive's buffers); an RC WRITE whose rkey
+        fails was NAKed at its first packet, which moves `dest` to ERR."""
+        if reth is not None:
+            rmr, _ = self._rkey_check(dest, reth, Access.REMOTE_WRITE)
             if rmr is not None:
-                self.image.undefined.append((rmr.host_addr(wr.remote_addr), wr.length))
+                self.image.undefined.append((rmr.host_addr(reth.va), reth.dma_len))
             elif dest.type == QPType.RC:
                 self._set_err(dest)
         elif dest.rq:
@@ -1432,15 +1434,9 @@ class Model(Observer):
         first = begun[0]
         op = OPCODES[first.bth.opcode]
         assert all(_follows(op, p) for p in begun[1:]), "one message begun, then one packet"
-        if first.reth is not None:
-            rmr, why = self._rkey_check(dest, first.reth, Access.REMOTE_WRITE)
-            assert rmr, f"the model cuts short only a message its first packet began: {why}"
-            if first.reth.dma_len:
-                self.image.undefined.append((rmr.host_addr(first.reth.va), first.reth.dma_len))
-        else:
-            assert dest.rq, "the model cuts short only a message its first packet began"
-            parts, _ = self._recv_parts(dest.rq[0], dest.recv_pd, 0, dest.rq[0].wr.length)
-            self.image.undefined += parts or []
+        assert first.reth is not None or dest.rq, "the model cuts short only a begun message"
+        self._taken_in_part(dest, first.reth)
+        assert dest.state != QPState.ERR, "the model cuts short only a begun message"
         dest.epsn = new.bth.psn
         asked = self._acks_asked(port, dest, begun)
         answer, why, nak = self._nak(port, dest, new, WCStatus.REM_INV_REQ_ERR,
