@@ -170,6 +170,7 @@ localparam MSG_WIDTH = 32 + 128 + 128 + 8 + 20 + 8 + 1 + 4 + 16 + 16 + 1 + 32 + 
                        32 + PORT_BITS + 24 + 32 + 3 + 8 + 2;   // rx_engine.v's responder message
 localparam PROT_RSP_WIDTH = ADDR_WIDTH + 1;                // {host address, allowed}
 localparam CQE_REQ_WIDTH = 273;                            // {raise_solicited, cqn, cqe}
+localparam CQE_STORES_LOG = 2;                             // CQE stores in flight: 2^this
 
 `include "pkt_fields.vh"
 `include "rdma_defs.vh"
@@ -396,10 +397,11 @@ ah_table #(.NUM_AH(NUM_AH), .NUM_PORTS(NUM_PORTS), .NUM_GIDS(NUM_GIDS)) ahs (
 // own and the vector is assembled in one place: a vector driven in slices by several instances
 // is rebuilt bit by bit in Icarus whenever any slice changes.
 
-// protection checker: requester (0) and responder (1)
+// protection checker: responder (0) and requester (1); the responder first, as it finishes
+// what is under way (a START the requester waits for) where the requester starts the next WQE
 wire [1:0]                  prot_c_valid, prot_c_ready, prot_c_rsp;
 wire [PROT_REQ_WIDTH-1:0]   req_prot_data, resp_prot_data;
-wire [2*PROT_REQ_WIDTH-1:0] prot_c_data = {resp_prot_data, req_prot_data};
+wire [2*PROT_REQ_WIDTH-1:0] prot_c_data = {req_prot_data, resp_prot_data};
 wire [PROT_RSP_WIDTH-1:0]   prot_rsp_data;
 wire                        prot_valid, prot_ready, prot_rsp_valid;
 wire [PROT_REQ_WIDTH-1:0]   prot_data;
@@ -478,7 +480,7 @@ dma_engine #(
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .DEEP(((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS + 1)) - 32'd1) << 3),
     .LISTS((((32'd1 << (2*NUM_PORTS + BYPASS_MOVERS)) - 32'd1) << 3) | 32'd4),
-    .MODES(dma_modes(1'b0))
+    .STORES_LOG(CQE_STORES_LOG), .MODES(dma_modes(1'b0))
 ) dma (
     .clk(clk), .rst(rst),
     .s_cmd_valid(dma_c_valid), .s_cmd_ready(dma_c_ready), .s_cmd_data(dma_c_data),
@@ -519,7 +521,7 @@ srq_table #(.NUM_SRQ(NUM_SRQ), .ADDR_WIDTH(ADDR_WIDTH)) srqs (
     .limit_event(srq_event), .limit_event_clear(srq_event_clear)
 );
 
-cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH)) cqs (
+cq_engine #(.NUM_CQ(NUM_CQ), .ADDR_WIDTH(ADDR_WIDTH), .STORES_LOG(CQE_STORES_LOG)) cqs (
     .clk(clk), .rst(rst),
     .cmd_valid(cmd_valid), .cmd_op(cmd_op), .cmd_index(cmd_index), .cmd_data(cmd_data),
     .cmd_done(cq_cmd_done), .cmd_result(cq_cmd_result),
@@ -667,9 +669,9 @@ requester #(
     .win_held(sq_hold[a_qpn]), .win_busy(win_busy), .win_wired(win_wired),
     .win_una_valid(win_una_valid),
     .win_una(win_una), .win_reads(win_reads),
-    .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
+    .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
     .m_prot_data(req_prot_data),
-    .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
+    .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[DMA_BYPASS +: BYPASS_MOVERS]),
     .m_dma_ready(dma_c_ready[DMA_BYPASS +: BYPASS_MOVERS]), .m_dma_data(bp_dma_data),
     .s_dma_done(dma_c_done[DMA_BYPASS +: BYPASS_MOVERS]),
@@ -680,6 +682,7 @@ requester #(
     .s_wqe_dma_done(dma_c_done[DMA_WQE]), .s_wqe_dma_error(dma_c_error[DMA_WQE]),
     .s_wqe_axis_tdata(dma_rd_tdata[DMA_WQE*DATA_WIDTH +: DATA_WIDTH]),
     .s_wqe_axis_tvalid(dma_rd_tvalid[DMA_WQE]),
+    .s_wqe_axis_tuser(dma_rd_tuser[DMA_WQE]),
     .lb_msgs(lb_msgs), .lb_bytes(lb_bytes)
 );
 
@@ -742,9 +745,9 @@ responder #(
     .qp_srq(b_srq), .qp_rq_take(b_rq_take),
     .srq_valid(srq_valid), .srq_pd(srq_pd), .srq_base(srq_base), .srq_log(srq_log),
     .srq_sge(srq_sge), .srq_pi(srq_pi), .srq_ci(srq_ci),
-    .m_prot_valid(prot_c_valid[1]), .m_prot_ready(prot_c_ready[1]),
+    .m_prot_valid(prot_c_valid[0]), .m_prot_ready(prot_c_ready[0]),
     .m_prot_data(resp_prot_data),
-    .s_prot_valid(prot_c_rsp[1]), .s_prot_data(prot_rsp_data),
+    .s_prot_valid(prot_c_rsp[0]), .s_prot_data(prot_rsp_data),
     .m_dma_valid(dma_c_valid[1]), .m_dma_ready(dma_c_ready[1]),
     .m_dma_data(dma_c_req[1]),
     .s_dma_done(dma_c_done[1]), .s_dma_rdata(dma_c_rdata[512 +: 512]),

@@ -30,7 +30,8 @@ from .signals import read_int, write_int
 
 # the build: the engine's RTL files and the harness parameters besides DATA_WIDTH
 RTL_FILES = ["dma_engine.v", "dma_axi_mux.v", "dma_sgl.v", "dma_mover.v", "dma_rd_engine.v",
-             "dma_wr_engine.v", "dma_realign.v", "dma_axi_burst.v", "dma_fifo.v"]
+             "dma_wr_engine.v", "dma_realign.v", "dma_axi_burst.v", "dma_fifo.v",
+             "dma_store_queue.v"]
 PARAMETERS = {"ADDR_WIDTH": 32, "AXI_ID_WIDTH": 4, "CLIENTS": 4, "DEEP": 0xC, "DEEP_LOG": 9,
               "SHALLOW_LOG": 4}
 
@@ -220,7 +221,13 @@ class TB:
                  f"b_wr={v(ram.b_wr)} b_rd={v(ram.b_rd)} stall_rate={v(ram.stall_rate)} "
                  f"rng={ram.rng.value}"]
         for c in range(CLIENTS):
-            sgl = getattr(d.dut.client, "__getitem__")(c).mover
+            client = getattr(d.dut.client, "__getitem__")(c)
+            if hasattr(client, "stores"):
+                q = client.stores.mover
+                lines.append(f"client {c}: store queue wr={v(q.wr_ptr)} aw={v(q.aw_ptr)} "
+                             f"w={v(q.w_ptr)} b={v(q.b_ptr)} w_beat={v(q.w_beat)}")
+                continue
+            sgl = client.movers.mover
             mv = sgl.u_mover
             rd, wr = mv.u_rd, mv.u_wr
             lines.append(

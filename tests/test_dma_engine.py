@@ -21,6 +21,13 @@ The pytest runner at the end runs them all at data widths 64, 256 and 512.
   its ID, every R/B reaches the client its ID names, W goes in AW order, each burst gets its one
   answer, sim_axi_ram sees no protocol error, and the traffic really had several clients'
   bursts open at once.
+- test_store_queue_keeps_order_with_stores_in_flight (the build whose client 0 only STOREs, so
+  the engine gives it a store queue): STOREs of every length at any alignment, across 4 KiB
+  boundaries and onto each other's bytes, and commands it refuses, back to back under late
+  and stalled writes: several are in flight at once, each is done once in command order with
+  its error bit, and memory ends as the stores applied in order.
+- test_store_queue_error_response_is_its_store_s_alone: a STORE answered SLVERR is done with
+  its error, in its turn; the stores in flight beside it land and are done without.
 
 Every check compares host memory with a Python shadow of it and each LOAD's and ATOMIC's result
 with the model's. The harness's monitors check on every handshake that each burst carries its
@@ -37,7 +44,7 @@ import bisect
 import cocotb
 import numpy as np
 import pytest
-from cocotb.triggers import FallingEdge
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from tb import simrun
 from tb.dma_engine_tb import (
@@ -687,6 +694,141 @@ async def test_axi_ids_routing_w_order_and_protocol(dut):
 
 
 # ---------------------------------------------------------------------------------------------
+# The store queue (dma_store_queue): the engine builds one for a client that only STOREs (the
+# device's CQE writer). These run in a build of their own whose client 0 is such a client.
+
+STORE_QUEUE = simrun.build_parameters().get("MODES0") == 0x02
+STORE_ONLY = {"MODES0": 0x02}
+
+
+async def run_stores(tb, commands):
+    """Issue `commands` ((mode, dst, data or a length) each) on client 0 back to back, one per
+    cycle while it is ready (inputs change at falling edges), and collect the error bit of each done pulse in order; returns
+    (errors, most commands taken and not done at once)."""
+    dut = tb.dut
+    cl = tb.clients[0]
+    errors, taken, most = [], 0, 0
+
+    async def watch():
+        nonlocal most
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            if cl.done_valid.value:
+                errors.append(int(cl.done_error.value))
+            most = max(most, taken - len(errors))
+
+    watcher = cocotb.start_soon(watch())
+    for mode, dst, data in commands:
+        await FallingEdge(dut.clk)
+        length = data if isinstance(data, int) else len(data)
+        payload = b"" if isinstance(data, int) else data
+        cl.mode.value = mode
+        cl.dst.value = dst
+        cl.len.value = length
+        cl.data.value = int.from_bytes(payload[:64].ljust(64, b"\0"), "little")
+        cl.valid.value = 1
+        while not cl.ready.value:               # (ready does not depend on valid)
+            await FallingEdge(dut.clk)
+        await RisingEdge(dut.clk)               # the accepting edge
+        taken += 1
+    await FallingEdge(dut.clk)
+    cl.valid.value = 0
+    for _ in range(100_000):
+        if len(errors) >= len(commands):
+            break
+        await RisingEdge(dut.clk)
+    await tb.quiesce()
+    watcher.cancel()
+    assert len(errors) == len(commands), \
+        (f"{len(commands)} commands, {len(errors)} done pulses: the store queue hangs or answers "
+         f"twice (SEED={SEED})\n{tb.state()}")
+    return errors, most
+
+
+@cocotb.test(skip=not STORE_QUEUE)
+async def test_store_queue_keeps_order_with_stores_in_flight(dut):
+    """STOREs of 0 to 64 bytes at any alignment, a third of them across a 4 KiB boundary (two
+    bursts) and most into a few hot bytes so that later stores overwrite earlier ones, with
+    commands a store client refuses among them (a COPY, a STORE of more than 64 bytes), issued
+    back to back while host memory answers writes 30 cycles late and stalls every channel: more
+    than one is in flight at once; each command is done once, in command order, with the error
+    bit exactly for the refused ones; host memory in the client's region ends as the stores
+    applied in order, byte for byte, and the bus invariants hold."""
+    name = "store_queue_keeps_order_with_stores_in_flight"
+    tb = TB(dut, name, read_latency=2, write_latency=30, stall_rate=64)
+    await tb.reset()
+    rng = tb.rng
+    lo, hi = region(0)
+    hot = lo + 4096 * rng.randrange(2, 30)           # stores around this 4 KiB boundary
+    commands, want_errors = [], []
+    for _ in range(240):
+        r = rng.random()
+        if r < 0.05:
+            commands.append((MODE_COPY, hot, 8))
+            want_errors.append(1)
+        elif r < 0.1:
+            commands.append((MODE_STORE, hot, rng.randrange(65, 200)))
+            want_errors.append(1)
+        elif r < 0.15:
+            commands.append((MODE_STORE, hot - rng.randrange(64), 0))
+            want_errors.append(0)
+        else:
+            n = rng.randrange(1, 65)
+            dst = hot - rng.randrange(n + 64) if rng.random() < 0.8 else \
+                rng.randrange(lo, hi - 64)
+            commands.append((MODE_STORE, dst, rng.randbytes(n)))
+            want_errors.append(0)
+    errors, most = await run_stores(tb, commands)
+    assert errors == want_errors, \
+        (f"{name}: done error bits {errors}, want {want_errors}: a done out of order or a wrong "
+         f"error bit (SEED={SEED})")
+    for mode, dst, data in commands:
+        if mode == MODE_STORE and not isinstance(data, int):
+            tb.shadow[dst:dst + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    tb.check_memory(lo, hi, f"{name}: after {len(commands)} commands")
+    assert most >= 2, f"{name}: at most {most} command in flight: the stores did not overlap"
+    m = tb.check_bus(name)
+    crossing = sum(1 for mode, dst, data in commands if mode == MODE_STORE and
+                   not isinstance(data, int) and dst // 4096 != (dst + len(data) - 1) // 4096)
+    assert m["aw_grants"][0] == sum(1 for mode, dst, data in commands if mode == MODE_STORE and
+                                    not isinstance(data, int)) + crossing, \
+        f"{name}: {m['aw_grants'][0]} AWs for the stores (SEED={SEED})"
+    tb.log.info("%s: %d commands, at most %d in flight, %d across 4 KiB", name, len(commands),
+                most, crossing)
+
+
+@cocotb.test(skip=not STORE_QUEUE)
+async def test_store_queue_error_response_is_its_store_s_alone(dut):
+    """Host memory refuses a window (SLVERR, nothing written): of STOREs issued back to back,
+    those into the window are done with their error bit and change nothing; the ones before,
+    between and after them, in flight together with them, land and are done without."""
+    name = "store_queue_error_response_is_its_store_s_alone"
+    tb = TB(dut, name, read_latency=2, write_latency=12, stall_rate=32)
+    await tb.reset()
+    rng = tb.rng
+    lo, _ = region(0)
+    bad = lo + 8192
+    tb.mem.fail(bad, 256)
+    commands, want_errors = [], []
+    for k in range(40):
+        refused = k % 3 == 1
+        dst = bad + rng.randrange(192) if refused else lo + 4096 + 64 * k + rng.randrange(32)
+        commands.append((MODE_STORE, dst, rng.randbytes(rng.randrange(1, 33))))
+        want_errors.append(int(refused))
+    errors, most = await run_stores(tb, commands)
+    tb.mem.fail()
+    assert errors == want_errors, \
+        f"{name}: done error bits {errors}, want {want_errors} (SEED={SEED})"
+    for (mode, dst, data), refused in zip(commands, want_errors):
+        if not refused:
+            tb.shadow[dst:dst + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    tb.check_memory(lo, lo + 16384, name)
+    assert most >= 2, f"{name}: at most {most} command in flight"
+    tb.check_bus(name)
+
+
+# ---------------------------------------------------------------------------------------------
 # The pytest runner: the tests at each data width, one build each.
 
 @pytest.mark.parametrize("w", [64, 256, 512])
@@ -697,4 +839,16 @@ def test_dma_engine(w):
         parameters={"DATA_WIDTH": w, **PARAMETERS},
         name=f"dma_engine_w{w}",
         rtl=RTL_FILES,
+    )
+
+
+@pytest.mark.parametrize("w", [64, 256, 512])
+def test_dma_engine_store_queue(w):
+    simrun.run(
+        toplevel="tb_dma_engine",
+        test_module="test_dma_engine",
+        parameters={"DATA_WIDTH": w, **PARAMETERS, **STORE_ONLY},
+        name=f"dma_engine_store_queue_w{w}",
+        rtl=RTL_FILES,
+        extra_env={"COCOTB_TEST_FILTER": "test_store_queue"},
     )

@@ -8,8 +8,10 @@
 // on its 8 bytes.
 //
 // A client's mover is built for the modes the client uses (MODES): a client that only reads
-// has no write side, one that only stores no read side, and so on; another mode ends in
-// error. A client's command and answers are dma_mover's (the mode, addresses, length and data
+// has no write side, and so on; another mode ends in error. A client that only stores (the
+// CQE writer) gets a store queue instead (dma_store_queue): its small writes go out one behind
+// the other on its AXI ID, each done in order when its B is in, rather than one write round
+// trip at a time. A client's command and answers are dma_mover's (the mode, addresses, length and data
 // of its s_cmd_data bundle); its read stream (READ_STREAM) and write stream (WRITE_STREAM) are
 // its own.
 `ifndef RDMA_DMA_ENGINE_V
@@ -23,6 +25,7 @@ module dma_engine #(
     parameter AXI_ID_WIDTH = 4,      // AXI ID width: a burst's ID is its client's index
     parameter [31:0] DEEP = 32'h0,   // clients (a bit each) whose movers get the deep read buffer
     parameter DEEP_LOG = 9,          // the deep read buffer: 2^DEEP_LOG beats (hides read latency)
+    parameter STORES_LOG = 2,        // a store queue holds 2^STORES_LOG STOREs not done
     parameter SHALLOW_LOG = 4,       // every other client's: 2^SHALLOW_LOG beats (>= 64 bytes)
     parameter [31:0] LISTS = 32'hFFFFFFFF, // clients (a bit each) whose commands may carry lists: the others get no splitter
     parameter [32*8-1:0] MODES = {32{8'h3F}} // client c's modes in bits [c*8 +: 8] (dma_mover's MODES): a mover has only what they need
@@ -185,50 +188,89 @@ generate
         // the R data as this mover sees it: still unless the beat is its own, so the other
         // movers' logic does not run on every beat of the shared channel
         wire [DATA_WIDTH-1:0] rdata_own = rvalid[c] ? rdata : {DATA_WIDTH{1'b0}};
-        // the movers' own IDs and fixed burst attributes: the mux sets the ID, this module the rest
-        wire [AXI_ID_WIDTH-1:0] awid_unused, arid_unused;
-        wire [1:0] awburst_unused, arburst_unused;
-        wire awlock_unused, arlock_unused;
-        wire [3:0] awcache_unused, arcache_unused;
-        wire [2:0] awprot_unused, arprot_unused;
-        dma_sgl #(
-            .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH),
-            .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG), .LISTS(LISTS[c]),
-            .MODES(MODES[c*8 +: 8])
-        ) mover (
-            .clk(clk), .rst(rst),
-            .s_cmd_valid(s_cmd_valid[c]), .s_cmd_ready(s_cmd_ready[c]),
-            .s_cmd_mode(cmd[2:0]),
-            .s_cmd_src_addr(cmd[3 +: ADDR_WIDTH]),
-            .s_cmd_dst_addr(cmd[3+ADDR_WIDTH +: ADDR_WIDTH]),
-            .s_cmd_len(cmd[3+2*ADDR_WIDTH +: 32]),
-            .s_cmd_data(cmd[3+2*ADDR_WIDTH+32 +: 512]),
-            .m_done_valid(m_done_valid[c]), .m_done_error(done_error_c[c]),
-            .m_done_data(done_data_c[c]),
-            .m_lock(lock[c]), .m_lock_addr(lock_addr_c[c]),
-            .w_shared(|(w_busy & ~({{(CLIENTS-1){1'b0}}, 1'b1} << c))), .w_busy(w_busy[c]),
-            .m_axis_rd_tdata(rd_tdata_c[c]), .m_axis_rd_tkeep(rd_tkeep_c[c]),
-            .m_axis_rd_tvalid(m_axis_rd_tvalid[c]), .m_axis_rd_tready(m_axis_rd_tready[c]),
-            .m_axis_rd_tlast(m_axis_rd_tlast[c]), .m_axis_rd_tuser(m_axis_rd_tuser[c]),
-            .s_axis_wr_tdata(s_axis_wr_tdata[c*DATA_WIDTH +: DATA_WIDTH]),
-            .s_axis_wr_tkeep(s_axis_wr_tkeep[c*K +: K]),
-            .s_axis_wr_tvalid(s_axis_wr_tvalid[c]), .s_axis_wr_tready(s_axis_wr_tready[c]),
-            .s_axis_wr_tlast(s_axis_wr_tlast[c]),
-            .m_axi_awid(awid_unused), .m_axi_awaddr(awaddr_c[c]), .m_axi_awlen(awlen_c[c]),
-            .m_axi_awsize(awsize_c[c]), .m_axi_awburst(awburst_unused),
-            .m_axi_awlock(awlock_unused), .m_axi_awcache(awcache_unused),
-            .m_axi_awprot(awprot_unused), .m_axi_awvalid(awvalid[c]), .m_axi_awready(awready[c]),
-            .m_axi_wdata(wdata_c[c]), .m_axi_wstrb(wstrb_c[c]), .m_axi_wlast(wlast[c]),
-            .m_axi_wvalid(wvalid[c]), .m_axi_wready(wready[c]),
-            .m_axi_bid({AXI_ID_WIDTH{1'b0}}), .m_axi_bresp(bresp),
-            .m_axi_bvalid(bvalid[c]), .m_axi_bready(bready[c]),
-            .m_axi_arid(arid_unused), .m_axi_araddr(araddr_c[c]), .m_axi_arlen(arlen_c[c]),
-            .m_axi_arsize(arsize_c[c]), .m_axi_arburst(arburst_unused),
-            .m_axi_arlock(arlock_unused), .m_axi_arcache(arcache_unused),
-            .m_axi_arprot(arprot_unused), .m_axi_arvalid(arvalid[c]), .m_axi_arready(arready[c]),
-            .m_axi_rid({AXI_ID_WIDTH{1'b0}}), .m_axi_rdata(rdata_own), .m_axi_rresp(rresp),
-            .m_axi_rlast(rlast), .m_axi_rvalid(rvalid[c]), .m_axi_rready(rready[c])
-        );
+        if (MODES[c*8 +: 8] == 8'h02) begin : stores      // STORE alone
+            dma_store_queue #(
+                .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .DEPTH_LOG(STORES_LOG)
+            ) mover (
+                .clk(clk), .rst(rst),
+                .s_cmd_valid(s_cmd_valid[c]), .s_cmd_ready(s_cmd_ready[c]),
+                .s_cmd_mode(cmd[2:0]),
+                .s_cmd_dst_addr(cmd[3+ADDR_WIDTH +: ADDR_WIDTH]),
+                .s_cmd_len(cmd[3+2*ADDR_WIDTH +: 32]),
+                .s_cmd_data(cmd[3+2*ADDR_WIDTH+32 +: 512]),
+                .m_done_valid(m_done_valid[c]), .m_done_error(done_error_c[c]),
+                .w_busy(w_busy[c]),
+                .m_axi_awaddr(awaddr_c[c]), .m_axi_awlen(awlen_c[c]), .m_axi_awsize(awsize_c[c]),
+                .m_axi_awvalid(awvalid[c]), .m_axi_awready(awready[c]),
+                .m_axi_wdata(wdata_c[c]), .m_axi_wstrb(wstrb_c[c]), .m_axi_wlast(wlast[c]),
+                .m_axi_wvalid(wvalid[c]), .m_axi_wready(wready[c]),
+                .m_axi_bresp(bresp), .m_axi_bvalid(bvalid[c]), .m_axi_bready(bready[c])
+            );
+            // it reads nothing, streams nothing, locks nothing and loads nothing
+            assign done_data_c[c]        = 512'd0;
+            assign lock[c]               = 1'b0;
+            assign lock_addr_c[c]        = {ADDR_WIDTH{1'b0}};
+            assign araddr_c[c]           = {ADDR_WIDTH{1'b0}};
+            assign arlen_c[c]            = 8'd0;
+            assign arsize_c[c]           = 3'd0;
+            assign arvalid[c]            = 1'b0;
+            assign rready[c]             = 1'b1;
+            assign rd_tdata_c[c]         = {DATA_WIDTH{1'b0}};
+            assign rd_tkeep_c[c]         = {K{1'b0}};
+            assign m_axis_rd_tvalid[c]   = 1'b0;
+            assign m_axis_rd_tlast[c]    = 1'b0;
+            assign m_axis_rd_tuser[c]    = 1'b0;
+            assign s_axis_wr_tready[c]   = 1'b0;
+            // (a store client's read stream, write stream and source address are always still)
+            wire unused = ^{m_axis_rd_tready[c], s_axis_wr_tdata[c*DATA_WIDTH +: DATA_WIDTH],
+                            s_axis_wr_tkeep[c*K +: K], s_axis_wr_tvalid[c], s_axis_wr_tlast[c],
+                            arready[c], cmd[3 +: ADDR_WIDTH], rdata_own};
+        end else begin : movers
+            // the movers' own IDs and fixed burst attributes: the mux sets the ID, this module the rest
+            wire [AXI_ID_WIDTH-1:0] awid_unused, arid_unused;
+            wire [1:0] awburst_unused, arburst_unused;
+            wire awlock_unused, arlock_unused;
+            wire [3:0] awcache_unused, arcache_unused;
+            wire [2:0] awprot_unused, arprot_unused;
+            dma_sgl #(
+                .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH),
+                .LEN_WIDTH(32), .RD_BUF_LOG(DEEP[c] ? DEEP_LOG : SHALLOW_LOG), .LISTS(LISTS[c]),
+                .MODES(MODES[c*8 +: 8])
+            ) mover (
+                .clk(clk), .rst(rst),
+                .s_cmd_valid(s_cmd_valid[c]), .s_cmd_ready(s_cmd_ready[c]),
+                .s_cmd_mode(cmd[2:0]),
+                .s_cmd_src_addr(cmd[3 +: ADDR_WIDTH]),
+                .s_cmd_dst_addr(cmd[3+ADDR_WIDTH +: ADDR_WIDTH]),
+                .s_cmd_len(cmd[3+2*ADDR_WIDTH +: 32]),
+                .s_cmd_data(cmd[3+2*ADDR_WIDTH+32 +: 512]),
+                .m_done_valid(m_done_valid[c]), .m_done_error(done_error_c[c]),
+                .m_done_data(done_data_c[c]),
+                .m_lock(lock[c]), .m_lock_addr(lock_addr_c[c]),
+                .w_shared(|(w_busy & ~({{(CLIENTS-1){1'b0}}, 1'b1} << c))), .w_busy(w_busy[c]),
+                .m_axis_rd_tdata(rd_tdata_c[c]), .m_axis_rd_tkeep(rd_tkeep_c[c]),
+                .m_axis_rd_tvalid(m_axis_rd_tvalid[c]), .m_axis_rd_tready(m_axis_rd_tready[c]),
+                .m_axis_rd_tlast(m_axis_rd_tlast[c]), .m_axis_rd_tuser(m_axis_rd_tuser[c]),
+                .s_axis_wr_tdata(s_axis_wr_tdata[c*DATA_WIDTH +: DATA_WIDTH]),
+                .s_axis_wr_tkeep(s_axis_wr_tkeep[c*K +: K]),
+                .s_axis_wr_tvalid(s_axis_wr_tvalid[c]), .s_axis_wr_tready(s_axis_wr_tready[c]),
+                .s_axis_wr_tlast(s_axis_wr_tlast[c]),
+                .m_axi_awid(awid_unused), .m_axi_awaddr(awaddr_c[c]), .m_axi_awlen(awlen_c[c]),
+                .m_axi_awsize(awsize_c[c]), .m_axi_awburst(awburst_unused),
+                .m_axi_awlock(awlock_unused), .m_axi_awcache(awcache_unused),
+                .m_axi_awprot(awprot_unused), .m_axi_awvalid(awvalid[c]), .m_axi_awready(awready[c]),
+                .m_axi_wdata(wdata_c[c]), .m_axi_wstrb(wstrb_c[c]), .m_axi_wlast(wlast[c]),
+                .m_axi_wvalid(wvalid[c]), .m_axi_wready(wready[c]),
+                .m_axi_bid({AXI_ID_WIDTH{1'b0}}), .m_axi_bresp(bresp),
+                .m_axi_bvalid(bvalid[c]), .m_axi_bready(bready[c]),
+                .m_axi_arid(arid_unused), .m_axi_araddr(araddr_c[c]), .m_axi_arlen(arlen_c[c]),
+                .m_axi_arsize(arsize_c[c]), .m_axi_arburst(arburst_unused),
+                .m_axi_arlock(arlock_unused), .m_axi_arcache(arcache_unused),
+                .m_axi_arprot(arprot_unused), .m_axi_arvalid(arvalid[c]), .m_axi_arready(arready[c]),
+                .m_axi_rid({AXI_ID_WIDTH{1'b0}}), .m_axi_rdata(rdata_own), .m_axi_rresp(rresp),
+                .m_axi_rlast(rlast), .m_axi_rvalid(rvalid[c]), .m_axi_rready(rready[c])
+            );
+        end
     end
 endgenerate
 

@@ -1,8 +1,12 @@
 // Completion queues: their contexts (CREATE/DESTROY/RESIZE_CQ, consumer-index and arm
 // doorbells), the one CQE writer both paths use, and completion events. A CQE is written
-// through the DMA mover with its owner bit set from the pass over the ring; a full or destroyed
-// CQ drops the CQE and counts an overflow rather than overwrite an entry software has not
-// consumed. RESIZE_CQ waits for the CQE being written, then moves the CQ to its new ring: the
+// through the DMA engine's store queue with its owner bit set from the pass over the ring; a
+// full or destroyed CQ drops the CQE and counts an overflow rather than overwrite an entry
+// software has not consumed. A CQE request is answered once its store is queued: its place in
+// the ring is taken, and the stores land in the order they were queued (one AXI ID), so the
+// next CQE need not wait for the last one's write round trip. A completion event waits for
+// its CQE's store to be done, so software woken by it finds the CQE (and every earlier one).
+// RESIZE_CQ waits for the CQEs being written, then moves the CQ to its new ring: the
 // n CQEs software has not consumed become entries 0..n-1 of the new ring (software copies
 // them: the answer says which), and the next CQE is entry n.
 `ifndef RDMA_CQ_ENGINE_V
@@ -11,7 +15,8 @@
 
 module cq_engine #(
     parameter NUM_CQ = 16,         // completion queues
-    parameter ADDR_WIDTH = 32      // host address width
+    parameter ADDR_WIDTH = 32,     // host address width
+    parameter STORES_LOG = 2       // CQE stores queued and not done, at most 2^STORES_LOG
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -72,6 +77,17 @@ wire        full  = {1'b0, used} >= depth;
 wire [ADDR_WIDTH-1:0] slot = {{(ADDR_WIDTH-16){1'b0}}, c_pi[q] & (depth[15:0] - 16'd1)};
 wire        owner = ~|(c_pi[q] & depth[15:0]);
 
+// the CQEs queued and not yet written, oldest first: their CQ and whether they were solicited
+localparam PEND = 1 << STORES_LOG;
+reg [15:0]           p_cqn [0:PEND-1];
+reg [PEND-1:0]       p_sol;
+reg [STORES_LOG:0]   p_wr, p_rd;
+localparam [STORES_LOG:0] P_FULL = PEND;
+wire                 p_full  = p_wr - p_rd == P_FULL;
+wire                 p_empty = p_wr == p_rd;
+wire [STORES_LOG-1:0] p_head = p_rd[STORES_LOG-1:0];
+wire [CQN_BITS-1:0]  pq = p_cqn[p_head][CQN_BITS-1:0];
+
 // RESIZE_CQ, held until no CQE is being written: {ring[63:0], log2, consumer index[15:0]}
 reg                 rs_pending;
 reg [15:0]          rs_index;
@@ -83,7 +99,7 @@ reg [7:0]           rs_result;
 reg [31:0]          rs_answer;        // {old producer index, CQEs moved}
 wire [CQN_BITS-1:0] rq       = rs_index[CQN_BITS-1:0];
 wire [15:0]         rs_moved = c_pi[rq] - rs_ci;
-wire                rs_go    = rs_pending && state == S_IDLE;
+wire                rs_go    = rs_pending && state == S_IDLE && p_empty;
 
 assign s_req_ready = state == S_IDLE && !rs_pending;
 assign cmd_rdata   = {480'd0, rs_answer};
@@ -95,7 +111,8 @@ wire [CQN_BITS-1:0] di = db_index[CQN_BITS-1:0];
 wire [63:0] c_ring = cmd_data[0*8 +: 64];
 wire [7:0]  c_lg   = cmd_data[8*8 +: 8];
 
-wire unused = ^{cmd_data[511:96], cmd_data[79:72], db_index[15:CQN_BITS], r_cqe[248]};
+wire unused = ^{cmd_data[511:96], cmd_data[79:72], db_index[15:CQN_BITS], r_cqe[248],
+                p_cqn[p_head][15:CQN_BITS]};
 
 function [31:0] sat_inc32(input [31:0] v);
     sat_inc32 = (&v) ? v : v + 32'd1;
@@ -159,25 +176,32 @@ always @(posedge clk) begin
                 overflows   <= sat_inc32(overflows);
                 m_rsp_valid <= 1'b1;
                 state       <= S_IDLE;
-            end else begin
+            end else if (!p_full) begin
                 m_dma_valid <= 1'b1;
                 state       <= S_WRITE;
             end
         end
-        default: begin
-            if (m_dma_valid && m_dma_ready)
-                m_dma_valid <= 1'b0;
-            if (s_dma_done) begin
-                c_pi[q] <= c_pi[q] + 16'd1;
-                if (c_arm[q] == 2'd1 || (c_arm[q] == 2'd2 && r_sol)) begin
-                    cq_event[q] <= 1'b1;
-                    c_arm[q]    <= 2'd0;
-                end
-                m_rsp_valid <= 1'b1;
-                state       <= S_IDLE;
-            end
+        // queued: its place is taken, the client answered, its event waits for the store
+        default: if (m_dma_ready) begin
+            m_dma_valid <= 1'b0;
+            c_pi[q]     <= c_pi[q] + 16'd1;
+            p_cqn[p_wr[STORES_LOG-1:0]] <= r_cqn;
+            p_sol[p_wr[STORES_LOG-1:0]] <= r_sol;
+            p_wr        <= p_wr + 1'b1;
+            m_rsp_valid <= 1'b1;
+            state       <= S_IDLE;
         end
     endcase
+
+    // a CQE is in host memory: an armed CQ raises its event (an arm doorbell in the same
+    // cycle leaves the CQ armed, for the next CQE)
+    if (s_dma_done && !p_empty) begin
+        p_rd <= p_rd + 1'b1;
+        if (c_valid[pq] && (c_arm[pq] == 2'd1 || (c_arm[pq] == 2'd2 && p_sol[p_head]))) begin
+            cq_event[pq] <= 1'b1;
+            c_arm[pq]    <= 2'd0;
+        end
+    end
 
     if (db_valid && db_type == DB_CQ_CI)
         c_ci[di] <= db_value;
@@ -205,6 +229,8 @@ always @(posedge clk) begin
         r_cqn       <= 16'd0;
         r_sol       <= 1'b0;
         r_cqe       <= 256'd0;
+        p_wr        <= {(STORES_LOG+1){1'b0}};
+        p_rd        <= {(STORES_LOG+1){1'b0}};
         rs_pending  <= 1'b0;
         rs_done     <= 1'b0;
         rs_result   <= CR_OK;

@@ -9,7 +9,13 @@
 // Once the responder has let it through, a message that writes no receive completion (RDMA
 // WRITE, READ, an atomic) is handed with its data movement to the bypass's DMA queue
 // (bypass_dma) and recorded, and the requester goes on to its next WQE while the payload
-// moves: the completer finishes the WQE when the queue reports its data in place. A message
+// moves: the completer finishes the WQE when the queue reports its data in place. Such a
+// message waits for the responder's answer in a stage of its own (the back), so the next WQE
+// of the turn is taken, decoded and its lkeys checked meanwhile; it goes to the responder in
+// the cycle the back hands the previous one over. The front only runs ahead of the back
+// through what has no effect (the read-ahead, the decode, lkey checks): anything else (a
+// record, a message of another kind, a memory window) waits for the back, and a back that
+// ends in error sends the front back to pick its WQE again. A message
 // that consumes a receive WQE (SEND, with immediate) waits for the queue to drain and moves
 // its payload itself, so its receive completion follows the data of every message before it.
 // Any other message goes to its port's packetizer. Every issued WQE is recorded in the
@@ -156,20 +162,20 @@ module requester #(
 
     // the completer: each issued WQE (completer.v has the fields), and the QP's send window
     output reg                      rec_valid,
-    output wire [15:0]              rec_idx,
+    output reg  [15:0]              rec_idx,
     output reg  [1:0]               rec_kind,
     output reg                      rec_tx,           // its packets went to the port (m_tx_port)
-    output wire [7:0]               rec_status,
-    output wire                     rec_read,
-    output wire                     rec_atomic,
-    output wire [23:0]              rec_first,
-    output wire [23:0]              rec_end,
-    output wire [ADDR_WIDTH-1:0]    rec_addr,         // where a READ's or an atomic's answer lands
-    output wire [2:0]               rec_mtu,
-    output wire [63:0]              rec_wr_id,
-    output wire [7:0]               rec_wc_op,
-    output wire [31:0]              rec_len,
-    output wire                     rec_signaled,
+    output reg  [7:0]               rec_status,
+    output reg                      rec_read,
+    output reg                      rec_atomic,
+    output reg  [23:0]              rec_first,
+    output reg  [23:0]              rec_end,
+    output reg  [ADDR_WIDTH-1:0]    rec_addr,         // where a READ's or an atomic's answer lands
+    output reg  [2:0]               rec_mtu,
+    output reg  [63:0]              rec_wr_id,
+    output reg  [7:0]               rec_wc_op,
+    output reg  [31:0]              rec_len,
+    output reg                      rec_signaled,
     output wire                     iss_busy,         // serving qp_qpn (or recording it)
     output reg                      iss_hold,         // its next WQE waits for one to finish
     output reg                      iss_kick,         // it is in ERR with WQEs outstanding
@@ -210,6 +216,7 @@ module requester #(
     input  wire                     s_wqe_dma_error,
     input  wire [DATA_WIDTH-1:0]    s_wqe_axis_tdata,
     input  wire                     s_wqe_axis_tvalid,
+    input  wire                     s_wqe_axis_tuser,
 
     // device counters of the bypass
     output reg  [63:0]              lb_msgs,
@@ -229,10 +236,27 @@ localparam DMA_REQ_WIDTH = 3 + 2*ADDR_WIDTH + 32 + 512;
 localparam [3:0] S_IDLE = 4'd0, S_PICK = 4'd1, S_LOAD_WAIT = 4'd2, S_DECODE = 4'd3,
                  S_LKEY_WAIT = 4'd4, S_MW_WAIT = 4'd5, S_START_WAIT = 4'd6, S_COPY_WAIT = 4'd7,
                  S_END_WAIT = 4'd8, S_RECORD = 4'd9, S_FLUSH_WAIT = 4'd10, S_WIRE_WAIT = 4'd11,
-                 S_HANDOFF = 4'd12, S_LKEY = 4'd13, S_SERIAL = 4'd14;
+                 S_ROUTE = 4'd12, S_LKEY = 4'd13, S_SERIAL = 4'd14;
+// the back: a bypass message that takes no receive WQE, from its START to its hand-over
+localparam [1:0] B_IDLE = 2'd0, B_START = 2'd1, B_HANDOFF = 2'd2;
 reg [3:0] state;
 reg       turn;   // the QP's turn goes on: its next WQE is read ahead
 reg       cont;   // serving the QP on in its turn (not the scheduler's choice)
+reg [1:0] bstate;
+reg       squash;      // the back ended without handing its message over: pick again
+reg       squash_turn; // ... in the QP's turn (an error recorded) or at the scheduler's
+wire      alone = bstate == B_IDLE;
+
+// the back's message: its data movement and its record
+reg [15:0]            b_idx;
+reg [31:0]            b_len;
+reg                   b_write, b_read, b_rd_like, b_atomic, b_cas, b_signaled;
+reg [63:0]            b_swap, b_cmp_add, b_wr_id;
+reg [255:0]           b_sgl;
+reg [ADDR_WIDTH-1:0]  b_local;
+reg [7:0]             b_wc_op;
+reg [23:0]            b_first, b_end;
+reg [2:0]             b_mtu;
 
 // the WQE being served
 reg [7:0]   w_op;
@@ -271,8 +295,16 @@ wire [255:0] local_sgl = {len3, sge_host[3][31:0], len2, sge_host[2][31:0],
                           len1, sge_host[1][31:0], len0, sge_host[0][31:0]};
 // READs and atomics have one SGE (max_sge_rd 1): their answer lands there
 wire [ADDR_WIDTH-1:0] local_addr = sge_host[0];
+// ... as the back takes them in the cycle the last lkey check comes back
+wire        host_in = state == S_LKEY_WAIT;
+wire [ADDR_WIDTH-1:0] host0 = host_in && si == 2'd0 ? s_prot_data[ADDR_WIDTH:1] : sge_host[0];
+wire [ADDR_WIDTH-1:0] host1 = host_in && si == 2'd1 ? s_prot_data[ADDR_WIDTH:1] : sge_host[1];
+wire [ADDR_WIDTH-1:0] host2 = host_in && si == 2'd2 ? s_prot_data[ADDR_WIDTH:1] : sge_host[2];
+wire [ADDR_WIDTH-1:0] host3 = host_in && si == 2'd3 ? s_prot_data[ADDR_WIDTH:1] : sge_host[3];
+wire [255:0] local_sgl_now = {len3, host3[31:0], len2, host2[31:0], len1, host1[31:0],
+                              len0, host0[31:0]};
 
-assign sched_take = state == S_IDLE && !turn && sched_valid;
+assign sched_take = state == S_IDLE && alone && !turn && sched_valid;
 
 // ---- address vector: the QP's (RC, UC) or the AH's (UD) ----
 wire is_ud = qp_type == QPT_UD;
@@ -343,45 +375,50 @@ assign m_prot_data =
                  qp_pd, sge_len[si], sge_addr[si], sge_lkey[si]);
 
 // ---- the WQEs: read ahead from the next one to issue ----
+// the next to issue: the QP's index, with the issue pulse not yet counted in it and the
+// back's message (not recorded yet)
+wire [15:0] sq_next = qp_sq_ni + {15'd0, qp_sq_issue} + {15'd0, !alone};
 wire [15:0] sq_mask = (16'd1 << qp_sq_log) - 16'd1;
 // 64-byte WQEs, or 128-byte ones when the QP's WQEs may have more than one SGE
 wire        big_wqe = sge_cap > 3'd1;
-wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, qp_sq_ni & sq_mask}
+wire [ADDR_WIDTH-1:0] sq_slot = qp_sq_base + ({{(ADDR_WIDTH-16){1'b0}}, sq_next & sq_mask}
                                               << (big_wqe ? 7 : 6));
 wire [15:0] win_size = 16'd1 << SQ_WIN_LOG;
-wire        sq_room  = qp_sq_ni - qp_sq_ci < win_size;
+wire        sq_room  = sq_next - qp_sq_ci < win_size;
 // a fetch: the WQEs posted, as many as the window has room for, up to the ring's end (the
 // rest is the next fetch)
-wire [15:0] posted    = qp_sq_pi - qp_sq_ni;
-wire [15:0] win_left  = win_size - (qp_sq_ni - qp_sq_ci);
-wire [15:0] ring_left = (16'd1 << qp_sq_log) - (qp_sq_ni & sq_mask);
+wire [15:0] posted    = qp_sq_pi - sq_next;
+wire [15:0] win_left  = win_size - (sq_next - qp_sq_ci);
+wire [15:0] ring_left = (16'd1 << qp_sq_log) - (sq_next & sq_mask);
 wire [15:0] fetch_most = posted < win_left ? posted : win_left;
 wire [15:0] fetch_n    = fetch_most < ring_left ? fetch_most : ring_left;
 reg         ra_fetch, ra_drop, ra_alone_next;
-wire        ra_busy, ra_hit, ra_failed, ra_alone;
+wire        ra_busy, ra_hit, ra_pending, ra_failed, ra_alone;
 wire [1023:0] ra_wqe;
 wqe_prefetch #(
     .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .QPN_BITS(QPN_BITS), .DEPTH_LOG(SQ_WIN_LOG)
 ) prefetch (
     .clk(clk), .rst(rst),
-    .fetch_valid(ra_fetch), .fetch_qpn(qp_qpn), .fetch_idx(qp_sq_ni),
+    .fetch_valid(ra_fetch), .fetch_qpn(qp_qpn), .fetch_idx(sq_next),
     .fetch_count(ra_alone_next ? {{SQ_WIN_LOG{1'b0}}, 1'b1} : fetch_n[SQ_WIN_LOG:0]),
     .fetch_big(big_wqe), .fetch_addr(sq_slot), .drop(ra_drop), .busy(ra_busy),
-    .look_qpn(qp_qpn), .look_idx(qp_sq_ni), .look_hit(ra_hit), .look_failed(ra_failed),
+    .look_qpn(qp_qpn), .look_idx(sq_next), .look_hit(ra_hit), .look_pending(ra_pending),
+    .look_failed(ra_failed),
     .look_alone(ra_alone), .look_wqe(ra_wqe),
     .m_dma_valid(m_wqe_dma_valid), .m_dma_ready(m_wqe_dma_ready), .m_dma_data(m_wqe_dma_data),
     .s_dma_done(s_wqe_dma_done), .s_dma_error(s_wqe_dma_error),
-    .s_axis_tdata(s_wqe_axis_tdata), .s_axis_tvalid(s_wqe_axis_tvalid)
+    .s_axis_tdata(s_wqe_axis_tdata), .s_axis_tvalid(s_wqe_axis_tvalid),
+    .s_axis_tuser(s_wqe_axis_tuser)
 );
 
 // ---- DMA: the payload moves through the bypass's DMA queue ----
-// the payload: local SGEs -> the remote end (SEND, WRITE), or the remote end -> the local SGE;
-// an atomic works on the remote end's 8 bytes
+// the payload (taken at the START: b_*): local SGEs -> the remote end (SEND, WRITE), or the
+// remote end -> the local SGE; an atomic works on the remote end's 8 bytes
 wire [DMA_REQ_WIDTH-1:0] job_cmd =
-    is_atomic ? {atomic_block(is_cas, w_swap, w_cmp_add), 32'd8, remote_addr,
-                 {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
-    is_read   ? {local_sgl, 256'd0, w_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY} :
-                {remote_sgl, local_sgl, w_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY};
+    b_atomic ? {atomic_block(b_cas, b_swap, b_cmp_add), 32'd8, remote_addr,
+                {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
+    b_read   ? {b_sgl, 256'd0, b_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY} :
+               {remote_sgl, b_sgl, b_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY};
 // A handed-over job of the QP failed (now, or earlier in the turn): its later WQEs already
 // past their checks are not moved (the completer holds the QP and then fails it)
 reg                 fail_seen;
@@ -389,17 +426,17 @@ reg [QPN_BITS-1:0]  fail_qpn;
 wire job_failed;
 // handed over (the completer is told when it is done), or a receiving message's copy once
 // every earlier job is done
-wire job_valid = (state == S_HANDOFF || (state == S_SERIAL && w_len != 32'd0 && job_idle)) &&
+wire job_valid = (bstate == B_HANDOFF || (state == S_SERIAL && b_len != 32'd0 && job_idle)) &&
                  !job_failed;
 wire job_ready, job_idle, job_done, job_error, job_notify;
-wire [ADDR_WIDTH:0] remote_end = {1'b0, remote_addr} + {1'b0, w_len[ADDR_WIDTH-1:0]};
+wire [ADDR_WIDTH:0] remote_end = {1'b0, remote_addr} + {1'b0, b_len[ADDR_WIDTH-1:0]};
 bypass_dma #(
     .ADDR_WIDTH(ADDR_WIDTH), .QPN_BITS(QPN_BITS), .TAG_WIDTH(16), .MOVERS(BYPASS_MOVERS)
 ) copies (
     .clk(clk), .rst(rst),
     .s_job_valid(job_valid), .s_job_ready(job_ready), .s_job_cmd(job_cmd),
-    .s_job_atomic(is_atomic), .s_job_local(local_addr), .s_job_notify(state == S_HANDOFF),
-    .s_job_qpn(qp_qpn), .s_job_tag(qp_sq_ni), .s_job_write(w_op == WR_RDMA_WRITE),
+    .s_job_atomic(b_atomic), .s_job_local(b_local), .s_job_notify(bstate == B_HANDOFF),
+    .s_job_qpn(qp_qpn), .s_job_tag(b_idx), .s_job_write(b_write),
     .s_job_lo({1'b0, remote_addr}), .s_job_hi(remote_end), .idle(job_idle),
     .done_valid(job_done), .done_error(job_error), .done_notify(job_notify),
     .done_qpn(bp_qpn), .done_tag(bp_idx),
@@ -481,26 +518,20 @@ assign m_msg_hold     = receives && (state == S_START_WAIT || state == S_SERIAL 
 
 
 // ---- the record of the issued WQE, for the completer ----
-assign rec_idx      = qp_sq_ni;
-assign rec_status   = status;
-assign rec_read     = rd_like;
-assign rec_atomic   = is_atomic;
-assign rec_first    = first_psn;
-assign rec_end      = end_psn;
-assign rec_addr     = local_addr;
-assign rec_mtu      = pmtu;
-assign rec_wr_id    = w_wr_id;
-assign rec_wc_op    = w_op == WR_RDMA_READ ? WCO_RDMA_READ : is_cas ? WCO_COMP_SWAP :
-                      is_atomic ? WCO_FETCH_ADD : w_op == WR_BIND_MW ? WCO_BIND_MW :
-                      w_op == WR_LOCAL_INV ? WCO_LOCAL_INV : is_awrite ? WCO_ATOMIC_WRITE :
-                      (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
-assign rec_len      = is_mw_op ? 32'd0 : w_len;
-assign rec_signaled = w_flags[SF_SIGNALED];
-assign iss_busy     = state != S_IDLE || rec_valid;
+wire [7:0] wc_op  = w_op == WR_RDMA_READ ? WCO_RDMA_READ : is_cas ? WCO_COMP_SWAP :
+                   is_atomic ? WCO_FETCH_ADD : w_op == WR_BIND_MW ? WCO_BIND_MW :
+                   w_op == WR_LOCAL_INV ? WCO_LOCAL_INV : is_awrite ? WCO_ATOMIC_WRITE :
+                   (w_op == WR_RDMA_WRITE || w_op == WR_RDMA_WRITE_IMM) ? WCO_RDMA_WRITE : WCO_SEND;
+assign iss_busy     = state != S_IDLE || !alone || rec_valid;
 // RDMA READs and atomics in flight: max_rd_atomic of them (0 counts as 1); a FENCE waits for all
 wire [7:0] max_reads = qp_max_rd == 8'd0 ? 8'd1 : qp_max_rd;
 wire       read_wait = is_rc && ((rd_like && win_reads >= max_reads) ||
                                  (w_flags[SF_FENCE] && win_reads != 8'd0));
+wire       len_bad   = len_sum > 34'h80000000 || (is_ud && w_len > {18'd0, mtu_bytes}) ||
+                       (is_atomic && w_len != 32'd8);
+// the decode finds nothing to finish the WQE with here and goes on to its lkey checks
+wire       decode_passes = qp_state != QPS_ERR && status == WC_SUCCESS && op_ok && !is_mw_op &&
+                           !(is_ud && !ah_ok) && !sge_bad && !len_bad && !read_wait;
 
 // WQE byte 0x03 is reserved, and 0x38-0x3F but for atomics
 wire unused = ^{pkts[31:24], ra_wqe[31:24], s_prot_data[0], lmc_mask[15:7],
@@ -508,10 +539,79 @@ wire unused = ^{pkts[31:24], ra_wqe[31:24], s_prot_data[0], lmc_mask[15:7],
 
 // a message took the bypass: LB_MSGS and LB_BYTES
 integer n;
-task count_loopback;
+task count_loopback(input [31:0] len);
     begin
         lb_msgs  <= lb_msgs + 64'd1;
-        lb_bytes <= lb_bytes + {32'd0, w_len};
+        lb_bytes <= lb_bytes + {32'd0, len};
+    end
+endtask
+
+// the WQE at hand is issued: the completer records it and the QP's issue index moves on
+task record(input [1:0] kind, input tx, input [23:0] first, input [23:0] last);
+    begin
+        qp_sq_issue  <= 1'b1;
+        rec_valid    <= 1'b1;
+        rec_kind     <= kind;
+        rec_tx       <= tx;
+        rec_idx      <= sq_next;
+        rec_status   <= status;
+        rec_read     <= rd_like;
+        rec_atomic   <= is_atomic;
+        rec_first    <= first;
+        rec_end      <= last;
+        rec_addr     <= local_addr;
+        rec_mtu      <= pmtu;
+        rec_wr_id    <= w_wr_id;
+        rec_wc_op    <= wc_op;
+        rec_len      <= is_mw_op ? 32'd0 : w_len;
+        rec_signaled <= w_flags[SF_SIGNALED];
+        turn         <= 1'b1;
+    end
+endtask
+
+// ... the back's message
+task record_back(input [1:0] kind, input [7:0] st);
+    begin
+        qp_sq_issue  <= 1'b1;
+        rec_valid    <= 1'b1;
+        rec_kind     <= kind;
+        rec_tx       <= 1'b0;
+        rec_idx      <= b_idx;
+        rec_status   <= st;
+        rec_read     <= b_rd_like;
+        rec_atomic   <= b_atomic;
+        rec_first    <= b_first;
+        rec_end      <= b_end;
+        rec_addr     <= b_local;
+        rec_mtu      <= b_mtu;
+        rec_wr_id    <= b_wr_id;
+        rec_wc_op    <= b_wc_op;
+        rec_len      <= b_len;
+        rec_signaled <= b_signaled;
+    end
+endtask
+
+// a message goes to the responder: what its payload's movement and its record need, kept while
+// the WQE registers take the next WQE
+task take_job;
+    begin
+        b_idx      <= sq_next;
+        b_len      <= w_len;
+        b_write    <= w_op == WR_RDMA_WRITE;
+        b_read     <= is_read;
+        b_rd_like  <= rd_like;
+        b_atomic   <= is_atomic;
+        b_cas      <= is_cas;
+        b_swap     <= w_swap;
+        b_cmp_add  <= w_cmp_add;
+        b_sgl      <= local_sgl_now;
+        b_local    <= host0;
+        b_wr_id    <= w_wr_id;
+        b_wc_op    <= wc_op;
+        b_signaled <= w_flags[SF_SIGNALED];
+        b_first    <= qp_sq_psn;
+        b_end      <= qp_sq_psn + msg_pkts;
+        b_mtu      <= pmtu;
     end
 endtask
 
@@ -570,11 +670,7 @@ task route;
                 // issued again, and every PSN of it is acknowledged already
                 qp_set_psn   <= 1'b1;
                 qp_psn_value <= qp_sq_psn + msg_pkts;
-                qp_sq_issue  <= 1'b1;
-                rec_kind     <= REC_RC;
-                rec_tx       <= 1'b0;
-                rec_valid    <= 1'b1;
-                turn         <= 1'b1;
+                record(REC_RC, 1'b0, qp_sq_psn, qp_sq_psn + msg_pkts);
                 state <= S_IDLE;
             end else begin
                 wire_internal <= loopback;
@@ -590,14 +686,44 @@ task route;
             // The port is a limited member of its partition: a packet it sends to itself
             // is limited to limited, which the port drops on arrival (IBTA 10.9.3), so the
             // bypass drops the message too: as for an unreachable destination
-            count_loopback;
+            count_loopback(w_len);
             status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
             state  <= S_RECORD;
         end else begin
             m_msg_kind  <= 2'd0;
             m_msg_valid <= 1'b1;
-            state <= S_START_WAIT;
+            take_job;
+            if (receives) begin
+                state <= S_START_WAIT;
+            end else begin
+                // the back waits for the answer; the turn goes on with the next WQE
+                bstate <= B_START;
+                cont   <= 1'b1;
+                state  <= S_PICK;
+            end
         end
+    end
+endtask
+
+// the message goes to the responder: its START is what the back holds now (the back hands its
+// message over this cycle) or nothing; otherwise it waits for the back
+wire to_back  = loopback && bypass_en && !win_wired && my_pkey[15] && !receives;
+wire route_now = alone || (bstate == B_HANDOFF && job_ready && !job_failed && to_back);
+task route_or_wait;
+    begin
+        if (route_now)
+            route;
+        else
+            state <= S_ROUTE;
+    end
+endtask
+
+// the back ended without handing its message over: the WQE at hand is picked again
+task pick_again;
+    begin
+        squash <= 1'b0;
+        turn   <= squash_turn;
+        state  <= S_IDLE;
     end
 endtask
 
@@ -617,6 +743,43 @@ always @(posedge clk) begin
     if (m_prot_valid && m_prot_ready) m_prot_valid <= 1'b0;
     if (m_msg_valid && m_msg_ready)   m_msg_valid  <= 1'b0;
     if (m_tx_valid && m_tx_ready)     m_tx_valid   <= 1'b0;
+
+    // the back: a message without a receive WQE at the responder, then handed to the DMA queue
+    // (before the front: a front that routes in the cycle the back hands over keeps it busy)
+    case (bstate)
+        B_START: if (s_rsp_valid) begin
+            remote_addr <= s_rsp_addr;
+            remote_sgl  <= s_rsp_sgl;
+            if (s_rsp_status != WC_SUCCESS || !s_rsp_place || b_len == 32'd0) begin
+                // refused, dropped, or nothing to move: it completes here
+                count_loopback(b_len);
+                record_back(REC_DONE, s_rsp_status);
+                squash      <= s_rsp_status != WC_SUCCESS;
+                squash_turn <= 1'b1;
+                bstate <= B_IDLE;
+            end else begin
+                bstate <= B_HANDOFF;
+            end
+        end
+
+        // recorded and handed to the DMA queue
+        B_HANDOFF: begin
+            if (job_failed) begin
+                // an earlier WQE of the QP failed in the queue: this one is taken again (and
+                // flushed) once the completer has failed the QP
+                squash      <= 1'b1;
+                squash_turn <= 1'b0;
+                bstate <= B_IDLE;
+            end else if (job_ready) begin
+                count_loopback(b_len);
+                record_back(REC_SENT, WC_SUCCESS);
+                bstate <= B_IDLE;
+            end
+        end
+
+        default: ;
+    endcase
+
     case (state)
         S_IDLE: begin
             cont <= turn;
@@ -634,23 +797,30 @@ always @(posedge clk) begin
 
         // The scheduler's choice may be a cycle stale (an index that just moved), so the
         // work is checked again on the live context.
+        // While the back holds a message, only a WQE at hand is taken (once the back's START
+        // has left: its fields are the WQE registers until then); anything else waits.
         S_PICK: begin
             status <= WC_SUCCESS;
-            if (qp_sq_pi != qp_sq_ni && sq_room && !win_held && !qp_rnr_waiting &&
-                    (qp_state == QPS_RTS || qp_state == QPS_ERR)) begin
+            if (squash) begin
+                pick_again;
+            end else if (qp_sq_pi != sq_next && sq_room && !win_held && !qp_rnr_waiting &&
+                    (qp_state == QPS_RTS || qp_state == QPS_ERR) &&
+                    (alone || (cont && ra_hit && (!m_msg_valid || m_msg_ready)))) begin
                 // the turn ends where its read-ahead does: back to the scheduler's round robin
                 // (in a turn: at a new one, the read-ahead is being dropped this cycle)
-                if (cont && ra_hit && !ra_busy) begin
+                if (cont && ra_hit) begin
                     take_wqe(ra_wqe);
                     state <= S_DECODE;
                 end else begin
-                    state <= cont && !ra_hit ? S_IDLE : S_LOAD_WAIT;
+                    state <= cont && !ra_pending ? S_IDLE : S_LOAD_WAIT;
                 end
+            end else if (!alone) begin
+                // waits for the back
             end else if (qp_state == QPS_ERR && win_busy) begin
                 // WQEs outstanding on a QP in ERR: the completer flushes them
                 iss_kick <= 1'b1;
                 state <= S_IDLE;
-            end else if (qp_state == QPS_ERR && qp_sq_pi == qp_sq_ni) begin
+            end else if (qp_state == QPS_ERR && qp_sq_pi == sq_next) begin
                 // only receive WQEs left on a QP in ERR: the responder flushes one
                 m_msg_kind  <= 2'd2;
                 m_msg_valid <= 1'b1;
@@ -662,23 +832,31 @@ always @(posedge clk) begin
 
         S_FLUSH_WAIT: if (s_rsp_valid) state <= S_IDLE;
 
-        // the WQE from the read-ahead, fetched first if it is not there; a fetch that failed is
-        // done again for this WQE alone, and when that fails too, the WQE completes in error as
-        // an all-zero WQE (wr_id 0): whatever the bus returned with the error is not a WQE
-        S_LOAD_WAIT: if (!ra_busy && !ra_fetch) begin
-            if (ra_hit || (ra_failed && ra_alone)) begin
-                take_wqe(ra_failed ? 1024'd0 : ra_wqe);
-                if (ra_failed)
-                    status <= WC_GENERAL_ERR;
-                state <= S_DECODE;
+        // the WQE from the read-ahead (as soon as its beats are in), fetched first if it is not
+        // there; a fetch that failed is done again for this WQE alone, and when that fails too,
+        // the WQE completes in error as an all-zero WQE (wr_id 0): whatever the bus returned
+        // with the error is not a WQE
+        S_LOAD_WAIT: if (ra_hit) begin
+            take_wqe(ra_wqe);
+            state <= S_DECODE;
+        end else if (!ra_busy && !ra_fetch) begin
+            if (ra_failed && ra_alone) begin
+                take_wqe(1024'd0);
+                status <= WC_GENERAL_ERR;
+                state  <= S_DECODE;
             end else begin
                 ra_alone_next <= ra_failed;
                 ra_fetch      <= 1'b1;
             end
         end
 
+        // while the back holds a message, only a WQE that passes goes on to its lkey checks
         S_DECODE: begin
-            if (qp_state == QPS_ERR) begin
+            if (squash) begin
+                pick_again;
+            end else if (!alone && !decode_passes) begin
+                // waits for the back
+            end else if (qp_state == QPS_ERR) begin
                 status <= WC_WR_FLUSH_ERR;
                 state  <= S_RECORD;
             end else if (status != WC_SUCCESS) begin
@@ -692,8 +870,7 @@ always @(posedge clk) begin
             end else if ((is_ud && !ah_ok) || sge_bad) begin
                 status <= WC_LOC_QP_OP_ERR;
                 state  <= S_RECORD;
-            end else if (len_sum > 34'h80000000 || (is_ud && w_len > {18'd0, mtu_bytes}) ||
-                         (is_atomic && w_len != 32'd8)) begin
+            end else if (len_bad) begin
                 status <= WC_LOC_LEN_ERR;
                 state  <= S_RECORD;
             end else if (read_wait) begin
@@ -703,7 +880,7 @@ always @(posedge clk) begin
             end else begin
                 si <= 2'd0;
                 if (is_awrite) begin
-                    route;          // its payload is in the WQE: no lkey to check
+                    route_or_wait;  // its payload is in the WQE: no lkey to check
                 end else if (sge_len[0] != 32'd0) begin
                     m_prot_valid <= 1'b1;
                     state <= S_LKEY_WAIT;
@@ -715,11 +892,13 @@ always @(posedge clk) begin
 
         // each SGE with bytes: its lkey, PD, bounds and rights; an SGE of no bytes is not checked
         S_LKEY: begin
-            if (sge_len[si] != 32'd0) begin
+            if (squash) begin
+                pick_again;
+            end else if (sge_len[si] != 32'd0) begin
                 m_prot_valid <= 1'b1;
                 state <= S_LKEY_WAIT;
             end else if (last_sge) begin
-                route;
+                route_or_wait;
             end else begin
                 si <= si + 2'd1;
             end
@@ -727,15 +906,24 @@ always @(posedge clk) begin
 
         S_LKEY_WAIT: if (s_prot_valid) begin
             sge_host[si] <= s_prot_data[ADDR_WIDTH:1];
-            if (!s_prot_data[0]) begin
+            if (squash) begin
+                pick_again;
+            end else if (!s_prot_data[0]) begin
                 status <= WC_LOC_PROT_ERR;
                 state  <= S_RECORD;
             end else if (last_sge) begin
-                route;
+                route_or_wait;
             end else begin
                 si    <= si + 2'd1;
                 state <= S_LKEY;
             end
+        end
+
+        S_ROUTE: begin
+            if (squash)
+                pick_again;
+            else if (route_now)
+                route;
         end
 
         S_MW_WAIT: if (s_prot_valid) begin
@@ -747,11 +935,9 @@ always @(posedge clk) begin
         S_START_WAIT: if (s_rsp_valid) begin
             remote_addr <= s_rsp_addr;
             remote_sgl  <= s_rsp_sgl;
-            // a message counts once, on its last try (RNR retries are not new messages); one
-            // handed over counts then
-            if (!retrying && !(s_rsp_status == WC_SUCCESS && s_rsp_place && !receives &&
-                               w_len != 32'd0))
-                count_loopback;
+            // a message counts once, on its last try (RNR retries are not new messages)
+            if (!retrying)
+                count_loopback(w_len);
             if (s_rsp_rnr) begin
                 if (!retrying) begin
                     status <= WC_RNR_RETRY_EXC_ERR;
@@ -765,29 +951,8 @@ always @(posedge clk) begin
             end else if (s_rsp_status != WC_SUCCESS || !s_rsp_place) begin
                 status <= s_rsp_status;
                 state  <= S_RECORD;
-            end else if (receives) begin
-                state <= S_SERIAL;
-            end else if (w_len != 32'd0) begin
-                state <= S_HANDOFF;
             end else begin
-                state <= S_RECORD;
-            end
-        end
-
-        // recorded and handed to the DMA queue; the QP's turn goes on
-        S_HANDOFF: begin
-            if (job_failed) begin
-                // an earlier WQE of the QP failed in the queue: this one is taken again (and
-                // flushed) once the completer has failed the QP
-                state <= S_IDLE;
-            end else if (job_ready) begin
-                count_loopback;
-                qp_sq_issue <= 1'b1;
-                rec_kind    <= REC_SENT;
-                rec_tx      <= 1'b0;
-                rec_valid   <= 1'b1;
-                turn        <= 1'b1;
-                state <= S_IDLE;
+                state <= S_SERIAL;
             end
         end
 
@@ -819,23 +984,20 @@ always @(posedge clk) begin
         S_WIRE_WAIT: if (m_tx_ready) begin
             qp_set_psn   <= 1'b1;
             qp_psn_value <= end_psn;
-            qp_sq_issue  <= 1'b1;
-            rec_kind     <= is_rc ? REC_RC : REC_SENT;
-            rec_tx       <= 1'b1;
-            rec_valid    <= 1'b1;
-            turn         <= 1'b1;
+            record(is_rc ? REC_RC : REC_SENT, 1'b1, first_psn, end_psn);
             state <= S_IDLE;
         end
 
         // finished here (the bypass, an error found here, a flush); a failure holds the QP
-        // until the completer reaches it (no later WQE goes out after a failed one)
+        // until the completer reaches it (no later WQE goes out after a failed one). An lkey
+        // refused while the back holds a message waits for it.
         S_RECORD: begin
-            qp_sq_issue <= 1'b1;
-            rec_kind    <= REC_DONE;
-            rec_tx      <= 1'b0;
-            rec_valid   <= 1'b1;
-            turn        <= 1'b1;
-            state <= S_IDLE;
+            if (squash) begin
+                pick_again;
+            end else if (alone) begin
+                record(REC_DONE, 1'b0, first_psn, end_psn);
+                state <= S_IDLE;
+            end
         end
 
         default: state <= S_IDLE;
@@ -843,6 +1005,8 @@ always @(posedge clk) begin
 
     if (rst) begin
         state        <= S_IDLE;
+        bstate       <= B_IDLE;
+        squash       <= 1'b0;
         turn         <= 1'b0;
         cont         <= 1'b0;
         fail_seen    <= 1'b0;

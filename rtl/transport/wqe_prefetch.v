@@ -2,10 +2,13 @@
 // many as its send window lets it issue, never past the ring's end), and they arrive as one
 // READ_STREAM (one or two AXI bursts: the DMA engine splits at 4 KiB boundaries) into a local
 // buffer, from which the requester takes them one by one with no host read each. The buffer
-// holds one fetch, tagged with its QPN, first index and count. A fetch is usable once it has
-// arrived whole: a bad response anywhere in it is only known at its end, and then marks it
-// failed as a whole (the requester fetches the WQE again alone, so that only a WQE whose own
-// read fails completes in error). The buffer is banked so that it maps to distributed RAM with
+// holds one fetch, tagged with its QPN, first index and count. A WQE is usable as soon as its
+// beats are in, while the rest of the fetch still arrives (the requester works on the first
+// WQEs of a turn meanwhile), if no beat up to its last came with an error: the stream's
+// tuser says so on every beat (sticky, the source beats arrive in address order). The WQEs
+// after an error are marked failed when the fetch ends (and every WQE not yet usable when the
+// fetch ends in an error no beat showed): the requester fetches such a WQE again alone, so
+// that only a WQE whose own read fails completes in error. The buffer is banked so that it maps to distributed RAM with
 // one read port per bank: a WQE is two 64-byte units, at the even and the odd bank of units
 // (in either order), and each unit's beats are in banks of their own.
 `ifndef RDMA_WQE_PREFETCH_V
@@ -35,6 +38,7 @@ module wqe_prefetch #(
     input  wire [QPN_BITS-1:0]      look_qpn,
     input  wire [15:0]              look_idx,
     output wire                     look_hit,      // it is in the buffer, read without error
+    output wire                     look_pending,  // it is in the fetch still arriving
     output wire                     look_failed,   // it is in a fetch that failed
     output wire                     look_alone,    // ... of that WQE alone
     output wire [1023:0]            look_wqe,      // its 128 bytes, byte 0 in bits [7:0] (64-byte
@@ -47,7 +51,8 @@ module wqe_prefetch #(
     input  wire                     s_dma_done,
     input  wire                     s_dma_error,
     input  wire [DATA_WIDTH-1:0]    s_axis_tdata,  // always taken: the buffer has room for a fetch
-    input  wire                     s_axis_tvalid
+    input  wire                     s_axis_tvalid,
+    input  wire                     s_axis_tuser   // a source beat so far came with an error
 );
 
 `include "rdma_defs.vh"
@@ -58,6 +63,7 @@ localparam BEATS = (128 << DEPTH_LOG) / K;         // the buffer: 2^DEPTH_LOG 12
 localparam BEAT_BITS = $clog2(BEATS);
 localparam UNIT_BEATS = 64 / K;                    // beats of a 64-byte unit
 localparam UB_BITS = UNIT_BEATS > 1 ? $clog2(UNIT_BEATS) : 1;
+localparam UB_LOG = $clog2(UNIT_BEATS);                 // log2 of the beats of a unit
 localparam UNIT_BITS = DEPTH_LOG + 1;              // 2^(DEPTH_LOG+1) units in the buffer
 
 reg                  held;       // the tag names what the buffer holds (or is receiving)
@@ -68,6 +74,8 @@ reg [15:0]           tag_idx;
 reg [DEPTH_LOG:0]    tag_count;
 reg                  tag_big;
 reg [BEAT_BITS-1:0]  wr_beat;
+reg [BEAT_BITS:0]    ok_beats;   // beats in, none of them after an error
+reg                  bad;        // a beat came with an error
 reg [31:0]           fetch_len;
 reg [ADDR_WIDTH-1:0] fetch_src;
 
@@ -75,9 +83,13 @@ assign busy = filling;
 assign m_dma_data = {512'd0, fetch_len, {ADDR_WIDTH{1'b0}}, fetch_src, DMA_READ_STREAM};
 
 wire [15:0] ahead  = look_idx - tag_idx;
-wire        in_fetch = held && !filling && look_qpn == tag_qpn && ahead < {{(15-DEPTH_LOG){1'b0}}, tag_count};
-assign look_hit    = in_fetch && !failed;
-assign look_failed = in_fetch && failed;
+wire        in_fetch = held && look_qpn == tag_qpn && ahead < {{(15-DEPTH_LOG){1'b0}}, tag_count};
+// the beats up to the looked-for WQE's last
+wire [BEAT_BITS+1:0] look_wqes = {{(BEAT_BITS-DEPTH_LOG+1){1'b0}}, ahead[DEPTH_LOG:0]} + 1'b1;
+wire [BEAT_BITS+1:0] look_end  = (look_wqes << UB_LOG) << tag_big;
+assign look_hit    = in_fetch && {1'b0, ok_beats} >= look_end;
+assign look_failed = in_fetch && !filling && failed && !look_hit;
+assign look_pending = in_fetch && filling && !look_hit;
 assign look_alone  = tag_count == {{DEPTH_LOG{1'b0}}, 1'b1};
 
 // the looked-for WQE's first unit, and the one after it (wraps: past the last WQE is not
@@ -108,10 +120,17 @@ always @(posedge clk) begin
         m_dma_valid <= 1'b0;
     if (filling && s_axis_tvalid) begin
         wr_beat <= wr_beat + 1'b1;
+        if (s_axis_tuser)
+            bad <= 1'b1;
+        else if (!bad)
+            ok_beats <= ok_beats + 1'b1;
     end
     if (filling && s_dma_done) begin
         filling <= 1'b0;
         failed  <= s_dma_error;
+        // an error no beat showed: none of the WQEs not taken yet is trusted
+        if (s_dma_error && !bad && !(s_axis_tvalid && s_axis_tuser))
+            ok_beats <= {(BEAT_BITS+1){1'b0}};
     end
     if (fetch_valid && !filling) begin
         held      <= 1'b1;
@@ -122,6 +141,8 @@ always @(posedge clk) begin
         tag_count <= fetch_count;
         tag_big   <= fetch_big;
         wr_beat   <= {BEAT_BITS{1'b0}};
+        ok_beats  <= {(BEAT_BITS+1){1'b0}};
+        bad       <= 1'b0;
         fetch_src <= fetch_addr;
         fetch_len <= {{(25-DEPTH_LOG){1'b0}}, fetch_count, 6'd0} << fetch_big;
         m_dma_valid <= 1'b1;

@@ -25,6 +25,7 @@ module tb_dma_engine #(
     parameter [31:0] DEEP = 32'hC,    // clients 2 and 3 get the deep read buffer
     parameter DEEP_LOG = 9,           // deep read buffer: 2^9 beats
     parameter SHALLOW_LOG = 4,        // the others': 2^4 beats
+    parameter [7:0] MODES0 = 8'h3F,   // client 0's modes (8'h02, STORE alone: a store queue)
     parameter MEM_BYTES = 1 << 21,    // host memory
     parameter REGION_LOG = 18,        // region check: client c works in [c << REGION_LOG, (c+1) << REGION_LOG)
     parameter CAP_LOG = 13            // capture and playback: 2^CAP_LOG beats (64 KiB at 64 bits)
@@ -157,7 +158,8 @@ wire [K-1:0]            m_axi_wstrb;
 
 dma_engine #(
     .CLIENTS(N), .DATA_WIDTH(DATA_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .AXI_ID_WIDTH(AXI_ID_WIDTH),
-    .DEEP(DEEP), .DEEP_LOG(DEEP_LOG), .SHALLOW_LOG(SHALLOW_LOG)
+    .DEEP(DEEP), .DEEP_LOG(DEEP_LOG), .SHALLOW_LOG(SHALLOW_LOG),
+    .MODES({{(32-N){8'h3F}}, {(N-1){8'h3F}}, MODES0})
 ) dut (
     .clk(clk), .rst(rst),
     .s_cmd_valid(cmd_valid), .s_cmd_ready(cmd_ready), .s_cmd_data(cmd_data),
