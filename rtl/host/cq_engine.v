@@ -64,18 +64,21 @@ reg [15:0]            c_pi    [0:NUM_CQ-1];
 reg [15:0]            c_ci    [0:NUM_CQ-1];
 reg [1:0]             c_arm   [0:NUM_CQ-1];
 
-localparam [1:0] S_IDLE = 2'd0, S_CHECK = 2'd1, S_WRITE = 2'd2;
+localparam [1:0] S_IDLE = 2'd0, S_ROOM = 2'd1, S_WRITE = 2'd2;
 reg [1:0]   state;
 reg [15:0]  r_cqn;
 reg         r_sol;
 reg [255:0] r_cqe;
 
 wire [CQN_BITS-1:0] q = r_cqn[CQN_BITS-1:0];
-wire [15:0] used  = c_pi[q] - c_ci[q];
-wire [16:0] depth = 17'd1 << c_log[q];
-wire        full  = {1'b0, used} >= depth;
-wire [ADDR_WIDTH-1:0] slot = {{(ADDR_WIDTH-16){1'b0}}, c_pi[q] & (depth[15:0] - 16'd1)};
-wire        owner = ~|(c_pi[q] & depth[15:0]);
+wire [15:0] depth = 16'd1 << c_log[q];
+wire [ADDR_WIDTH-1:0] slot = {{(ADDR_WIDTH-16){1'b0}}, c_pi[q] & (depth - 16'd1)};
+wire        owner = ~|(c_pi[q] & depth);
+// a CQE request is checked as it is taken: a CQ that does not exist or is full drops it
+wire [15:0] in_cqn  = s_req_data[271:256];
+wire [CQN_BITS-1:0] iq = in_cqn[CQN_BITS-1:0];
+wire [15:0] in_used = c_pi[iq] - c_ci[iq];
+wire        in_drop = in_cqn >= NUM_CQ || !c_valid[iq] || {1'b0, in_used} >= (17'd1 << c_log[iq]);
 
 // the CQEs queued and not yet written, oldest first: their CQ and whether they were solicited
 localparam PEND = 1 << STORES_LOG;
@@ -169,17 +172,25 @@ always @(posedge clk) begin
     case (state)
         S_IDLE: if (s_req_valid && !rs_pending) begin
             {r_sol, r_cqn, r_cqe} <= s_req_data;
-            state <= S_CHECK;
-        end
-        S_CHECK: begin
-            if (r_cqn >= NUM_CQ || !c_valid[q] || full) begin
+            if (in_drop) begin
                 overflows   <= sat_inc32(overflows);
                 m_rsp_valid <= 1'b1;
-                state       <= S_IDLE;
             end else if (!p_full) begin
                 m_dma_valid <= 1'b1;
                 state       <= S_WRITE;
+            end else begin
+                state       <= S_ROOM;
             end
+        end
+        // the store queue has its CQEs not written yet: wait for one (a CQ destroyed meanwhile
+        // drops the CQE)
+        S_ROOM: if (!c_valid[q]) begin
+            overflows   <= sat_inc32(overflows);
+            m_rsp_valid <= 1'b1;
+            state       <= S_IDLE;
+        end else if (!p_full) begin
+            m_dma_valid <= 1'b1;
+            state       <= S_WRITE;
         end
         // queued: its place is taken, the client answered, its event waits for the store
         default: if (m_dma_ready) begin

@@ -414,11 +414,17 @@ wqe_prefetch #(
 // ---- DMA: the payload moves through the bypass's DMA queue ----
 // the payload (taken at the START: b_*): local SGEs -> the remote end (SEND, WRITE), or the
 // remote end -> the local SGE; an atomic works on the remote end's 8 bytes
+// The back hands its message over in the cycle the answer comes (its place straight from the
+// answer) or, when the queue has no room then, from the registers it kept.
+wire back_answered = bstate == B_START && s_rsp_valid && s_rsp_status == WC_SUCCESS &&
+                     s_rsp_place && b_len != 32'd0;
+wire [ADDR_WIDTH-1:0] job_remote = bstate == B_START ? s_rsp_addr : remote_addr;
+wire [255:0]          job_sgl    = bstate == B_START ? s_rsp_sgl : remote_sgl;
 wire [DMA_REQ_WIDTH-1:0] job_cmd =
-    b_atomic ? {atomic_block(b_cas, b_swap, b_cmp_add), 32'd8, remote_addr,
+    b_atomic ? {atomic_block(b_cas, b_swap, b_cmp_add), 32'd8, job_remote,
                 {ADDR_WIDTH{1'b0}}, DMA_ATOMIC} :
-    b_read   ? {b_sgl, 256'd0, b_len, {ADDR_WIDTH{1'b0}}, remote_addr, DMA_COPY} :
-               {remote_sgl, b_sgl, b_len, remote_addr, {ADDR_WIDTH{1'b0}}, DMA_COPY};
+    b_read   ? {b_sgl, 256'd0, b_len, {ADDR_WIDTH{1'b0}}, job_remote, DMA_COPY} :
+               {job_sgl, b_sgl, b_len, job_remote, {ADDR_WIDTH{1'b0}}, DMA_COPY};
 // A handed-over job of the QP failed (now, or earlier in the turn): its later WQEs already
 // past their checks are not moved (the completer holds the QP and then fails it)
 reg                 fail_seen;
@@ -426,18 +432,18 @@ reg [QPN_BITS-1:0]  fail_qpn;
 wire job_failed;
 // handed over (the completer is told when it is done), or a receiving message's copy once
 // every earlier job is done
-wire job_valid = (bstate == B_HANDOFF || (state == S_SERIAL && b_len != 32'd0 && job_idle)) &&
-                 !job_failed;
+wire back_job  = bstate == B_HANDOFF || back_answered;
+wire job_valid = (back_job || (state == S_SERIAL && b_len != 32'd0 && job_idle)) && !job_failed;
 wire job_ready, job_idle, job_done, job_error, job_notify;
-wire [ADDR_WIDTH:0] remote_end = {1'b0, remote_addr} + {1'b0, b_len[ADDR_WIDTH-1:0]};
+wire [ADDR_WIDTH:0] remote_end = {1'b0, job_remote} + {1'b0, b_len[ADDR_WIDTH-1:0]};
 bypass_dma #(
     .ADDR_WIDTH(ADDR_WIDTH), .QPN_BITS(QPN_BITS), .TAG_WIDTH(16), .MOVERS(BYPASS_MOVERS)
 ) copies (
     .clk(clk), .rst(rst),
     .s_job_valid(job_valid), .s_job_ready(job_ready), .s_job_cmd(job_cmd),
-    .s_job_atomic(b_atomic), .s_job_local(b_local), .s_job_notify(bstate == B_HANDOFF),
+    .s_job_atomic(b_atomic), .s_job_local(b_local), .s_job_notify(back_job),
     .s_job_qpn(qp_qpn), .s_job_tag(b_idx), .s_job_write(b_write),
-    .s_job_lo({1'b0, remote_addr}), .s_job_hi(remote_end), .idle(job_idle),
+    .s_job_lo({1'b0, job_remote}), .s_job_hi(remote_end), .idle(job_idle),
     .done_valid(job_done), .done_error(job_error), .done_notify(job_notify),
     .done_qpn(bp_qpn), .done_tag(bp_idx),
     .m_dma_valid(m_dma_valid), .m_dma_ready(m_dma_ready), .m_dma_data(m_dma_data),
@@ -591,6 +597,25 @@ task record_back(input [1:0] kind, input [7:0] st);
     end
 endtask
 
+// recorded and handed to the DMA queue, or it waits for room there
+task hand_over;
+    begin
+        if (job_failed) begin
+            // an earlier WQE of the QP failed in the queue: this one is taken again (and
+            // flushed) once the completer has failed the QP
+            squash      <= 1'b1;
+            squash_turn <= 1'b0;
+            bstate <= B_IDLE;
+        end else if (job_ready) begin
+            count_loopback(b_len);
+            record_back(REC_SENT, WC_SUCCESS);
+            bstate <= B_IDLE;
+        end else begin
+            bstate <= B_HANDOFF;
+        end
+    end
+endtask
+
 // a message goes to the responder: what its payload's movement and its record need, kept while
 // the WQE registers take the next WQE
 task take_job;
@@ -708,7 +733,7 @@ endtask
 // the message goes to the responder: its START is what the back holds now (the back hands its
 // message over this cycle) or nothing; otherwise it waits for the back
 wire to_back  = loopback && bypass_en && !win_wired && my_pkey[15] && !receives;
-wire route_now = alone || (bstate == B_HANDOFF && job_ready && !job_failed && to_back);
+wire route_now = alone || (back_job && job_ready && !job_failed && to_back);
 task route_or_wait;
     begin
         if (route_now)
@@ -750,7 +775,7 @@ always @(posedge clk) begin
         B_START: if (s_rsp_valid) begin
             remote_addr <= s_rsp_addr;
             remote_sgl  <= s_rsp_sgl;
-            if (s_rsp_status != WC_SUCCESS || !s_rsp_place || b_len == 32'd0) begin
+            if (!back_answered) begin
                 // refused, dropped, or nothing to move: it completes here
                 count_loopback(b_len);
                 record_back(REC_DONE, s_rsp_status);
@@ -758,25 +783,11 @@ always @(posedge clk) begin
                 squash_turn <= 1'b1;
                 bstate <= B_IDLE;
             end else begin
-                bstate <= B_HANDOFF;
+                hand_over;
             end
         end
 
-        // recorded and handed to the DMA queue
-        B_HANDOFF: begin
-            if (job_failed) begin
-                // an earlier WQE of the QP failed in the queue: this one is taken again (and
-                // flushed) once the completer has failed the QP
-                squash      <= 1'b1;
-                squash_turn <= 1'b0;
-                bstate <= B_IDLE;
-            end else if (job_ready) begin
-                count_loopback(b_len);
-                record_back(REC_SENT, WC_SUCCESS);
-                bstate <= B_IDLE;
-            end
-        end
-
+        B_HANDOFF: hand_over;
         default: ;
     endcase
 
@@ -813,6 +824,11 @@ always @(posedge clk) begin
                     state <= S_DECODE;
                 end else begin
                     state <= cont && !ra_pending ? S_IDLE : S_LOAD_WAIT;
+                    // a new turn (its read-ahead dropped last cycle): the fetch goes out now
+                    if (!cont && !ra_busy) begin
+                        ra_alone_next <= 1'b0;
+                        ra_fetch      <= 1'b1;
+                    end
                 end
             end else if (!alone) begin
                 // waits for the back
