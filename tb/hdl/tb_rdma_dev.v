@@ -148,8 +148,13 @@ always @(posedge clk) begin
         irq_cycle <= cycle;
 end
 
-// the DMA engine's concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS)
-sim_dma_watch #(.N(4 + 2*2 + BYPASS_MOVERS)) dma_watch (.rst(rst), .busy(~dut.dma_c_ready));
+// the DMA engine's concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS): a mover
+// holds a command while it is not ready for another, the CQE writer's store queue while a
+// store it took is not done
+localparam DMA_N = 4 + 2*2 + BYPASS_MOVERS;
+wire cqe_stores = dut.dma.client[0].stores.mover.b_ptr != dut.dma.client[0].stores.mover.wr_ptr;
+sim_dma_watch #(.N(DMA_N)) dma_watch (.rst(rst),
+                                      .busy({~dut.dma_c_ready[DMA_N-1:1], cqe_stores}));
 
 // port p's TX link, as taken by its far end
 wire [DATA_WIDTH-1:0]   link0_tdata, link1_tdata;
