@@ -11,9 +11,9 @@
 // has no write side, and so on; another mode ends in error. A client that only stores (the
 // CQE writer) gets a store queue instead (dma_store_queue): its small writes go out one behind
 // the other on its AXI ID, each done in order when its B is in, rather than one write round
-// trip at a time. A client's command and answers are dma_mover's (the mode, addresses, length and data
-// of its s_cmd_data bundle); its read stream (READ_STREAM) and write stream (WRITE_STREAM) are
-// its own.
+// trip at a time. A client's command and answers are dma_mover's (the mode, addresses, length
+// and data of its s_cmd_data bundle); its read stream (READ_STREAM) and write stream
+// (WRITE_STREAM) are its own.
 `ifndef RDMA_DMA_ENGINE_V
 `define RDMA_DMA_ENGINE_V
 `default_nettype none

@@ -8,9 +8,9 @@
 // tuser says so on every beat (sticky, the source beats arrive in address order). The WQEs
 // after an error are marked failed when the fetch ends (and every WQE not yet usable when the
 // fetch ends in an error no beat showed): the requester fetches such a WQE again alone, so
-// that only a WQE whose own read fails completes in error. The buffer is banked so that it maps to distributed RAM with
-// one read port per bank: a WQE is two 64-byte units, at the even and the odd bank of units
-// (in either order), and each unit's beats are in banks of their own.
+// that only a WQE whose own read fails completes in error. The buffer is banked so that it
+// maps to distributed RAM with one read port per bank: a WQE is two 64-byte units, at the even
+// and the odd bank of units (in either order), and each unit's beats are in banks of their own.
 `ifndef RDMA_WQE_PREFETCH_V
 `define RDMA_WQE_PREFETCH_V
 `default_nettype none
@@ -63,7 +63,7 @@ localparam BEATS = (128 << DEPTH_LOG) / K;         // the buffer: 2^DEPTH_LOG 12
 localparam BEAT_BITS = $clog2(BEATS);
 localparam UNIT_BEATS = 64 / K;                    // beats of a 64-byte unit
 localparam UB_BITS = UNIT_BEATS > 1 ? $clog2(UNIT_BEATS) : 1;
-localparam UB_LOG = $clog2(UNIT_BEATS);                 // log2 of the beats of a unit
+localparam UB_LOG = $clog2(UNIT_BEATS);            // log2 of the beats of a unit
 localparam UNIT_BITS = DEPTH_LOG + 1;              // 2^(DEPTH_LOG+1) units in the buffer
 
 reg                  held;       // the tag names what the buffer holds (or is receiving)

@@ -182,10 +182,14 @@ end
 // each device's DMA concurrency, for functional coverage (N: rdma_dev's DMA_CLIENTS): a mover
 // holds a command while it is not ready for another, the CQE writer's store queue while a
 // store it took is not done
-wire dev0_cqe_stores = dev0.dma.client[0].stores.mover.b_ptr != dev0.dma.client[0].stores.mover.wr_ptr;
-wire dev1_cqe_stores = dev1.dma.client[0].stores.mover.b_ptr != dev1.dma.client[0].stores.mover.wr_ptr;
-sim_dma_watch #(.N(12)) dev0_dma_watch (.rst(rst), .busy({~dev0.dma_c_ready[11:1], dev0_cqe_stores}));
-sim_dma_watch #(.N(12)) dev1_dma_watch (.rst(rst), .busy({~dev1.dma_c_ready[11:1], dev1_cqe_stores}));
+wire dev0_cqe_stores = dev0.dma.client[0].stores.mover.b_ptr !=
+                      dev0.dma.client[0].stores.mover.wr_ptr;
+wire dev1_cqe_stores = dev1.dma.client[0].stores.mover.b_ptr !=
+                      dev1.dma.client[0].stores.mover.wr_ptr;
+sim_dma_watch #(.N(12)) dev0_dma_watch (.rst(rst),
+                                        .busy({~dev0.dma_c_ready[11:1], dev0_cqe_stores}));
+sim_dma_watch #(.N(12)) dev1_dma_watch (.rst(rst),
+                                        .busy({~dev1.dma_c_ready[11:1], dev1_cqe_stores}));
 
 // device d's port p+1 TX link (devd_link<p>) goes through a cable model (devd_link<p>_cable, a
 // sim_link_fault: perfect until a test sets latency or faults) whose output (devd_link<p>_rx)
