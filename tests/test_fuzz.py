@@ -16,6 +16,7 @@ import cocotb
 import pytest
 
 from tb import coverage, simrun
+from tb import fuzz as fuzzer_kinds
 from tb.fuzz import Fuzzer, Violation
 from tb.rdma_program import Rdma
 from tb.rdma_tb import LINK, LINK_NAMES
@@ -83,13 +84,17 @@ async def test_fuzzed_packets_and_work_requests_break_no_invariant(dut):
 # The pytest runner: a short fuzz in make test, 2,500 packets and 250 WRs on InfiniBand across
 # each cable, and on Ethernet across a device's two ports 69 packets of the link and ECN kinds
 # (LINK_AND_ECN: the kinds whose fate the spec fixes and the counters check exactly, three of
-# each) and 40 WRs, some 30 s of simulation; make fuzz sizes its runs (tools/fuzz.py). The
+# each) and 40 WRs, some 30 s of simulation (make coverage: three of every Ethernet kind);
+# make fuzz sizes its runs (tools/fuzz.py). The
 # environment's RDMA_LINK, FUZZ_PACKETS, FUZZ_WRS and FUZZ_KINDS, when set, override these.
 
 LINK_AND_ECN = r"^(link|ecn) "
+ETHERNET = {"FUZZ_PACKETS": "69", "FUZZ_WRS": "40", "FUZZ_KINDS": LINK_AND_ECN}
+if coverage.enabled():
+    # make coverage: every Ethernet kind (the coverage bins are the kinds), three of each
+    ETHERNET = {"FUZZ_PACKETS": str(3 * len(fuzzer_kinds.KINDS["eth"])), "FUZZ_WRS": "40"}
 RUNS = {"port": ("port", "ib", {}), "fabric": ("fabric", "ib", {}),
-        "port-eth": ("port", "eth", {"FUZZ_PACKETS": "69", "FUZZ_WRS": "40",
-                                     "FUZZ_KINDS": LINK_AND_ECN})}
+        "port-eth": ("port", "eth", ETHERNET)}
 
 
 @pytest.mark.parametrize("run", list(RUNS))

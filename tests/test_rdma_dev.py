@@ -29,12 +29,12 @@ from tb.rdma_program import (
 )
 from tb.seed import REGRESS, SEED
 from tb.verbs import (
-    COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, AsyncEvent, Cmd,
+    CNP_INTERVAL_RESET, COUNTERS, GRH_BYTES, MTU, NO_SGE, QKEY_FROM_QP, SGE, Access, AHAttr, AsyncEvent, Cmd,
     CmdResult, CommandError, PortReg, QPState, QPType, QueueFull, RecvWR, Reg, RemoteAddr,
     SendFlags, SendWR, VerbsError, WCFlags, WCOpcode, WCStatus, WROpcode, atomic_fetch_and_add,
     atomic_write,
     connect, cq_arm_db, cq_ci_db, encode_modify, encode_send_wqe, local_inv, port_counter_reg,
-    port_reg, rdma_read, rq_db, send_with_inv, sq_db, srq_db, ud_send,
+    gid_reg, port_reg, rdma_read, rq_db, send_with_inv, sq_db, srq_db, ud_send,
 )
 from tools.synth import CONFIGS
 
@@ -1380,6 +1380,8 @@ async def test_shared_receive_queue(dut, path):
         await assert_refused(CmdResult.BUSY, dev.command(cmd, nobody), f"{cmd.name} of nothing")
         await assert_refused(CmdResult.BAD_INDEX, dev.command(cmd, dev.num_srq),
                              f"{cmd.name} past NUM_SRQ")
+    await assert_refused(CmdResult.BAD_INDEX, dev.command(Cmd.CREATE_SRQ, dev.num_srq, bytes(16)),
+                         "CREATE_SRQ past NUM_SRQ")
     block = struct.pack("<BxHHHBBBBBxHQQ", QPType.RC, rdma.pd.pdn, cq.cqn, cq.cqn, 1, 0, 1, 1,
                         1, nobody, local.mr.host_addr, local.mr.host_addr)
     await assert_refused(CmdResult.BAD_PARAM,
@@ -1401,7 +1403,9 @@ async def test_shared_receive_queue(dut, path):
 async def test_device_identity(dut):
     """DEV_ID reads "RDMA"; DEV_PARAMS/DEV_PARAMS2 report the build's configuration (2
     ports, its data width, QPs, CQs, MRs, AHs and SRQs: 64, 16, 64, 16, 16 by default; 32-bit
-    addresses), and the port registers read back what open_device wrote."""
+    addresses), and the port registers read back what open_device wrote; PORT_GID0..3 are entry
+    0 of the port's GID table (written there, the entry reads the new GID), and CNP_INTERVAL
+    holds its reset value."""
     rdma = await Rdma.open(dut)
     dev = rdma.dev
     build = device_parameters()
@@ -1416,6 +1420,16 @@ async def test_device_identity(dut):
         gid = b"".join([(await dev.read_reg(port_reg(port, PortReg.GID0 + 4 * i))).to_bytes(
             4, "big") for i in range(4)])
         assert (lid, lmc, gid) == (attr.lid, attr.lmc, attr.gid), f"port {port} registers"
+    gid0 = [port_reg(2, PortReg.GID0 + 4 * i) for i in range(4)]
+    old = [await dev.read_reg(offset) for offset in gid0]
+    new = [0xFE800000, 0x00000000, 0x02C90300, 0x00ABCDEF]
+    for offset, word in zip(gid0, new):
+        await dev.write_reg(offset, word)
+    assert [await dev.read_reg(gid_reg(2, 0, 4 * i)) for i in range(4)] == new, \
+        "PORT_GID0..3 written: GID table entry 0 does not read the new GID"
+    for offset, word in zip(gid0, old):
+        await dev.write_reg(offset, word)
+    assert await dev.read_reg(Reg.CNP_INTERVAL) == CNP_INTERVAL_RESET
     await rdma.finish()
 
 
