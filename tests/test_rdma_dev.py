@@ -1382,6 +1382,8 @@ async def test_shared_receive_queue(dut, path):
                              f"{cmd.name} past NUM_SRQ")
     await assert_refused(CmdResult.BAD_INDEX, dev.command(Cmd.CREATE_SRQ, dev.num_srq, bytes(16)),
                          "CREATE_SRQ past NUM_SRQ")
+    await assert_refused(CmdResult.BAD_PARAM, dev.command(Cmd.CREATE_SRQ, nobody, bytes(16)),
+                         "CREATE_SRQ of a one-entry ring")
     block = struct.pack("<BxHHHBBBBBxHQQ", QPType.RC, rdma.pd.pdn, cq.cqn, cq.cqn, 1, 0, 1, 1,
                         1, nobody, local.mr.host_addr, local.mr.host_addr)
     await assert_refused(CmdResult.BAD_PARAM,
