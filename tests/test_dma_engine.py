@@ -703,8 +703,8 @@ STORE_ONLY = {"MODES0": 0x02}
 
 async def run_stores(tb, commands):
     """Issue `commands` ((mode, dst, data or a length) each) on client 0 back to back, one per
-    cycle while it is ready (inputs change at falling edges), and collect the error bit of each done pulse in order; returns
-    (errors, most commands taken and not done at once)."""
+    cycle while it is ready (inputs change at falling edges), and collect the error bit of each
+    done pulse in order; returns (errors, most commands taken and not done at once)."""
     dut = tb.dut
     cl = tb.clients[0]
     errors, taken, most = [], 0, 0
@@ -748,8 +748,8 @@ async def run_stores(tb, commands):
 
 @cocotb.test(skip=not STORE_QUEUE)
 async def test_store_queue_keeps_order_with_stores_in_flight(dut):
-    """STOREs of 0 to 64 bytes at any alignment, a third of them across a 4 KiB boundary (two
-    bursts) and most into a few hot bytes so that later stores overwrite earlier ones, with
+    """STOREs of 0 to 64 bytes at any alignment, about a quarter of them across a 4 KiB boundary
+    (two bursts), and most into a few hot bytes so that later stores overwrite earlier ones, with
     commands a store client refuses among them (a COPY, a STORE of more than 64 bytes), issued
     back to back while host memory answers writes 30 cycles late and stalls every channel: more
     than one is in flight at once; each command is done once, in command order, with the error

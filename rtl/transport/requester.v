@@ -250,7 +250,7 @@ wire      alone = bstate == B_IDLE;
 // the back's message: its data movement and its record
 reg [15:0]            b_idx;
 reg [31:0]            b_len;
-reg                   b_write, b_read, b_rd_like, b_atomic, b_cas, b_signaled;
+reg                   b_write, b_read, b_atomic, b_cas, b_signaled;
 reg [63:0]            b_swap, b_cmp_add, b_wr_id;
 reg [255:0]           b_sgl;
 reg [ADDR_WIDTH-1:0]  b_local;
@@ -291,18 +291,17 @@ wire [31:0] len3 = nsge > 8'd3 ? sge_len[3] : 32'd0;
 wire [33:0] len_sum = {2'd0, len0} + {2'd0, len1} + {2'd0, len2} + {2'd0, len3};
 wire [31:0] w_len = len_sum[31:0];
 // the local SGEs as the DMA engine's list (host addresses, in WQE order)
-wire [255:0] local_sgl = {len3, sge_host[3][31:0], len2, sge_host[2][31:0],
-                          len1, sge_host[1][31:0], len0, sge_host[0][31:0]};
-// READs and atomics have one SGE (max_sge_rd 1): their answer lands there
-wire [ADDR_WIDTH-1:0] local_addr = sge_host[0];
-// ... as the back takes them in the cycle the last lkey check comes back
-wire        host_in = state == S_LKEY_WAIT;
+// (an SGE's host address counts from the cycle its lkey check answers: the message may be
+// routed, taken by the back and recorded in that cycle)
+wire        host_in = state == S_LKEY_WAIT && s_prot_valid;
 wire [ADDR_WIDTH-1:0] host0 = host_in && si == 2'd0 ? s_prot_data[ADDR_WIDTH:1] : sge_host[0];
 wire [ADDR_WIDTH-1:0] host1 = host_in && si == 2'd1 ? s_prot_data[ADDR_WIDTH:1] : sge_host[1];
 wire [ADDR_WIDTH-1:0] host2 = host_in && si == 2'd2 ? s_prot_data[ADDR_WIDTH:1] : sge_host[2];
 wire [ADDR_WIDTH-1:0] host3 = host_in && si == 2'd3 ? s_prot_data[ADDR_WIDTH:1] : sge_host[3];
-wire [255:0] local_sgl_now = {len3, host3[31:0], len2, host2[31:0], len1, host1[31:0],
-                              len0, host0[31:0]};
+wire [255:0] local_sgl = {len3, host3[31:0], len2, host2[31:0], len1, host1[31:0],
+                          len0, host0[31:0]};
+// READs and atomics have one SGE (max_sge_rd 1): their answer lands there
+wire [ADDR_WIDTH-1:0] local_addr = host0;
 
 assign sched_take = state == S_IDLE && alone && !turn && sched_valid;
 
@@ -552,49 +551,41 @@ task count_loopback(input [31:0] len);
     end
 endtask
 
-// the WQE at hand is issued: the completer records it and the QP's issue index moves on
-task record(input [1:0] kind, input tx, input [23:0] first, input [23:0] last);
+// a WQE is issued: the completer records it and the QP's issue index moves on
+task issue(input [1:0] kind, input tx, input [15:0] idx, input [7:0] st, input read,
+           input atomic, input [23:0] first, input [23:0] last, input [ADDR_WIDTH-1:0] addr,
+           input [2:0] mtu, input [63:0] wr_id, input [7:0] op, input [31:0] len, input sig);
     begin
         qp_sq_issue  <= 1'b1;
         rec_valid    <= 1'b1;
         rec_kind     <= kind;
         rec_tx       <= tx;
-        rec_idx      <= sq_next;
-        rec_status   <= status;
-        rec_read     <= rd_like;
-        rec_atomic   <= is_atomic;
+        rec_idx      <= idx;
+        rec_status   <= st;
+        rec_read     <= read;
+        rec_atomic   <= atomic;
         rec_first    <= first;
         rec_end      <= last;
-        rec_addr     <= local_addr;
-        rec_mtu      <= pmtu;
-        rec_wr_id    <= w_wr_id;
-        rec_wc_op    <= wc_op;
-        rec_len      <= is_mw_op ? 32'd0 : w_len;
-        rec_signaled <= w_flags[SF_SIGNALED];
-        turn         <= 1'b1;
+        rec_addr     <= addr;
+        rec_mtu      <= mtu;
+        rec_wr_id    <= wr_id;
+        rec_wc_op    <= op;
+        rec_len      <= len;
+        rec_signaled <= sig;
     end
 endtask
 
-// ... the back's message
-task record_back(input [1:0] kind, input [7:0] st);
+// ... the WQE at hand (its turn goes on), or the back's message
+task record(input [1:0] kind, input tx, input [23:0] first, input [23:0] last);
     begin
-        qp_sq_issue  <= 1'b1;
-        rec_valid    <= 1'b1;
-        rec_kind     <= kind;
-        rec_tx       <= 1'b0;
-        rec_idx      <= b_idx;
-        rec_status   <= st;
-        rec_read     <= b_rd_like;
-        rec_atomic   <= b_atomic;
-        rec_first    <= b_first;
-        rec_end      <= b_end;
-        rec_addr     <= b_local;
-        rec_mtu      <= b_mtu;
-        rec_wr_id    <= b_wr_id;
-        rec_wc_op    <= b_wc_op;
-        rec_len      <= b_len;
-        rec_signaled <= b_signaled;
+        issue(kind, tx, sq_next, status, rd_like, is_atomic, first, last, local_addr, pmtu,
+              w_wr_id, wc_op, is_mw_op ? 32'd0 : w_len, w_flags[SF_SIGNALED]);
+        turn <= 1'b1;
     end
+endtask
+task record_back(input [1:0] kind, input [7:0] st);
+    issue(kind, 1'b0, b_idx, st, b_read || b_atomic, b_atomic, b_first, b_end, b_local, b_mtu,
+          b_wr_id, b_wc_op, b_len, b_signaled);
 endtask
 
 // recorded and handed to the DMA queue, or it waits for room there
@@ -624,13 +615,12 @@ task take_job;
         b_len      <= w_len;
         b_write    <= w_op == WR_RDMA_WRITE;
         b_read     <= is_read;
-        b_rd_like  <= rd_like;
         b_atomic   <= is_atomic;
         b_cas      <= is_cas;
         b_swap     <= w_swap;
         b_cmp_add  <= w_cmp_add;
-        b_sgl      <= local_sgl_now;
-        b_local    <= host0;
+        b_sgl      <= local_sgl;
+        b_local    <= local_addr;
         b_wr_id    <= w_wr_id;
         b_wc_op    <= wc_op;
         b_signaled <= w_flags[SF_SIGNALED];
