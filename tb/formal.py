@@ -37,6 +37,7 @@ class Mutant:
     file: str
     old: str
     new: str
+    quick: bool = True      # its proof fails within a minute: make test runs it
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,10 @@ PROOFS = (
             Mutant("a 32-bit counter wraps", "port_counters.v",
                    "sat_add32 = (sum > {1'b0, max}) ? max : sum[31:0];",
                    "sat_add32 = sum[31:0] & max;"),
+            # the solver needs about a minute to reach 2^64 - 1: make formal only
             Mutant("a 64-bit counter wraps", "port_counters.v",
-                   "sat_add64 = sum[64] ? {64{1'b1}} : sum[63:0];", "sat_add64 = sum[63:0];"),
+                   "sat_add64 = sum[64] ? {64{1'b1}} : sum[63:0];", "sat_add64 = sum[63:0];",
+                   quick=False),
             Mutant("PortXmitData moves on a discard", "port_counters.v",
                    "rcv_pkt, xmit_pkt, rcv_pkt, xmit_pkt};",
                    "rcv_pkt, xmit_pkt, rcv_pkt, xmit_pkt | xmit_discard};"),
@@ -242,7 +245,8 @@ def main(argv=None):
               and (p.quick or not args.quick)]
     runs = [(proof, None) for proof in chosen]
     if args.mutants:
-        runs += [(proof, mutant) for proof in chosen for mutant in proof.mutants]
+        runs += [(proof, mutant) for proof in chosen for mutant in proof.mutants
+                 if mutant.quick or not args.quick]
     print(f"{'proof':<16} {'mode':<6} {'depth':>5}  {'result':<7} {'seconds':>7}  property / mutant")
     results = {}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -20,12 +20,13 @@ from tb import fuzz as fuzzer_kinds
 from tb.fuzz import Fuzzer, Violation
 from tb.rdma_program import Rdma
 from tb.rdma_tb import LINK, LINK_NAMES
-from tb.seed import SEED, rng_for
+from tb.seed import REGRESS, SEED, rng_for
 from tools.fuzz import HARNESSES, run_name
 
-# make test runs across each cable: 5,000 packets and 500 WRs in all on InfiniBand
-PACKETS = int(os.environ.get("FUZZ_PACKETS", "2500"))
-WRS = int(os.environ.get("FUZZ_WRS", "250"))
+# make test runs across each cable: 2,000 packets and 200 WRs in all on InfiniBand; make
+# regress and make coverage 2,500 and 250 across each
+PACKETS = int(os.environ.get("FUZZ_PACKETS", "2500" if REGRESS or coverage.enabled() else "1000"))
+WRS = int(os.environ.get("FUZZ_WRS", "250" if REGRESS or coverage.enabled() else "100"))
 KINDS = os.environ.get("FUZZ_KINDS", "")      # a regular expression: only these packet kinds
 # what the run fuzzes across: "port" (tb_rdma_dev, its two ports cabled) or "fabric" (tb_fabric,
 # port 1 of one device to port 1 of the other)
