@@ -90,7 +90,10 @@ always @* begin
         waits_for[j] = busy[j] && qpn[j] == s_job_qpn &&
                     !(s_job_write && write[j] && (s_job_hi <= lo[j] || hi[j] <= s_job_lo));
 end
-// the lowest free mover takes it; the lowest ended one is reported
+// a job whose DMA ends this cycle (an atomic's ATOMIC that succeeded goes on to its STORE)
+wire [MOVERS-1:0] ending = busy & s_dma_done & ~(atomic & ~s_dma_error);
+// the lowest free mover takes it; the lowest ended one is reported, else the lowest one
+// ending now (in its done's cycle: the completer hears of it a cycle sooner)
 reg [MOVERS-1:0] take, report;
 always @* begin
     take   = {MOVERS{1'b0}};
@@ -98,8 +101,14 @@ always @* begin
     for (j = MOVERS - 1; j >= 0; j = j - 1) begin
         if (!busy[j])
             take = {{(MOVERS-1){1'b0}}, 1'b1} << j;
-        if (ended[j])
+        if (ending[j])
             report = {{(MOVERS-1){1'b0}}, 1'b1} << j;
+    end
+    if (|ended) begin
+        report = {MOVERS{1'b0}};
+        for (j = MOVERS - 1; j >= 0; j = j - 1)
+            if (ended[j])
+                report = {{(MOVERS-1){1'b0}}, 1'b1} << j;
     end
 end
 assign s_job_ready = |take && !(|waits_for);
@@ -130,14 +139,14 @@ always @(posedge clk) begin
                            {ADDR_WIDTH{1'b0}}, DMA_STORE};
                 m_dma_valid[m] <= 1'b1;
                 atomic[m]      <= 1'b0;
-            end else begin
+            end else if (!report[m]) begin
                 ended[m]  <= 1'b1;
                 failed[m] <= s_dma_error[m];
             end
         end
         if (report[m]) begin
             done_valid  <= 1'b1;
-            done_error  <= failed[m];
+            done_error  <= ended[m] ? failed[m] : s_dma_error[m];
             done_notify <= notify[m];
             done_qpn    <= qpn[m];
             done_tag    <= tag[m];

@@ -454,6 +454,11 @@ always @(posedge clk) begin
             c_sel   <= c_pick;
             e_qpn   <= c_q;
             c_state <= C_PICK;
+        end else if (w_finish) begin
+            // the WQE the matcher finishes now: picked in the same cycle
+            c_sel   <= w_pick;
+            e_qpn   <= w_q;
+            c_state <= C_PICK;
         end
         C_PICK: begin
             if (e_sq_ci == q_aw[e_qpn]) begin

@@ -391,7 +391,11 @@ wire [15:0] win_left  = win_size - (sq_next - qp_sq_ci);
 wire [15:0] ring_left = (16'd1 << qp_sq_log) - (sq_next & sq_mask);
 wire [15:0] fetch_most = posted < win_left ? posted : win_left;
 wire [15:0] fetch_n    = fetch_most < ring_left ? fetch_most : ring_left;
-reg         ra_fetch, ra_drop, ra_alone_next;
+// a fetch leaves in the pick of a new turn (the pick's decision: the read-ahead takes it at
+// that edge), or again for a WQE that failed (ra_refetch: alone or with those after it)
+reg         ra_refetch, ra_drop, ra_alone_next;
+wire        pick_fetch;
+wire        ra_fetch = pick_fetch || ra_refetch;
 wire        ra_busy, ra_hit, ra_pending, ra_failed, ra_alone;
 wire [1023:0] ra_wqe;
 wqe_prefetch #(
@@ -399,7 +403,7 @@ wqe_prefetch #(
 ) prefetch (
     .clk(clk), .rst(rst),
     .fetch_valid(ra_fetch), .fetch_qpn(qp_qpn), .fetch_idx(sq_next),
-    .fetch_count(ra_alone_next ? {{SQ_WIN_LOG{1'b0}}, 1'b1} : fetch_n[SQ_WIN_LOG:0]),
+    .fetch_count(ra_refetch && ra_alone_next ? {{SQ_WIN_LOG{1'b0}}, 1'b1} : fetch_n[SQ_WIN_LOG:0]),
     .fetch_big(big_wqe), .fetch_addr(sq_slot), .drop(ra_drop), .busy(ra_busy),
     .look_qpn(qp_qpn), .look_idx(sq_next), .look_hit(ra_hit), .look_pending(ra_pending),
     .look_failed(ra_failed),
@@ -733,6 +737,12 @@ task route_or_wait;
     end
 endtask
 
+// the pick finds a WQE to issue on the QP (while the back holds a message: only one at hand)
+wire pick_ok = qp_sq_pi != sq_next && sq_room && !win_held && !qp_rnr_waiting &&
+               (qp_state == QPS_RTS || qp_state == QPS_ERR) &&
+               (alone || (cont && ra_hit && (!m_msg_valid || m_msg_ready)));
+assign pick_fetch = state == S_PICK && !squash && pick_ok && !cont && !ra_busy;
+
 // the back ended without handing its message over: the WQE at hand is picked again
 task pick_again;
     begin
@@ -749,7 +759,7 @@ always @(posedge clk) begin
     rec_valid   <= 1'b0;
     iss_hold    <= 1'b0;
     iss_kick    <= 1'b0;
-    ra_fetch    <= 1'b0;
+    ra_refetch  <= 1'b0;
     ra_drop     <= 1'b0;
     if (bp_done && bp_error) begin
         fail_seen <= 1'b1;
@@ -804,21 +814,15 @@ always @(posedge clk) begin
             status <= WC_SUCCESS;
             if (squash) begin
                 pick_again;
-            end else if (qp_sq_pi != sq_next && sq_room && !win_held && !qp_rnr_waiting &&
-                    (qp_state == QPS_RTS || qp_state == QPS_ERR) &&
-                    (alone || (cont && ra_hit && (!m_msg_valid || m_msg_ready)))) begin
+            end else if (pick_ok) begin
                 // the turn ends where its read-ahead does: back to the scheduler's round robin
-                // (in a turn: at a new one, the read-ahead is being dropped this cycle)
+                // (in a turn: at a new one, the read-ahead is being dropped this cycle; a new
+                // turn's fetch goes out now: pick_fetch)
                 if (cont && ra_hit) begin
                     take_wqe(ra_wqe);
                     state <= S_DECODE;
                 end else begin
                     state <= cont && !ra_pending ? S_IDLE : S_LOAD_WAIT;
-                    // a new turn (its read-ahead dropped last cycle): the fetch goes out now
-                    if (!cont && !ra_busy) begin
-                        ra_alone_next <= 1'b0;
-                        ra_fetch      <= 1'b1;
-                    end
                 end
             end else if (!alone) begin
                 // waits for the back
@@ -845,14 +849,14 @@ always @(posedge clk) begin
         S_LOAD_WAIT: if (ra_hit) begin
             take_wqe(ra_wqe);
             state <= S_DECODE;
-        end else if (!ra_busy && !ra_fetch) begin
+        end else if (!ra_busy && !ra_refetch) begin
             if (ra_failed && ra_alone) begin
                 take_wqe(1024'd0);
                 status <= WC_GENERAL_ERR;
                 state  <= S_DECODE;
             end else begin
                 ra_alone_next <= ra_failed;
-                ra_fetch      <= 1'b1;
+                ra_refetch    <= 1'b1;
             end
         end
 
@@ -1016,7 +1020,7 @@ always @(posedge clk) begin
         turn         <= 1'b0;
         cont         <= 1'b0;
         fail_seen    <= 1'b0;
-        ra_fetch     <= 1'b0;
+        ra_refetch   <= 1'b0;
         ra_drop      <= 1'b0;
         qp_qpn       <= {QPN_BITS{1'b0}};
         m_msg_valid  <= 1'b0;

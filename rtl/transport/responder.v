@@ -195,7 +195,6 @@ wire is_rc      = r_type == QPT_RC;
 wire is_read    = r_op == WR_RDMA_READ;
 wire is_atomic  = r_op == WR_ATOMIC_CMP_AND_SWP || r_op == WR_ATOMIC_FETCH_AND_ADD;
 wire is_awrite  = r_op == WR_ATOMIC_WRITE;    // 8 bytes, 8-byte aligned, written at once
-wire is_write   = r_op == WR_RDMA_WRITE || r_op == WR_RDMA_WRITE_IMM || is_awrite;
 wire has_imm    = r_op == WR_SEND_IMM || r_op == WR_RDMA_WRITE_IMM;
 wire is_inv     = r_op == WR_SEND_INV;
 wire is_send    = r_op == WR_SEND || r_op == WR_SEND_IMM || is_inv;
@@ -215,6 +214,19 @@ wire        walk_last = wk == 2'd3 || wk_end >= piece_hi;   // no SGE after this
 wire [31:0] lkey_host = s_prot_data[ADDR_WIDTH:1];
 
 assign s_msg_ready = state == S_IDLE;
+// a new RDMA WRITE, READ or atomic message: its rkey is checked first
+wire s_rkey_first = s_msg_kind == 2'd0 && (s_msg_len != 32'd0 || s_msg_op == WR_ATOMIC_WRITE) &&
+                    (s_msg_op == WR_RDMA_WRITE || s_msg_op == WR_RDMA_WRITE_IMM ||
+                     s_msg_op == WR_ATOMIC_WRITE || s_msg_op == WR_RDMA_READ ||
+                     s_msg_op == WR_ATOMIC_CMP_AND_SWP || s_msg_op == WR_ATOMIC_FETCH_AND_ADD);
+
+// the packet would have been dropped: RC times out, UC and UD never know
+task unreachable;
+    begin
+        m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
+        state <= S_RESPOND;
+    end
+endtask
 assign m_rsp_rnr_timer = qp_min_rnr_timer;
 assign qp_qpn = r_dest[QPN_BITS-1:0];
 
@@ -355,7 +367,15 @@ always @(posedge clk) begin
             inv_done     <= 1'b0;
             taking       <= 1'b0;
             cqe_status   <= WC_SUCCESS;
-            state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ : S_CHECK;
+            state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ :
+                     s_rkey_first ? S_RKEY_WAIT : S_CHECK;
+            if (s_rkey_first) begin
+                // the rkey check leaves now (its fields are the registers this edge loads, the
+                // PD the QP's): whether the QP may take the message is decided with its answer
+                prot_is_rkey <= 1'b1;
+                prot_is_inv  <= 1'b0;
+                m_prot_valid <= 1'b1;
+            end
             if (s_msg_kind == 2'd2) begin
                 // flushing: the same receive WQE load, then an error completion
                 r_op       <= WR_SEND;
@@ -363,17 +383,10 @@ always @(posedge clk) begin
             end
         end
 
+        // a message with no rkey to check
         S_CHECK: begin
             if (!reachable) begin
-                // the packet would have been dropped: RC times out, UC and UD never know
-                m_rsp_status <= is_rc ? WC_RETRY_EXC_ERR : WC_SUCCESS;
-                state <= S_RESPOND;
-            end else if ((is_write || is_read || is_atomic) && (r_len != 32'd0 || is_awrite) &&
-                         !is_cont) begin
-                prot_is_rkey <= 1'b1;
-                prot_is_inv  <= 1'b0;
-                m_prot_valid <= 1'b1;
-                state <= S_RKEY_WAIT;
+                unreachable;
             end else begin
                 state <= S_RKEY;
             end
@@ -381,7 +394,9 @@ always @(posedge clk) begin
 
         S_RKEY_WAIT: if (s_prot_valid) begin
             m_rsp_addr <= s_prot_data[ADDR_WIDTH:1];
-            if (!s_prot_data[0] || !qp_allows) begin
+            if (!reachable) begin
+                unreachable;
+            end else if (!s_prot_data[0] || !qp_allows) begin
                 m_rsp_status <= is_rc ? WC_REM_ACCESS_ERR : WC_SUCCESS;
                 r_set_err    <= is_rc;
                 state <= S_RESPOND;

@@ -132,6 +132,9 @@ always @(posedge clk) begin
         if (s_dma_error && !bad && !(s_axis_tvalid && s_axis_tuser))
             ok_beats <= {(BEAT_BITS+1){1'b0}};
     end
+    if (drop)
+        held <= 1'b0;
+    // a fetch in the cycle of a drop: the buffer holds the new one
     if (fetch_valid && !filling) begin
         held      <= 1'b1;
         filling   <= 1'b1;
@@ -147,8 +150,6 @@ always @(posedge clk) begin
         fetch_len <= {{(25-DEPTH_LOG){1'b0}}, fetch_count, 6'd0} << fetch_big;
         m_dma_valid <= 1'b1;
     end
-    if (drop)
-        held <= 1'b0;
     if (rst) begin
         held        <= 1'b0;
         filling     <= 1'b0;
