@@ -160,11 +160,11 @@ class PacketPlayer:
 
 class RdmaTB:
     """One device of a harness. `prefix` names its signals: "" for tb_rdma_dev (buses s_axil /
-    m_axi, links link0 / link1, irq, sq_doorbell_cycle, irq_cycle), "dev0_" / "dev1_" for the
-    devices of tb_fabric. `interface_base` is added to the ERF capture interface (port - 1) of
-    its sniffers, so the links of two devices have distinct interfaces in pcaps. tb_rdma_dev
-    built with CABLE = 1 has its ports cabled to each other through cable models, as
-    tb_fabric's devices are."""
+    m_axi, links link0 / link1, irq, sq_doorbell_cycle, irq_cycle, write_cycle), "dev0_" /
+    "dev1_" for the devices of tb_fabric. `interface_base` is added to the ERF capture
+    interface (port - 1) of its sniffers, so the links of two devices have distinct interfaces
+    in pcaps. tb_rdma_dev built with CABLE = 1 has its ports cabled to each other through
+    cable models, as tb_fabric's devices are."""
 
     def __init__(self, dut, mem_size=2**24, prefix="", interface_base=0):
         self.dut = dut
@@ -186,6 +186,7 @@ class RdmaTB:
         self.irq = getattr(dut, f"{prefix}irq")
         self.sq_doorbell_cycle = getattr(dut, f"{prefix}sq_doorbell_cycle")
         self.irq_cycle = getattr(dut, f"{prefix}irq_cycle")
+        self.write_cycle = getattr(dut, f"{prefix}write_cycle")
         self.sniffers = {}
         self.arrivals = {}      # sniffers at the far end of this device's cables
         self.links = dict.fromkeys(PORTS, "ib")     # each port's link layer, as last set

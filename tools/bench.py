@@ -418,17 +418,20 @@ def fabric_route(peer):
 RATE_QPS, RATE_PER_QP = 16, 16
 STREAM_MESSAGES, STREAM_LENGTH = 16, 65536   # wire-stream: 256 packets, some 2.5 lost at 1 %
 LOSS_SEED = 0x5EED
-POLL_CYCLES = 32                        # completion polling step: the figures' resolution
+POLL_CYCLES = 32                        # completion polling step
 
 
 async def burst(tbs, cqs, posts):
     """Post every (qp, wrs) of `posts` (one doorbell each), then poll `cqs` (dev0's, every
-    POLL_CYCLES) until every WR has completed SUCCESS; the cycles from the first post to the
-    last completion."""
-    start = tbs[0].cycle()
+    POLL_CYCLES) until every WR has completed SUCCESS; the cycles from the first doorbell to
+    the last completion's CQE written (dev0's host memory's last write response), as the
+    harness timestamps them: nothing else writes there after the burst's last CQE."""
+    start = None
     want = 0
     for qp, wrs in posts:
         await qp.post_send(wrs)
+        if start is None:
+            start = int(tbs[0].sq_doorbell_cycle.value)
         want += len(wrs)
     got = 0
     while got < want:
@@ -438,7 +441,7 @@ async def burst(tbs, cqs, posts):
             got += len(wcs)
         if got < want:
             await ClockCycles(tbs[0].dut.clk, POLL_CYCLES)
-    return tbs[0].cycle() - start
+    return int(tbs[0].write_cycle.value) + 1 - start
 
 
 @cocotb.test()

@@ -1,6 +1,9 @@
-// First-word-fall-through FIFO: the head entry is on m_data whenever m_valid is high. The DMA
-// engine's read buffer: a read engine asks the host for no more beats than its buffer can take,
-// so R is never held up by one engine's consumer (dma_rd_engine); `count` is what it checks.
+// First-word-fall-through FIFO: the head entry is on m_data whenever m_valid is high; an entry
+// that arrives while it is empty is on m_data in its own cycle, and is not stored if taken
+// then (a host read's beat reaches the realigner in the cycle it arrives). The DMA engine's read
+// buffer: a read engine asks the host for no more beats than its buffer can take, so R is never
+// held up by one engine's consumer (dma_rd_engine); `count` is what it checks. s_ready comes
+// from flops alone.
 `ifndef RDMA_DMA_FIFO_V
 `define RDMA_DMA_FIFO_V
 `default_nettype none
@@ -26,18 +29,19 @@ module dma_fifo #(
 reg [WIDTH-1:0]   mem [0:(1<<DEPTH_LOG)-1];
 reg [DEPTH_LOG:0] wr_ptr, rd_ptr;
 
+wire   empty   = wr_ptr == rd_ptr;
 assign count   = wr_ptr - rd_ptr;
 assign s_ready = !count[DEPTH_LOG];
-assign m_valid = wr_ptr != rd_ptr;
-assign m_data  = mem[rd_ptr[DEPTH_LOG-1:0]];
+assign m_valid = !empty || s_valid;
+assign m_data  = empty ? s_data : mem[rd_ptr[DEPTH_LOG-1:0]];
 
 always @(posedge clk) begin
-    if (s_valid || m_valid) begin   // (empty and idle, a simulator skips the rest)
-        if (s_valid && s_ready) begin
+    if (s_valid || !empty) begin    // (empty and idle, a simulator skips the rest)
+        if (s_valid && s_ready && !(empty && m_ready)) begin
             mem[wr_ptr[DEPTH_LOG-1:0]] <= s_data;
             wr_ptr <= wr_ptr + 1'b1;
         end
-        if (m_valid && m_ready)
+        if (!empty && m_ready)
             rd_ptr <= rd_ptr + 1'b1;
     end
     if (rst) begin

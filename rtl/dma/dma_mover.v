@@ -135,12 +135,16 @@ localparam BL = $clog2(B);                    // byte offset width
 localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;
 localparam [LEN_WIDTH:0] B_M1 = {{(LEN_WIDTH+1-BL){1'b0}}, {BL{1'b1}}};  // B - 1: rounds a byte end up to whole beats
-// The longest read and write bursts (dma_rd_engine, dma_wr_engine: 4 KiB, 256 beats, and the
-// read buffer): a buffer that still holds a whole write burst while a read burst is on its
-// way lets a COPY's write burst wait for all its data (dma_wr_engine's WAIT_WHOLE).
+// The longest read bursts (dma_rd_engine: 4 KiB, 256 beats, and the read buffer) and write
+// bursts (dma_wr_engine: 512 bytes): a buffer that still holds a whole write burst while a read
+// burst is on its way lets a COPY's write burst wait for all its data (dma_wr_engine's
+// WAIT_WHOLE). Writes are short so that such a wait is short: with several COPYs at once, W
+// starts a burst after the read of it, not of 4 KiB (a 512-byte write is also a common PCIe
+// maximum payload).
+localparam WR_BOUND_LOG = 9;
 localparam RD_BURST_LOG = ((RD_BUF_LOG < 8 ? RD_BUF_LOG : 8) + BL < 12) ?
                           (RD_BUF_LOG < 8 ? RD_BUF_LOG : 8) : 12 - BL;
-localparam WR_BURST_LOG = (BL + 8 < 12) ? 8 : 12 - BL;
+localparam WR_BURST_LOG = (BL + 8 < WR_BOUND_LOG) ? 8 : WR_BOUND_LOG - BL;
 localparam WAIT_WHOLE = (1 << RD_BUF_LOG) - (1 << RD_BURST_LOG) >= (1 << WR_BURST_LOG) ? 1 : 0;
 
 localparam [2:0] MODE_STORE = 3'd1;     // s_cmd_data -> host
@@ -317,6 +321,7 @@ dma_wr_engine #(
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .LEN_WIDTH(LEN_WIDTH),
     .HELD_WIDTH(RD_BUF_LOG + 1),
+    .WR_BOUND_LOG(WR_BOUND_LOG),
     .WAIT_WHOLE(WAIT_WHOLE),
     .AXI_DST(AXI_WRITES),
     .LOAD_DST(HAS_LOAD),

@@ -16,8 +16,9 @@
 // enough, which keeps a single copy's latency one read round trip. WAIT_WHOLE says the read
 // buffer can hold a whole burst besides the one being written (else the old rule alone).
 //
-// WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary or
-// at the command's last beat, the same rule dma_axi_burst applies to AW.
+// WLAST needs no AW bookkeeping: bursts end where the address crosses a BOUND_LOG boundary (a
+// 2^WR_BOUND_LOG-byte one, or 256 beats) or at the command's last beat, the same rule
+// dma_axi_burst applies to AW.
 //
 // A destination the mover's modes never use is not built (AXI_DST, LOAD_DST, STREAM_DST): its
 // valid is low and its outputs are zero.
@@ -31,6 +32,7 @@ module dma_wr_engine #(
     parameter AXI_ID_WIDTH = 4,    // AXI ID width (the engine uses ID 0)
     parameter LEN_WIDTH = 32,      // beat count width
     parameter HELD_WIDTH = 10,     // width of src_held
+    parameter WR_BOUND_LOG = 12,   // write bursts end at 2^WR_BOUND_LOG-byte boundaries (<= 12: AXI's 4 KiB)
     parameter WAIT_WHOLE = 0,      // 1: with w_shared, a COPY burst waits for all its beats in the read buffer
     parameter AXI_DST = 1,         // 1: commands may write host memory (AW, W, B)
     parameter LOAD_DST = 1,        // 1: commands may deliver the LOAD result
@@ -95,7 +97,7 @@ module dma_wr_engine #(
 
 localparam B = DATA_WIDTH / 8;                // bytes per beat
 localparam BEAT_LOG = $clog2(B);
-localparam BOUND_LOG = (BEAT_LOG + 8 < 12) ? BEAT_LOG + 8 : 12;
+localparam BOUND_LOG = (BEAT_LOG + 8 < WR_BOUND_LOG) ? BEAT_LOG + 8 : WR_BOUND_LOG;
 localparam BB = BOUND_LOG - BEAT_LOG;         // log2 beats between burst boundaries
 localparam NPOS = 512 / DATA_WIDTH;           // beats in a LOAD result
 localparam LIW = (NPOS > 1) ? $clog2(NPOS) : 1;

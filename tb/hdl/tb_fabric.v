@@ -155,18 +155,25 @@ wire tb_clk = clk;
 `endif
 
 // Free-running cycle counter and, per device, the cycle of its last send-queue doorbell write
-// (register 0x1000 + 8 * qpn) and the cycle its irq last rose.
+// (register 0x1000 + 8 * qpn), the cycle its irq last rose and the cycle of its host memory's
+// last write response.
 reg [63:0] cycle = 64'd0;
 reg [63:0] dev0_sq_doorbell_cycle = 64'd0;
 reg [63:0] dev0_irq_cycle = 64'd0;
+reg [63:0] dev0_write_cycle = 64'd0;
 reg [63:0] dev1_sq_doorbell_cycle = 64'd0;
 reg [63:0] dev1_irq_cycle = 64'd0;
+reg [63:0] dev1_write_cycle = 64'd0;
 reg        dev0_irq_q = 1'b0;
 reg        dev1_irq_q = 1'b0;
 always @(posedge clk) begin
     cycle <= cycle + 64'd1;
     dev0_irq_q <= dev0_irq;
     dev1_irq_q <= dev1_irq;
+    if (dev0_m_axi_bvalid && dev0_m_axi_bready)
+        dev0_write_cycle <= cycle;
+    if (dev1_m_axi_bvalid && dev1_m_axi_bready)
+        dev1_write_cycle <= cycle;
     if (dev0_s_axil_awvalid && dev0_s_axil_awready && dev0_s_axil_awaddr[15:12] == 4'h1
             && !dev0_s_axil_awaddr[2])
         dev0_sq_doorbell_cycle <= cycle;

@@ -132,16 +132,20 @@ wire tb_clk = ~clk;
 wire tb_clk = clk;
 `endif
 
-// Free-running cycle counter and two timestamps, so benchmarks measure in clock cycles without
+// Free-running cycle counter and three timestamps, so benchmarks measure in clock cycles without
 // running Python on every cycle: the cycle of the last send-queue doorbell write (register
-// 0x1000 + 8 * qpn) and the cycle irq last rose (a CQE was written to an armed CQ).
+// 0x1000 + 8 * qpn), the cycle irq last rose (a CQE was written to an armed CQ) and the cycle
+// of the host memory's last write response (once a burst's last CQE is seen: its write's).
 reg [63:0] cycle = 64'd0;
 reg [63:0] sq_doorbell_cycle = 64'd0;
 reg [63:0] irq_cycle = 64'd0;
+reg [63:0] write_cycle = 64'd0;
 reg        irq_q = 1'b0;
 always @(posedge clk) begin
     cycle <= cycle + 64'd1;
     irq_q <= irq;
+    if (m_axi_bvalid && m_axi_bready)
+        write_cycle <= cycle;
     if (s_axil_awvalid && s_axil_awready && s_axil_awaddr[15:12] == 4'h1 && !s_axil_awaddr[2])
         sq_doorbell_cycle <= cycle;
     if (irq && !irq_q)

@@ -3,10 +3,11 @@
 // only for requests it took, RLAST on each burst's last beat, a payload held until taken); the
 // command and the write stream keep theirs (held until taken). Asserted:
 // - AR, AW and W hold valid and payload until ready;
-// - every burst is INCR of full-width beats, at most 256 of them, inside one 4 KiB page;
+// - every burst is INCR of full-width beats, at most 256 of them, inside one 4 KiB page, a
+//   write burst inside one 512-byte block (the mover's longest write);
 // - AW bursts are exactly the command's destination bytes [dst, dst+len) split at those
-//   boundaries, in order, and only for a command that writes host memory; AR bursts read in
-//   order inside the source's beats [src, src+len) (an ATOMIC reads and writes its dst);
+//   512-byte boundaries, in order, and only for a command that writes host memory; AR bursts
+//   read in order inside the source's beats [src, src+len) (an ATOMIC reads and writes its dst);
 // - W carries the destination's beats in order: strobes exactly on the bytes of
 //   [dst, dst+len) (none outside, none missing), WLAST exactly on each AW burst's last beat;
 // - one done pulse per command taken, after every W beat and every B (an ATOMIC's
@@ -51,7 +52,8 @@ module dma_mover_props #(
 localparam B = DATA_WIDTH / 8;
 localparam BL = $clog2(B);
 localparam AW = ADDR_WIDTH;
-localparam BLK_LOG = (BL + 8 < 12) ? 8 : 12 - BL;     // beats between burst boundaries (log2)
+localparam BLK_LOG = (BL + 8 < 12) ? 8 : 12 - BL;     // beats between read burst boundaries (log2)
+localparam WR_BLK_LOG = (BL + 8 < 9) ? 8 : 9 - BL;    // ... write burst boundaries: 512 bytes
 
 wire                  s_cmd_ready;
 wire                  m_done_valid, m_done_error, m_lock;
@@ -250,23 +252,20 @@ always @* if (s_cmd_valid)
 wire [LEN_WIDTH:0] c_dst_beats = (c_dst_end[AW:BL] + (c_dst_end[BL-1:0] != 0)) -
                                  {1'b0, s_cmd_dst_addr[AW-1:BL]};
 
-// a burst of n beats from beat address a stays inside its block (256 beats, 4 KiB at most)
-function in_block(input [AW-BL-1:0] a, input [8:0] n);
-    reg [BLK_LOG:0] room;
-    begin
-        room = (1 << BLK_LOG) - {1'b0, a[BLK_LOG-1:0]};
-        in_block = n <= room;
-    end
+// beats from beat address a to the end of its block of 2^lg beats
+function [8:0] to_block(input [AW-BL-1:0] a, input integer lg);
+    to_block = (9'd1 << lg) - ({1'b0, a[7:0]} & ((9'd1 << lg) - 9'd1));
 endfunction
 
-// beats from beat address a to the end of its block
-function [8:0] to_block(input [AW-BL-1:0] a);
-    to_block = (9'd1 << BLK_LOG) - {1'b0, a[BLK_LOG-1:0]};
+// a burst of n beats from beat address a stays inside its block of 2^lg beats
+function in_block(input [AW-BL-1:0] a, input [8:0] n, input integer lg);
+    in_block = n <= to_block(a, lg);
 endfunction
 
 wire [8:0] aw_beats = {1'b0, m_axi_awlen} + 9'd1;
 wire [8:0] ar_beats = {1'b0, m_axi_arlen} + 9'd1;
-wire [8:0] aw_want = aw_left < to_block(aw_next) ? aw_left[8:0] : to_block(aw_next);
+wire [8:0] aw_want = aw_left < to_block(aw_next, WR_BLK_LOG) ? aw_left[8:0]
+                                                             : to_block(aw_next, WR_BLK_LOG);
 wire [AW-1:0] w_addr = {w_beat, {BL{1'b0}}};
 
 // strobes the bytes of beat address w_beat in [dst, dst+len) must have
@@ -326,19 +325,19 @@ always @* if (past_valid && !rst) begin
     assert (m_axi_bready);
     if (m_axi_arvalid) begin
         assert (busy && reads);
-        assert (m_axi_araddr[BL-1:0] == 0 && in_block(m_axi_araddr[AW-1:BL], ar_beats));
+        assert (m_axi_araddr[BL-1:0] == 0 && in_block(m_axi_araddr[AW-1:BL], ar_beats, BLK_LOG));
         assert (m_axi_araddr[AW-1:BL] == ar_next);
         assert ({1'b0, ar_next} + ar_beats <= rd_end);
     end
     if (m_axi_awvalid) begin
         assert (busy && writes);
-        assert (m_axi_awaddr[BL-1:0] == 0 && in_block(m_axi_awaddr[AW-1:BL], aw_beats));
+        assert (m_axi_awaddr[BL-1:0] == 0 && in_block(m_axi_awaddr[AW-1:BL], aw_beats, WR_BLK_LOG));
         assert (m_axi_awaddr[AW-1:BL] == aw_next && aw_beats == aw_want);
     end
     if (m_axi_wvalid) begin
         assert (busy && writes && w_left != 0);
         assert (m_axi_wstrb == w_want);
-        assert (m_axi_wlast == (w_left == 1 || to_block(w_beat) == 9'd1));
+        assert (m_axi_wlast == (w_left == 1 || to_block(w_beat, WR_BLK_LOG) == 9'd1));
     end
     if (m_done_valid)
         assert (owed);
