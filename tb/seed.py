@@ -18,6 +18,10 @@ def seed_from_env():
 
 SEED = seed_from_env()
 REGRESS = os.environ.get("REGRESS", "0") not in ("", "0")
+# The data widths a block's own tests (tests/test_<block>.py) build: make test the two ends, as
+# every device test runs the blocks at 256 bits; make regress and make coverage all three.
+UNIT_WIDTHS = [64, 256, 512] if REGRESS or os.environ.get("FUNCTIONAL_COVERAGE", "0") not in \
+    ("", "0") else [64, 512]
 
 
 def rng_for(test_name, log=None):

@@ -20,7 +20,7 @@ import pytest
 from tb import simrun
 from tb import ib_packet as ib
 from tb.ib_crc import KAT_ICRC, KAT_PACKET, icrc, icrc_bytes, icrc_mask, roce_icrc, vcrc
-from tb.seed import SEED, rng_for
+from tb.seed import SEED, UNIT_WIDTHS, rng_for
 
 
 LNH_LOCAL = 2
@@ -334,7 +334,7 @@ async def test_crc_stream_ragged(dut):
 RTL_FILES = ["crc_stream.v", "ib_icrc.v"]
 
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_crc_stream(w):
     simrun.run(
         toplevel="tb_crc_stream",

@@ -33,7 +33,7 @@ import tb.ib_packet as ib
 from tb import simrun
 from tb.ib_packet import frame_layout as layout, imm_le, marked_ce, reframe
 from tb.ib_crc import fcs_bytes, roce_icrc_mask, vcrc_bytes
-from tb.seed import rng_for
+from tb.seed import UNIT_WIDTHS, rng_for
 from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
 from tb.verbs import ATOMIC_WRITE_BYTES
 
@@ -1230,7 +1230,7 @@ RTL_FILES = ["depacketizer.v", "crc_stream.v", "ib_icrc.v",
              "packetizer.v", "pkt_header.v", "pkt_append.v"]   # the packetizer feeds one test
 
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_depacketizer(w):
     simrun.run(
         toplevel="tb_depacketizer",

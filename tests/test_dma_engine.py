@@ -51,7 +51,7 @@ from tb.dma_engine_tb import (
     CLIENTS, MASK64, MODE_ATOMIC, MODE_COPY, MODE_LOAD, MODE_STORE, PARAMETERS, RTL_FILES,
     SHARED_BASE, TB, atomic_data, region,
 )
-from tb.seed import SEED
+from tb.seed import SEED, UNIT_WIDTHS
 
 
 # the commands each client draws from in the random programs (weights)
@@ -831,7 +831,7 @@ async def test_store_queue_error_response_is_its_store_s_alone(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the tests at each data width, one build each.
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_dma_engine(w):
     simrun.run(
         toplevel="tb_dma_engine",
@@ -842,7 +842,7 @@ def test_dma_engine(w):
     )
 
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_dma_engine_store_queue(w):
     simrun.run(
         toplevel="tb_dma_engine",

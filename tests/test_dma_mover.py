@@ -21,7 +21,7 @@ from tb.dma_mover_tb import (
     DST_BASE, MODE_ATOMIC, MODE_COPY, MODE_LOAD, MODE_RD_STREAM, MODE_STORE, MODE_WR_STREAM,
     ON_VERILATOR, PARAMETERS, RTL_FILES, TB, list_data, list_segments,
 )
-from tb.seed import REGRESS
+from tb.seed import REGRESS, UNIT_WIDTHS
 
 
 def random_length(rng):
@@ -643,7 +643,7 @@ async def test_modes_taken_and_refused(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the unit tests at each supported data width.
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_dma_mover(w):
     simrun.run(
         toplevel="tb_dma_mover",

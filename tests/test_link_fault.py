@@ -28,7 +28,7 @@ from tb.ib_crc import fcs_bytes, icrc_bytes, roce_icrc_bytes, vcrc_bytes
 from tb.ib_packet import (AETH, BTH, DETH, GRH, LINKS, LRH, OPCODES, RETH, AtomicAckETH, Packet,
                           PacketError, RoCE, build, ipv4_gid, parse)
 from tb.link_faults import LinkFaults, corrupt_wire, mark_wire
-from tb.seed import rng_for
+from tb.seed import UNIT_WIDTHS, rng_for
 from tb.sniffer import LinkSniffer
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"cocotbext\..*")
@@ -711,7 +711,7 @@ async def test_the_link_layer_stays_until_a_link_is_named(dut):
 # ---------------------------------------------------------------------------------------------
 # The pytest runner: the link model (on tb/hdl/tb_link_fault.v) at each link width.
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_link_fault(w):
     simrun.run(
         toplevel="tb_link_fault",

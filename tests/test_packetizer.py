@@ -31,7 +31,7 @@ import pytest
 import tb.ib_packet as ib
 from tb import simrun
 from tb.ib_packet import imm_le
-from tb.seed import rng_for
+from tb.seed import UNIT_WIDTHS, rng_for
 from tb.tx_desc import KIND, MTU_ENUM, SINGLE, TRANSPORT
 from tb.verbs import ATOMIC_WRITE_BYTES
 
@@ -732,7 +732,7 @@ async def test_no_mover_stall(dut):
 RTL_FILES = ["packetizer.v", "pkt_header.v", "pkt_append.v", "crc_stream.v", "ib_icrc.v"]
 
 
-@pytest.mark.parametrize("w", [64, 256, 512])
+@pytest.mark.parametrize("w", UNIT_WIDTHS)
 def test_packetizer(w):
     simrun.run(
         toplevel="tb_packetizer",
