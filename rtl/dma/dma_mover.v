@@ -336,6 +336,7 @@ dma_wr_engine #(
     .cfg_addr(dst_addr),
     .cfg_beats(out_beats[LEN_WIDTH-1:0]),
     .cfg_last_off(last_off),
+    .src_beat(src_valid),
     .src_held(src_held),
     .src_all_in(src_all_in),
     .w_shared(w_shared),

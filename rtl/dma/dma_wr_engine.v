@@ -49,6 +49,7 @@ module dma_wr_engine #(
     input  wire [LEN_WIDTH-1:0]     cfg_beats,    // destination beats, at least 1
     input  wire [$clog2(DATA_WIDTH/8)-1:0] cfg_last_off, // byte offset of the last byte in its beat
 
+    input  wire                     src_beat,     // a source beat is at the realigner's input
     input  wire [HELD_WIDTH-1:0]    src_held,     // source beats in the read buffer
     input  wire                     src_all_in,   // every source beat of the command is in it (or past it)
     input  wire                     w_shared,     // another mover writes host memory now
@@ -185,7 +186,7 @@ generate
             .start(start && !cfg_load),
             .start_addr(cfg_addr[ADDR_WIDTH-1:BEAT_LOG]),
             .start_beats(cfg_beats),
-            .allow(!(start ? cfg_wait : wait_data) || (s_valid && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2} &&
+            .allow(!(start ? cfg_wait : wait_data) || (at_hand && w_open < {{(LEN_WIDTH-2){1'b0}}, 2'd2} &&
                                                          (WAIT_WHOLE == 0 || !w_shared || whole))),
             .ax_addr(m_axi_awaddr),
             .ax_len(m_axi_awlen),
@@ -202,10 +203,13 @@ generate
         assign aw_busy = 1'b0;
         assign aw_next = 9'd0;
         assign aw_load = 1'b0;
-        wire unused_aw = &{1'b0, cfg_addr, cfg_beats, w_shared, whole};
+        wire unused_aw = &{1'b0, cfg_addr, cfg_beats, w_shared, whole, at_hand};
     end
 endgenerate
 
+// a beat at hand: realigned, or a source beat on its way into the realigner (a host read's
+// beat in its cycle): the burst's AW goes out as its data reaches the realigner
+wire at_hand = s_valid || src_beat;
 // the next burst's beats and those still owed are in the read buffer (one source beat more:
 // the realigner may need it to make them), or every beat of the command is
 wire [11:0] want = {2'b00, w_owed} + {3'b000, aw_next} + 12'd1;
