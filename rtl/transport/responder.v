@@ -214,8 +214,8 @@ wire        walk_last = wk == 2'd3 || wk_end >= piece_hi;   // no SGE after this
 wire [31:0] lkey_host = s_prot_data[ADDR_WIDTH:1];
 
 assign s_msg_ready = state == S_IDLE;
-// the END of an RDMA WRITE without immediate (or of an answer-only message): no receive WQE, no
-// completion to write
+// the END of a message that took no receive WQE (an RDMA WRITE without immediate): nothing to
+// complete, it is answered as it is taken
 wire s_quiet_end = s_msg_kind == 2'd1 && s_msg_op != WR_SEND && s_msg_op != WR_SEND_IMM &&
                    s_msg_op != WR_SEND_INV && s_msg_op != WR_RDMA_WRITE_IMM;
 // a new RDMA WRITE, READ or atomic message: its rkey is checked first
@@ -371,10 +371,9 @@ always @(posedge clk) begin
             inv_done     <= 1'b0;
             taking       <= 1'b0;
             cqe_status   <= WC_SUCCESS;
-            state <= s_quiet_end ? S_IDLE : s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ :
-                     s_rkey_first ? S_RKEY_WAIT : S_CHECK;
-            // the END of a message that took no receive WQE: answered now, the next message
-            // taken in the next cycle
+            state <= s_quiet_end ? S_IDLE : s_msg_kind == 2'd1 ? S_CQE :
+                     s_msg_kind == 2'd2 ? S_RQ : s_rkey_first ? S_RKEY_WAIT : S_CHECK;
+            // a quiet END: the next message is taken in the next cycle
             m_rsp_valid <= s_quiet_end;
             if (s_rkey_first) begin
                 // the rkey check leaves now (its fields are the registers this edge loads, the
@@ -578,9 +577,7 @@ always @(posedge clk) begin
         end
 
         S_CQE: begin
-            if (r_kind == 2'd1 && !needs_rq) begin
-                state <= S_RESPOND;     // END of a message that consumed no receive WQE
-            end else if (r_kind == 2'd1 && rq_qpn != qp_qpn) begin
+            if (r_kind == 2'd1 && rq_qpn != qp_qpn) begin
                 state <= S_RQ;          // its receive WQE again
             end else if (r_kind == 2'd1 && is_inv && cqe_status == WC_SUCCESS && !inv_done) begin
                 prot_is_inv  <= 1'b1;
