@@ -4,17 +4,18 @@
 // buffer, writes the UD GRH area, and answers with where the payload goes (a SEND's piece: the
 // list of host ranges it takes in the receive SGEs, each part's lkey checked; for RDMA READ,
 // where it comes from; for an atomic, the 8 bytes it works on, which must be 8-byte aligned).
-// END writes the receive completion once the payload is in place; a SEND with invalidate first
-// invalidates the rkey it names (a type 2 window bound to this QP): refused, the receive
-// completes with REM_INV_REQ_ERR and the QP goes to ERR.
+// END, of a message that took a receive WQE (a SEND, an RDMA WRITE with immediate), writes the
+// receive completion once the payload is in place; a SEND with invalidate first invalidates
+// the rkey it names (a type 2 window bound to this QP): refused, the receive completes with
+// REM_INV_REQ_ERR and the QP goes to ERR.
 // FLUSH completes one receive WQE of a QP in ERR with WR_FLUSH_ERR. A message from the wire
 // arrives in packets: START with the first, CONT for each later packet that needs a check
 // (a SEND's next piece of the receive buffer, the receive WQE of a WRITE_WITH_IMM's last
-// packet), END after the last; s_msg_offset is the piece's byte offset in the message. Messages
-// of different QPs may interleave: the receive WQE a SEND's START took stays at the QP's
-// rq_ci until its END, and is loaded again when another QP's message came in between. A QP on a
-// shared receive queue takes a WQE from the SRQ when it has none: the WQE is copied into the
-// QP's one-slot receive ring and the SRQ moves on, so from then on it is the QP's like any.
+// packet), END after the last; s_msg_offset is the piece's byte offset in the message.
+// Messages of different QPs may interleave: the receive WQE a SEND's START took stays at the
+// QP's rq_ci until its END, and is loaded again when another QP's message came in between. A
+// QP on a shared receive queue takes a WQE from the SRQ when it has none: the WQE is copied
+// into the QP's one-slot receive ring and the SRQ moves on, so from then on it is the QP's.
 `ifndef RDMA_RESPONDER_V
 `define RDMA_RESPONDER_V
 `default_nettype none
@@ -214,10 +215,6 @@ wire        walk_last = wk == 2'd3 || wk_end >= piece_hi;   // no SGE after this
 wire [31:0] lkey_host = s_prot_data[ADDR_WIDTH:1];
 
 assign s_msg_ready = state == S_IDLE;
-// the END of a message that took no receive WQE (an RDMA WRITE without immediate): nothing to
-// complete, it is answered as it is taken
-wire s_quiet_end = s_msg_kind == 2'd1 && s_msg_op != WR_SEND && s_msg_op != WR_SEND_IMM &&
-                   s_msg_op != WR_SEND_INV && s_msg_op != WR_RDMA_WRITE_IMM;
 // a new RDMA WRITE, READ or atomic message: its rkey is checked first
 wire s_rkey_first = s_msg_kind == 2'd0 && (s_msg_len != 32'd0 || s_msg_op == WR_ATOMIC_WRITE) &&
                     (s_msg_op == WR_RDMA_WRITE || s_msg_op == WR_RDMA_WRITE_IMM ||
@@ -371,10 +368,8 @@ always @(posedge clk) begin
             inv_done     <= 1'b0;
             taking       <= 1'b0;
             cqe_status   <= WC_SUCCESS;
-            state <= s_quiet_end ? S_IDLE : s_msg_kind == 2'd1 ? S_CQE :
-                     s_msg_kind == 2'd2 ? S_RQ : s_rkey_first ? S_RKEY_WAIT : S_CHECK;
-            // a quiet END: the next message is taken in the next cycle
-            m_rsp_valid <= s_quiet_end;
+            state <= s_msg_kind == 2'd1 ? S_CQE : s_msg_kind == 2'd2 ? S_RQ :
+                     s_rkey_first ? S_RKEY_WAIT : S_CHECK;
             if (s_rkey_first) begin
                 // the rkey check leaves now (its fields are the registers this edge loads, the
                 // PD the QP's): whether the QP may take the message is decided with its answer

@@ -2,7 +2,8 @@
 // time. Request packets (SEND, RDMA WRITE, RDMA READ request, atomics) are checked against the
 // destination QP (existence, transport, port, state, Q_Key for UD; PSN and packet order for RC
 // and UC) and go to the same responder the bypass uses: START for a message's first packet,
-// CONT for later pieces that need a check, END after the last; payload is stored through the
+// CONT for later pieces that need a check, END after the last of a message that took a receive
+// WQE (a SEND, a WRITE with immediate); payload is stored through the
 // DMA mover (WRITE_STREAM) at the address the responder gave; a store host memory refuses ends
 // the message there (RC: NAK remote operational error). RC requests are answered through
 // the port's transmit side: an ACK (or NAK) per message, READ responses for an RDMA READ, an
@@ -176,13 +177,11 @@ wire is_cnp        = h_op == 8'h81;                  // Ethernet only (the depac
 wire h_ackreq      = h[RXH_ACKREQ];
 wire is_awrite     = code == 5'h1D;                  // ATOMIC WRITE: one packet, RC only
 wire fam_write     = (code >= 5'h06 && code <= 5'h0B) || is_awrite;
-// An RDMA WRITE's END consumes no receive WQE and writes no receive CQE: the engine goes on
-// (the ACK, the next packet) once the responder has taken it, and the END's answer, owed,
-// comes before the next message's. A message that receives waits: its receive CQE is written
-// before its ACK (and so before the send CQE).
+// An RDMA WRITE without immediate takes no receive WQE and writes no receive CQE: it has no
+// END, the message ends with its last packet's payload in place. A message that receives
+// waits for its END's answer: its receive CQE is written before its ACK (and so before the
+// send CQE).
 wire end_quiet     = fam_write && !has_imm;
-reg  end_owed;
-wire rsp_mine      = s_rsp_valid && !end_owed;
 wire fam_read      = code == 5'h0C;
 wire fam_atomic    = code == 5'h13 || code == 5'h14;    // RC only (the depacketizer's rule)
 wire is_cas        = code == 5'h13;
@@ -416,9 +415,13 @@ task after_store;
             end
             if (is_last) begin
                 in_msg[q] <= 1'b0;
-                msg_kind <= 2'd1;
-                m_msg_valid <= 1'b1;
-                state <= S_END_WAIT;
+                if (end_quiet) begin
+                    end_message;
+                end else begin
+                    msg_kind <= 2'd1;
+                    m_msg_valid <= 1'b1;
+                    state <= S_END_WAIT;
+                end
             end else begin
                 in_msg[q] <= 1'b1;
                 // an RC request that asks for an ACK before its last packet gets one
@@ -447,6 +450,20 @@ task answer;
     end
 endtask
 
+// the message is done: an RC message counts in the MSN whether or not its last packet asks for
+// an ACK
+task end_message;
+    begin
+        qp_msn_inc   <= h_type == QPT_RC;
+        ans_syndrome <= 8'h1F;              // ACK, no credit count
+        ans_msn      <= qp_msn + 24'd1;
+        if (h_type == QPT_RC && h_ackreq)
+            answer;
+        else
+            state <= S_IDLE;
+    end
+endtask
+
 always @(posedge clk) begin
     pl_drop       <= {NUM_PORTS{1'b0}};
     rcv_drop      <= {NUM_PORTS{1'b0}};
@@ -457,10 +474,13 @@ always @(posedge clk) begin
     qp_msn_inc    <= 1'b0;
     m_ack_valid   <= 1'b0;
     if (m_msg_valid && m_msg_ready) m_msg_valid <= 1'b0;
-    if (s_rsp_valid && end_owed)    end_owed <= 1'b0;
     if (m_dma_valid && m_dma_ready) m_dma_valid <= 1'b0;
     if (|(m_tx_valid & m_tx_ready)) m_tx_valid <= {NUM_PORTS{1'b0}};
-    if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) storing <= 1'b0;
+    // the payload is taken with its last beat: a drop after that would hit the next packet's
+    if (storing && m_axis_wr_tvalid && m_axis_wr_tready && m_axis_wr_tlast) begin
+        storing <= 1'b0;
+        stored  <= 1'b1;
+    end
 
     case (state)
         S_IDLE: if (pick_valid) begin
@@ -581,7 +601,7 @@ always @(posedge clk) begin
             end
         end
 
-        S_MSG_WAIT: if (rsp_mine) begin
+        S_MSG_WAIT: if (s_rsp_valid) begin
             if (msg_kind == 2'd0 && fam_write)
                 msg_addr[q] <= s_rsp_addr;
             store_addr <= msg_write[q] && msg_kind == 2'd3 ? msg_addr[q] + q_off[ADDR_WIDTH-1:0]
@@ -682,17 +702,7 @@ always @(posedge clk) begin
         end
 
         // msg_off already counts this packet: END carries the message's length
-        // an RC message counts in the MSN whether or not its last packet asks for an ACK
-        S_END_WAIT: if (end_quiet ? !m_msg_valid || m_msg_ready : rsp_mine) begin
-            end_owed     <= end_quiet;
-            qp_msn_inc   <= h_type == QPT_RC;
-            ans_syndrome <= 8'h1F;              // ACK, no credit count
-            ans_msn      <= qp_msn + 24'd1;
-            if (h_type == QPT_RC && h_ackreq)
-                answer;
-            else
-                state <= S_IDLE;
-        end
+        S_END_WAIT: if (s_rsp_valid) end_message;
 
         S_ANSWER: answer;
 
@@ -733,7 +743,6 @@ always @(posedge clk) begin
 
     if (rst) begin
         state       <= S_IDLE;
-        end_owed    <= 1'b0;
         in_msg      <= {NUM_QP{1'b0}};
         storing     <= 1'b0;
         rr          <= {PORT_BITS{1'b0}};
