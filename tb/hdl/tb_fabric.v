@@ -194,9 +194,13 @@ wire dev0_cqe_stores = dev0.dma.client[0].stores.mover.b_ptr !=
 wire dev1_cqe_stores = dev1.dma.client[0].stores.mover.b_ptr !=
                       dev1.dma.client[0].stores.mover.wr_ptr;
 sim_dma_watch #(.N(12)) dev0_dma_watch (.rst(rst),
-                                        .busy({~dev0.dma_c_ready[11:1], dev0_cqe_stores}));
+                                        .busy({~dev0.dma_c_ready[11:1], dev0_cqe_stores}),
+                                        // read by the testbench (tb/coverage.py)
+                                        .together(), .alongside());
 sim_dma_watch #(.N(12)) dev1_dma_watch (.rst(rst),
-                                        .busy({~dev1.dma_c_ready[11:1], dev1_cqe_stores}));
+                                        .busy({~dev1.dma_c_ready[11:1], dev1_cqe_stores}),
+                                        // read by the testbench (tb/coverage.py)
+                                        .together(), .alongside());
 
 // device d's port p+1 TX link (devd_link<p>) goes through a cable model (devd_link<p>_cable, a
 // sim_link_fault: perfect until a test sets latency or faults) whose output (devd_link<p>_rx)

@@ -158,7 +158,9 @@ end
 localparam DMA_N = 4 + 2*2 + BYPASS_MOVERS;
 wire cqe_stores = dut.dma.client[0].stores.mover.b_ptr != dut.dma.client[0].stores.mover.wr_ptr;
 sim_dma_watch #(.N(DMA_N)) dma_watch (.rst(rst),
-                                      .busy({~dut.dma_c_ready[DMA_N-1:1], cqe_stores}));
+                                      .busy({~dut.dma_c_ready[DMA_N-1:1], cqe_stores}),
+                                      // read by the testbench (tb/coverage.py)
+                                      .together(), .alongside());
 
 // port p's TX link, as taken by its far end
 wire [DATA_WIDTH-1:0]   link0_tdata, link1_tdata;
